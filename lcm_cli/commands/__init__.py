@@ -1,0 +1,1 @@
+"""Typer commands: thin doors over the operation registry."""

@@ -1,0 +1,1 @@
+"""Checks, repairs and cleaners for lcm.db (a later issue)."""

@@ -1,0 +1,1 @@
+"""Operations and the engine: paths, settings, queries, the write store."""

@@ -1,0 +1,61 @@
+"""The Python door: call any operation by name and get the result envelope.
+
+Every other door (typer commands, later ``lcm hook`` and ``lcm serve``) goes through
+:func:`call`, so validation, errors and results are identical whichever door is used.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.db.connection import translate_sqlite_error
+from lcm_cli.engine.registry import get_operation
+from lcm_cli.engine.request import validate_request
+
+
+def call(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    args: tuple[str, ...] = (),
+    db: str | None = None,
+    config: str | None = None,
+    openclaw_dir: str | None = None,
+    env: Mapping[str, str] | None = None,
+    output_format: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Run operation ``name`` and return its success envelope (raises ``LcmError``).
+
+    ``params`` holds option values keyed by request field (``conversation_id``,
+    ``limit``, ...); ``args`` holds positional arguments (a summary id, a config path).
+    """
+    op = get_operation(name)
+    request = validate_request(
+        name,
+        op.options,
+        params or {},
+        needs_selector=op.needs_selector,
+        output_format=output_format,
+        args=args,
+        now=now,
+    )
+    ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+    try:
+        if op.resolves_paths:
+            ctx.resolve_paths(read_config=name != "config.set")
+        try:
+            result = op.func(ctx, request)
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+    finally:
+        ctx.close()
+    envelope: dict[str, Any] = {"ok": True, "command": name, "data": result.data}
+    if result.pagination is not None:
+        envelope["pagination"] = result.pagination
+    envelope["meta"] = ctx.meta() if op.resolves_paths else {}
+    return envelope

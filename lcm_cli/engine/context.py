@@ -1,0 +1,111 @@
+"""The open context an operation runs in: resolved paths, config, and a lazy database."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from lcm_cli.engine import paths as path_rules
+from lcm_cli.engine.config_file import plugin_config_of, read_config_root
+from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only, translate_sqlite_error
+from lcm_cli.engine.db.probe import SchemaProbe
+from lcm_cli.engine.errors import LcmError
+
+
+class Context:
+    """Paths, effective config and a read-only handle, each resolved on first use."""
+
+    def __init__(
+        self,
+        *,
+        db: str | None = None,
+        config: str | None = None,
+        openclaw_dir: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self._flags = (db, config, openclaw_dir)
+        self.state_dir = ""
+        self.config_path = ""
+        self.database_path = ""
+        self.config_root: dict[str, Any] | None = None
+        self.plugin_config: dict[str, Any] = {}
+        self._effective: dict[str, Any] | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._probe: SchemaProbe | None = None
+        self.timeout_ms = busy_timeout_ms(dict(self.env))
+
+    def resolve_paths(self, *, read_config: bool = True) -> None:
+        """Resolve state dir and config path, read the config, then the database path.
+
+        ``read_config=False`` is for `config set`, which reads and checks the file in its
+        own order and then calls :meth:`resolve_database_path` with the rewritten config.
+        """
+        _, config_flag, dir_flag = self._flags
+        self.state_dir = path_rules.resolve_state_dir(dir_flag, self.env)
+        self.config_path = path_rules.resolve_config_path(config_flag, self.env, self.state_dir)
+        if read_config:
+            self.config_root = read_config_root(self.config_path)
+            self.plugin_config = plugin_config_of(self.config_root, self.config_path)
+        if read_config and self.config_root is not None:
+            from lcm_cli.engine.settings import validate_runtime
+
+            try:
+                validate_runtime(self.plugin_config)
+            except LcmError as exc:
+                raise LcmError(exc.code, exc.message, {"configPath": self.config_path}) from None
+        self.resolve_database_path()
+
+    def resolve_database_path(self) -> None:
+        """Resolve the database path against the current plugin config."""
+        self.database_path = path_rules.resolve_database_path(
+            self._flags[0], self.env, self.plugin_config, self.state_dir
+        )
+
+    def meta(self) -> dict[str, Any]:
+        """``{databasePath, configPath}`` for the envelope."""
+        return {"databasePath": self.database_path, "configPath": self.config_path}
+
+    @property
+    def effective(self) -> dict[str, Any]:
+        """The effective Lossless config (environment > plugin config > defaults)."""
+        if self._effective is None:
+            from lcm_cli.engine.settings import resolve_effective
+
+            self._effective = resolve_effective(self.plugin_config, self.env, self.state_dir)
+        return self._effective
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The read-only connection, opened on first use."""
+        if self._conn is None:
+            self._conn = open_read_only(self.database_path, timeout_ms=self.timeout_ms)
+            self._conn.row_factory = sqlite3.Row
+        return self._conn
+
+    @property
+    def probe(self) -> SchemaProbe:
+        """What tables and columns this database has."""
+        if self._probe is None:
+            self._probe = SchemaProbe(self.db)
+        return self._probe
+
+    def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
+        """Run one read query; SQLite failures become structured errors."""
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, self.database_path, self.timeout_ms) from None
+
+    def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
+        """The first row of a read query, or None."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        """Close the database handle if it was opened."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

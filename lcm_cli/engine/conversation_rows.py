@@ -1,0 +1,187 @@
+"""Conversation rows: identity, selection by id or session key, and per-conversation stats.
+
+Shared by `conversations`, `messages` and `summaries`. Columns that older databases lack
+are probed and read as NULL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.fresh_tail import select_tail, tail_candidates_sql, tail_limits
+from lcm_cli.engine.request import Selector
+
+CORE_TABLES = ("conversations", "messages", "summaries", "context_items")
+
+
+def require_lcm_tables(ctx: Context) -> None:
+    """Fail clearly when the file is SQLite but not an lcm.db."""
+    missing = [t for t in CORE_TABLES if not ctx.probe.has_table(t)]
+    if missing:
+        raise LcmError(
+            "DATABASE_QUERY_FAILED",
+            f"Database query failed: {ctx.database_path} has no {', '.join(missing)} "
+            "table; is --db pointing at an LCM database (lcm.db)?",
+            {"databasePath": ctx.database_path},
+        )
+
+
+def identity_columns(ctx: Context, prefix: str = "c.") -> str:
+    """SELECT list for the conversation identity, NULL for columns this file lacks."""
+    probe = ctx.probe
+    return ", ".join(
+        [
+            f"{prefix}conversation_id AS conversation_id",
+            f"{prefix}session_id AS session_id",
+            probe.col("conversations", "session_key", prefix=prefix),
+            probe.col("conversations", "active", prefix=prefix),
+            probe.col("conversations", "archived_at", prefix=prefix),
+            f"{prefix}title AS title",
+            probe.col("conversations", "bootstrapped_at", prefix=prefix),
+            f"{prefix}created_at AS created_at",
+            f"{prefix}updated_at AS updated_at",
+        ]
+    )
+
+
+def identity_of(row: Any) -> dict[str, Any]:
+    """Map a conversation row to the identity object (``active`` as a boolean)."""
+    active = row["active"]
+    return {
+        "conversationId": row["conversation_id"],
+        "sessionId": row["session_id"],
+        "sessionKey": row["session_key"],
+        # No `active` column means a database older than archiving: every row is live.
+        "active": True if active is None else active == 1,
+        "archivedAt": row["archived_at"],
+        "title": row["title"],
+        "bootstrappedAt": row["bootstrapped_at"],
+        "createdAt": row["created_at"],
+        "updatedAt": row["updated_at"],
+    }
+
+
+def find_conversation(ctx: Context, selector: Selector) -> Any:
+    """The conversation row a selector names, or CONVERSATION_NOT_FOUND.
+
+    A session key picks the active row first, then the newest ``created_at``.
+    """
+    require_lcm_tables(ctx)
+    columns = identity_columns(ctx)
+    if selector.kind == "conversationId":
+        row = ctx.query_one(
+            f"SELECT {columns} FROM conversations c WHERE c.conversation_id = ?", (selector.value,)
+        )
+    elif ctx.probe.has_column("conversations", "session_key"):
+        order = "c.active DESC, " if ctx.probe.has_column("conversations", "active") else ""
+        row = ctx.query_one(
+            f"""SELECT {columns} FROM conversations c WHERE c.session_key = ?
+                ORDER BY {order}julianday(c.created_at) DESC, c.conversation_id DESC LIMIT 1""",
+            (selector.value,),
+        )
+    else:
+        row = None  # too old to have session keys: nothing can match one
+    if row is None:
+        what = "id" if selector.kind == "conversationId" else "session key"
+        raise LcmError(
+            "CONVERSATION_NOT_FOUND",
+            f"No conversation matched {what} {selector.value}. List them with "
+            "`lcm conversations list`.",
+            selector.to_dict(),
+        )
+    return row
+
+
+def summary_depths(ctx: Context, conversation_id: int | None = None) -> list[dict[str, Any]]:
+    """Summary count and tokens per (kind, depth), ordered depth then kind."""
+    where = "" if conversation_id is None else "WHERE conversation_id = ?"
+    params = () if conversation_id is None else (conversation_id,)
+    rows = ctx.query(
+        f"""SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens
+            FROM summaries {where} GROUP BY kind, depth ORDER BY depth ASC, kind ASC""",
+        params,
+    )
+    return [dict(row) for row in rows]
+
+
+def _in_clause(ids: Sequence[int]) -> str:
+    return ",".join("?" for _ in ids)
+
+
+def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """List items (identity + message/summary/context/fresh-tail figures) for ``rows``."""
+    ids = [row["conversation_id"] for row in rows]
+    if not ids:
+        return []
+    marks = _in_clause(ids)
+    messages = {
+        r["conversation_id"]: r
+        for r in ctx.query(
+            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+                       MIN(created_at) AS earliest, MAX(created_at) AS latest
+                FROM messages WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
+            ids,
+        )
+    }
+    summaries = {
+        r["conversation_id"]: r
+        for r in ctx.query(
+            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+                       COALESCE(SUM(source_message_token_count), 0) AS sources,
+                       MIN(COALESCE(earliest_at, created_at)) AS earliest,
+                       MAX(COALESCE(latest_at, created_at)) AS latest, MAX(depth) AS max_depth
+                FROM summaries WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
+            ids,
+        )
+    }
+    # Inner joins: a context item whose message or summary is gone is not counted here.
+    context = {
+        r["conversation_id"]: r
+        for r in ctx.query(
+            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(tokens), 0) AS tokens FROM (
+                  SELECT ci.conversation_id, m.token_count AS tokens FROM context_items ci
+                    JOIN messages m ON m.message_id = ci.message_id
+                   WHERE ci.item_type = 'message' AND ci.conversation_id IN ({marks})
+                  UNION ALL
+                  SELECT ci.conversation_id, s.token_count AS tokens FROM context_items ci
+                    JOIN summaries s ON s.summary_id = ci.summary_id
+                   WHERE ci.item_type = 'summary' AND ci.conversation_id IN ({marks})
+                ) GROUP BY conversation_id""",
+            ids + ids,
+        )
+    }
+    count, max_tokens = tail_limits(ctx.effective)
+    tail_sql = tail_candidates_sql(
+        ctx.probe.col("messages", "large_content", prefix="m."), with_content=False
+    )
+    items = []
+    for row in rows:
+        cid = row["conversation_id"]
+        m = messages.get(cid)
+        s = summaries.get(cid)
+        c = context.get(cid)
+        tail = select_tail(ctx.query(tail_sql, (cid, count)), count, max_tokens) if count else []
+        item = identity_of(row)
+        item.update(
+            {
+                "messageCount": m["n"] if m else 0,
+                "messageTokens": m["tokens"] if m else 0,
+                "earliestMessageAt": m["earliest"] if m else None,
+                "latestMessageAt": m["latest"] if m else None,
+                "summaryCount": s["n"] if s else 0,
+                "summaryTokens": s["tokens"] if s else 0,
+                "summarizedSourceTokens": s["sources"] if s else 0,
+                "earliestSummaryAt": s["earliest"] if s else None,
+                "latestSummaryAt": s["latest"] if s else None,
+                "maxSummaryDepth": s["max_depth"] if s else None,
+                "contextItems": c["n"] if c else 0,
+                "contextTokens": c["tokens"] if c else 0,
+                "freshTailMessages": len(tail),
+                "freshTailTokens": sum(t["token_count"] or 0 for t in tail),
+            }
+        )
+        items.append(item)
+    return items

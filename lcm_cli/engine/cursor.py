@@ -1,0 +1,87 @@
+"""Opaque keyset cursors, byte-compatible with the reference `lcm`.
+
+A cursor is base64url (no padding) of compact JSON ``{"v":1,"resource":...,"timestamp":...,
+"id":...}`` built from the last row shown. The next page holds the rows strictly after
+it in the list's descending ``(julianday(timestamp), id)`` order. Filters are not stored:
+the caller repeats them, as with the reference.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.timefilter import parse_loose_timestamp
+
+RESOURCES = ("conversations", "messages", "summaries")
+_NOT_B64URL = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A decoded cursor: the sort timestamp as stored and the row id of the last item."""
+
+    resource: str
+    timestamp: str
+    id: int | str
+
+
+def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:
+    """Encode the position after a row (``timestamp`` exactly as stored)."""
+    payload = {"v": 1, "resource": resource, "timestamp": timestamp, "id": row_id}
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _invalid() -> LcmError:
+    return LcmError(
+        "INVALID_CURSOR",
+        "Invalid --cursor: pass the nextCursor value printed by the same list command "
+        "unchanged, or omit --cursor to start from the first page.",
+    )
+
+
+def decode_cursor(text: str, resource: str) -> Cursor:
+    """Decode and validate a cursor for ``resource``; INVALID_CURSOR on any problem."""
+    # Like Node's decoder: accept the standard alphabet and padding, ignore stray characters.
+    cleaned = _NOT_B64URL.sub("", text.replace("+", "-").replace("/", "_"))
+    try:
+        raw = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
+        payload: Any = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise _invalid() from None
+    if not isinstance(payload, dict) or payload.get("v") != 1 or isinstance(payload.get("v"), bool):
+        raise _invalid()
+    if payload.get("resource") != resource:
+        raise _invalid()
+    timestamp = payload.get("timestamp")
+    if not isinstance(timestamp, str) or parse_loose_timestamp(timestamp) is None:
+        raise _invalid()
+    row_id = payload.get("id")
+    if resource == "summaries":
+        if not isinstance(row_id, str) or not row_id:
+            raise _invalid()
+    else:
+        if isinstance(row_id, bool):
+            raise _invalid()
+        if isinstance(row_id, float) and row_id.is_integer():
+            row_id = int(row_id)
+        if not isinstance(row_id, int):
+            raise _invalid()
+    return Cursor(resource, timestamp, row_id)
+
+
+def keyset_clause(sort_expr: str, id_expr: str) -> str:
+    """SQL predicate selecting rows after a cursor in ``(sort DESC, id DESC)`` order.
+
+    Takes three parameters: the cursor timestamp twice, then its id.
+    """
+    return (
+        f"(julianday({sort_expr}) < julianday(?) OR "
+        f"(julianday({sort_expr}) = julianday(?) AND {id_expr} < ?))"
+    )

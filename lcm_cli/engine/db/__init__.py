@@ -1,0 +1,1 @@
+"""Storage: connections, schema migrations and feature probes for lcm.db."""

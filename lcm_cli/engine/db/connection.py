@@ -1,0 +1,99 @@
+"""Read-only connections to lcm.db.
+
+A live agent host may be writing the same file, so readers open it with a read-only
+URI (``mode=ro``, never ``immutable=1``, which would ignore the WAL), switch on
+``query_only``, wait a bounded time for locks, and never create a missing file.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+from lcm_cli.engine.errors import LcmError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+
+def busy_timeout_ms(env: "os._Environ[str] | dict[str, str] | None" = None) -> int:
+    """Bounded lock wait for readers: ``LCM_BUSY_TIMEOUT_MS`` or 5000 ms."""
+    raw = (env if env is not None else os.environ).get("LCM_BUSY_TIMEOUT_MS", "")
+    return int(raw) if raw.strip().isdigit() else DEFAULT_BUSY_TIMEOUT_MS
+
+
+def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """Open an existing lcm.db read-only, or raise a structured error.
+
+    DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
+    when it is not an SQLite database or SQLite refuses to open it.
+    """
+    details = {"databasePath": path}
+    try:
+        info = os.stat(path)
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode):
+        raise LcmError(
+            "DATABASE_NOT_FOUND",
+            f"No LCM database at {path}. Pass --db PATH, set LCM_DATABASE_PATH, or point "
+            "--openclaw-dir at the OpenClaw state dir that holds lcm.db.",
+            details,
+        )
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise LcmError(
+            "DATABASE_OPEN_FAILED",
+            f"Cannot read {path}: {exc.strerror or exc}. Check the file's permissions.",
+            details,
+        ) from None
+    # An empty file is a valid (empty) database to SQLite; anything else must carry the header.
+    if header and header != SQLITE_HEADER:
+        raise LcmError(
+            "DATABASE_OPEN_FAILED",
+            f"{path} is not an SQLite database. Check --db / LCM_DATABASE_PATH.",
+            details,
+        )
+    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise LcmError(
+            "DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details
+        ) from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise LcmError(
+            "DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details
+        ) from None
+    return conn
+
+
+def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> LcmError:
+    """Map an error raised while querying to DATABASE_BUSY or DATABASE_QUERY_FAILED."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return LcmError(
+            "DATABASE_BUSY",
+            f"{path} stayed locked by another writer for {timeout_ms} ms. Retry shortly, or "
+            "raise LCM_BUSY_TIMEOUT_MS.",
+            {"databasePath": path, "waitedMs": timeout_ms},
+        )
+    if "not a database" in text or "malformed" in text:
+        return LcmError(
+            "DATABASE_OPEN_FAILED",
+            f"{path} is not a readable SQLite database ({text}). Check --db, or run "
+            "`PRAGMA integrity_check` on a copy.",
+            {"databasePath": path},
+        )
+    return LcmError(
+        "DATABASE_QUERY_FAILED",
+        f"Database query failed: {text}.",
+        {"databasePath": path},
+    )

@@ -1,0 +1,666 @@
+"""The lcm.db schema, as an ordered list of migrations.
+
+The schema is lossless-claw's (compat/database.md §3-§4): same tables, columns,
+types, defaults, CHECKs, foreign keys and index names, so the plugin reads a file
+we wrote as its own and we read any file it wrote.
+
+Rules for this module:
+
+- A migration is a function named ``mNNN_what_changed(conn)``. Once shipped it is
+  never edited; a later change is a new function appended to
+  :data:`SCHEMA_MIGRATIONS`.
+- Each migration runs in its own ``BEGIN IMMEDIATE`` transaction, is recorded in
+  ``lcm_migration_state`` (step name ``lcm_cli.<function name>``, version 1) in
+  that same transaction, and rolls back completely if it raises.
+- Migrations are "ensure" style, like lossless-claw's own: ``CREATE ... IF NOT
+  EXISTS``, probe ``PRAGMA table_info`` and ``ALTER TABLE ... ADD COLUMN`` what
+  is missing. So the first migration adopts a database lossless-claw created
+  (at any release) and upgrades an older one additively; nothing is dropped
+  except the obsolete global-unique ``conversations_session_key_idx`` index.
+- lossless-claw's own one-shot backfills (summary depths and metadata, identity
+  hashes, tool-call columns) are left to lossless-claw: we never write its step
+  names, so it still runs them the next time it opens the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+Migration = Callable[[sqlite3.Connection], None]
+
+#: Prefix of our rows in ``lcm_migration_state``; keeps them apart from the
+#: plugin's own step names, which it looks up by exact name.
+STEP_PREFIX = "lcm_cli."
+_STEP_VERSION = 1
+
+_MIGRATION_STATE_DDL = """
+CREATE TABLE IF NOT EXISTS lcm_migration_state (
+  step_name TEXT NOT NULL,
+  algorithm_version INTEGER NOT NULL,
+  completed_at TEXT NOT NULL DEFAULT (datetime('now')),
+  PRIMARY KEY (step_name, algorithm_version)
+)
+"""
+
+# Base tables, in the shape a fresh lossless-claw database has. Two details are
+# deliberate: messages.large_content / messages.stable_event_key and
+# summaries.model are NOT in these CREATEs, because lossless-claw adds them with
+# ALTER TABLE even on a fresh file; adding them the same way (see _COLUMNS)
+# gives our files the plugin's physical column order too.
+_TABLES: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS conversations (
+      conversation_id INTEGER PRIMARY KEY AUTOINCREMENT,
+      session_id TEXT NOT NULL,
+      session_key TEXT,
+      active INTEGER NOT NULL DEFAULT 1,
+      archived_at TEXT,
+      archive_cause TEXT,
+      title TEXT,
+      bootstrapped_at TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS messages (
+      message_id INTEGER PRIMARY KEY AUTOINCREMENT,
+      conversation_id INTEGER NOT NULL
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      seq INTEGER NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+      content TEXT NOT NULL,
+      token_count INTEGER NOT NULL,
+      identity_hash TEXT,
+      openclaw_sender_metadata TEXT,
+      transcript_entry_id TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      UNIQUE (conversation_id, seq)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS summaries (
+      summary_id TEXT PRIMARY KEY,
+      conversation_id INTEGER NOT NULL
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      kind TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+      depth INTEGER NOT NULL DEFAULT 0,
+      content TEXT NOT NULL,
+      token_count INTEGER NOT NULL,
+      earliest_at TEXT,
+      latest_at TEXT,
+      descendant_count INTEGER NOT NULL DEFAULT 0,
+      descendant_token_count INTEGER NOT NULL DEFAULT 0,
+      source_message_token_count INTEGER NOT NULL DEFAULT 0,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      file_ids TEXT NOT NULL DEFAULT '[]'
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS message_parts (
+      part_id TEXT PRIMARY KEY,
+      message_id INTEGER NOT NULL REFERENCES messages(message_id) ON DELETE CASCADE,
+      session_id TEXT NOT NULL,
+      part_type TEXT NOT NULL CHECK (part_type IN (
+        'text', 'reasoning', 'tool', 'patch', 'file',
+        'subtask', 'compaction', 'step_start', 'step_finish',
+        'snapshot', 'agent', 'retry'
+      )),
+      ordinal INTEGER NOT NULL,
+      text_content TEXT,
+      is_ignored INTEGER,
+      is_synthetic INTEGER,
+      tool_call_id TEXT,
+      tool_name TEXT,
+      tool_status TEXT,
+      tool_input TEXT,
+      tool_output TEXT,
+      tool_error TEXT,
+      tool_title TEXT,
+      patch_hash TEXT,
+      patch_files TEXT,
+      file_mime TEXT,
+      file_name TEXT,
+      file_url TEXT,
+      subtask_prompt TEXT,
+      subtask_desc TEXT,
+      subtask_agent TEXT,
+      step_reason TEXT,
+      step_cost REAL,
+      step_tokens_in INTEGER,
+      step_tokens_out INTEGER,
+      snapshot_hash TEXT,
+      compaction_auto INTEGER,
+      metadata TEXT,
+      UNIQUE (message_id, ordinal)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS summary_messages (
+      summary_id TEXT NOT NULL REFERENCES summaries(summary_id) ON DELETE CASCADE,
+      message_id INTEGER NOT NULL REFERENCES messages(message_id) ON DELETE RESTRICT,
+      ordinal INTEGER NOT NULL,
+      PRIMARY KEY (summary_id, message_id)
+    )
+    """,
+    # Column naming is inverted (database.md §3.6): summary_id is the condensed
+    # node, parent_summary_id the lower-depth source it consumed.
+    """
+    CREATE TABLE IF NOT EXISTS summary_parents (
+      summary_id TEXT NOT NULL REFERENCES summaries(summary_id) ON DELETE CASCADE,
+      parent_summary_id TEXT NOT NULL
+        REFERENCES summaries(summary_id) ON DELETE RESTRICT,
+      ordinal INTEGER NOT NULL,
+      PRIMARY KEY (summary_id, parent_summary_id)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS context_items (
+      conversation_id INTEGER NOT NULL
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      ordinal INTEGER NOT NULL,
+      item_type TEXT NOT NULL CHECK (item_type IN ('message', 'summary')),
+      message_id INTEGER REFERENCES messages(message_id) ON DELETE RESTRICT,
+      summary_id TEXT REFERENCES summaries(summary_id) ON DELETE RESTRICT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      PRIMARY KEY (conversation_id, ordinal),
+      CHECK (
+        (item_type = 'message' AND message_id IS NOT NULL AND summary_id IS NULL) OR
+        (item_type = 'summary' AND summary_id IS NOT NULL AND message_id IS NULL)
+      )
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS large_files (
+      file_id TEXT PRIMARY KEY,
+      conversation_id INTEGER NOT NULL
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      file_name TEXT,
+      mime_type TEXT,
+      byte_size INTEGER,
+      line_count INTEGER,
+      storage_uri TEXT NOT NULL,
+      exploration_summary TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS conversation_bootstrap_state (
+      conversation_id INTEGER PRIMARY KEY
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      session_file_path TEXT NOT NULL,
+      last_seen_size INTEGER NOT NULL,
+      last_seen_mtime_ms INTEGER NOT NULL,
+      last_processed_offset INTEGER NOT NULL,
+      last_processed_entry_hash TEXT,
+      session_header_id TEXT,
+      last_processed_entry_id TEXT,
+      fork_bounded INTEGER NOT NULL DEFAULT 0,
+      fork_source_message_count INTEGER NOT NULL DEFAULT 0,
+      soft_reset_pruned_at TEXT,
+      updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS conversation_compaction_telemetry (
+      conversation_id INTEGER PRIMARY KEY
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      last_observed_cache_read INTEGER,
+      last_observed_cache_write INTEGER,
+      last_observed_prompt_token_count INTEGER,
+      last_observed_cache_hit_at TEXT,
+      last_observed_cache_break_at TEXT,
+      cache_state TEXT NOT NULL DEFAULT 'unknown'
+        CHECK (cache_state IN ('hot', 'cold', 'unknown')),
+      consecutive_cold_observations INTEGER NOT NULL DEFAULT 0,
+      retention TEXT,
+      last_leaf_compaction_at TEXT,
+      turns_since_leaf_compaction INTEGER NOT NULL DEFAULT 0,
+      tokens_accumulated_since_leaf_compaction INTEGER NOT NULL DEFAULT 0,
+      last_activity_band TEXT NOT NULL DEFAULT 'low'
+        CHECK (last_activity_band IN ('low', 'medium', 'high')),
+      last_api_call_at TEXT,
+      last_cache_touch_at TEXT,
+      provider TEXT,
+      model TEXT,
+      updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS conversation_compaction_maintenance (
+      conversation_id INTEGER PRIMARY KEY
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      pending INTEGER NOT NULL DEFAULT 0,
+      requested_at TEXT,
+      reason TEXT,
+      running INTEGER NOT NULL DEFAULT 0,
+      last_started_at TEXT,
+      last_finished_at TEXT,
+      last_failure_summary TEXT,
+      token_budget INTEGER,
+      current_token_count INTEGER,
+      projected_token_count INTEGER,
+      raw_tokens_outside_tail INTEGER,
+      context_threshold REAL,
+      context_threshold_source TEXT,
+      context_fresh_tail_count INTEGER,
+      context_leaf_chunk_tokens INTEGER,
+      retry_attempts INTEGER NOT NULL DEFAULT 0,
+      next_attempt_after TEXT,
+      resolution_reason TEXT,
+      resolved_at TEXT,
+      maintenance_revision INTEGER NOT NULL DEFAULT 0,
+      updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS focus_briefs (
+      brief_id TEXT PRIMARY KEY,
+      conversation_id INTEGER NOT NULL
+        REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      session_key TEXT,
+      prompt TEXT NOT NULL,
+      content TEXT NOT NULL,
+      status TEXT NOT NULL
+        CHECK (status IN ('draft', 'active', 'superseded', 'failed', 'inactive')),
+      token_count INTEGER NOT NULL DEFAULT 0,
+      target_tokens INTEGER NOT NULL DEFAULT 0,
+      covered_latest_at TEXT,
+      covered_message_seq INTEGER,
+      source_context_hash TEXT NOT NULL DEFAULT '',
+      generator_run_id TEXT,
+      generator_session_key TEXT,
+      raw_result_json TEXT,
+      error TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+      superseded_at TEXT
+    )
+    """,
+    # summary_id deliberately has no foreign key here (as in lossless-claw).
+    """
+    CREATE TABLE IF NOT EXISTS focus_brief_sources (
+      brief_id TEXT NOT NULL REFERENCES focus_briefs(brief_id) ON DELETE CASCADE,
+      summary_id TEXT NOT NULL,
+      ordinal INTEGER,
+      role TEXT NOT NULL,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      PRIMARY KEY (brief_id, summary_id, role)
+    )
+    """,
+    _MIGRATION_STATE_DDL,
+)
+
+# Columns an older (or fresh) database may lack, per table, in the order
+# lossless-claw appends them. Each definition is valid for ALTER TABLE ADD
+# COLUMN: NOT NULL columns always carry a constant default.
+_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "conversations": (
+        ("bootstrapped_at", "TEXT"),
+        ("session_key", "TEXT"),
+        ("active", "INTEGER NOT NULL DEFAULT 1"),
+        ("archived_at", "TEXT"),
+        ("archive_cause", "TEXT"),
+    ),
+    "summaries": (
+        ("depth", "INTEGER NOT NULL DEFAULT 0"),
+        ("earliest_at", "TEXT"),
+        ("latest_at", "TEXT"),
+        ("descendant_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("descendant_token_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("source_message_token_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("file_ids", "TEXT NOT NULL DEFAULT '[]'"),
+        ("model", "TEXT NOT NULL DEFAULT 'unknown'"),
+    ),
+    "messages": (
+        ("identity_hash", "TEXT"),
+        ("openclaw_sender_metadata", "TEXT"),
+        ("large_content", "TEXT"),
+        ("transcript_entry_id", "TEXT"),
+        ("stable_event_key", "TEXT"),
+    ),
+    "conversation_bootstrap_state": (
+        ("fork_bounded", "INTEGER NOT NULL DEFAULT 0"),
+        ("fork_source_message_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("session_header_id", "TEXT"),
+        ("last_processed_entry_id", "TEXT"),
+        ("soft_reset_pruned_at", "TEXT"),
+    ),
+    "conversation_compaction_telemetry": (
+        ("consecutive_cold_observations", "INTEGER NOT NULL DEFAULT 0"),
+        ("last_leaf_compaction_at", "TEXT"),
+        ("turns_since_leaf_compaction", "INTEGER NOT NULL DEFAULT 0"),
+        ("tokens_accumulated_since_leaf_compaction", "INTEGER NOT NULL DEFAULT 0"),
+        (
+            "last_activity_band",
+            "TEXT NOT NULL DEFAULT 'low' "
+            "CHECK (last_activity_band IN ('low', 'medium', 'high'))",
+        ),
+        ("last_api_call_at", "TEXT"),
+        ("last_cache_touch_at", "TEXT"),
+        ("provider", "TEXT"),
+        ("model", "TEXT"),
+        ("last_observed_prompt_token_count", "INTEGER"),
+    ),
+    "conversation_compaction_maintenance": (
+        ("projected_token_count", "INTEGER"),
+        ("raw_tokens_outside_tail", "INTEGER"),
+        ("retry_attempts", "INTEGER NOT NULL DEFAULT 0"),
+        ("next_attempt_after", "TEXT"),
+        ("context_threshold", "REAL"),
+        ("context_threshold_source", "TEXT"),
+        ("context_fresh_tail_count", "INTEGER"),
+        ("context_leaf_chunk_tokens", "INTEGER"),
+        ("resolution_reason", "TEXT"),
+        ("resolved_at", "TEXT"),
+        ("maintenance_revision", "INTEGER NOT NULL DEFAULT 0"),
+    ),
+    "large_files": (("line_count", "INTEGER"),),
+}
+
+# Created after the columns exist, since several index columns that old
+# databases gain by ALTER TABLE.
+_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS messages_conv_seq_idx ON messages (conversation_id, seq)",
+    "CREATE INDEX IF NOT EXISTS messages_conv_identity_hash_idx"
+    " ON messages (conversation_id, identity_hash)",
+    # Partial unique indexes: NULLs (legacy rows, runtime ingests) are exempt.
+    "CREATE UNIQUE INDEX IF NOT EXISTS messages_conv_entry_unique_idx"
+    " ON messages (conversation_id, transcript_entry_id)"
+    " WHERE transcript_entry_id IS NOT NULL",
+    "CREATE UNIQUE INDEX IF NOT EXISTS messages_stable_event_key_unique"
+    " ON messages (conversation_id, stable_event_key)"
+    " WHERE stable_event_key IS NOT NULL",
+    # At most one ACTIVE conversation per session key; archived ones may repeat.
+    "CREATE UNIQUE INDEX IF NOT EXISTS conversations_active_session_key_idx"
+    " ON conversations (session_key)"
+    " WHERE session_key IS NOT NULL AND active = 1",
+    "CREATE INDEX IF NOT EXISTS conversations_session_key_active_created_idx"
+    " ON conversations (session_key, active, created_at)",
+    "CREATE INDEX IF NOT EXISTS conversations_session_id_active_created_idx"
+    " ON conversations (session_id, active, created_at)",
+    "CREATE INDEX IF NOT EXISTS summaries_conv_created_idx"
+    " ON summaries (conversation_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS summaries_conv_depth_kind_idx"
+    " ON summaries (conversation_id, depth, kind)",
+    "CREATE INDEX IF NOT EXISTS summary_messages_message_idx ON summary_messages (message_id)",
+    "CREATE INDEX IF NOT EXISTS summary_parents_parent_summary_idx"
+    " ON summary_parents (parent_summary_id)",
+    "CREATE INDEX IF NOT EXISTS message_parts_message_idx ON message_parts (message_id)",
+    "CREATE INDEX IF NOT EXISTS message_parts_type_idx ON message_parts (part_type)",
+    "CREATE INDEX IF NOT EXISTS context_items_conv_idx ON context_items (conversation_id, ordinal)",
+    "CREATE INDEX IF NOT EXISTS large_files_conv_idx ON large_files (conversation_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS bootstrap_state_path_idx"
+    " ON conversation_bootstrap_state (session_file_path, updated_at)",
+    "CREATE INDEX IF NOT EXISTS compaction_telemetry_state_idx"
+    " ON conversation_compaction_telemetry (cache_state, updated_at)",
+    "CREATE INDEX IF NOT EXISTS focus_briefs_conversation_status_idx"
+    " ON focus_briefs (conversation_id, status, created_at)",
+    "CREATE INDEX IF NOT EXISTS focus_brief_sources_summary_idx"
+    " ON focus_brief_sources (summary_id)",
+)
+
+
+class FtsTable(NamedTuple):
+    """One optional full-text table: how to create it, seed it and spot a stale one."""
+
+    name: str
+    create: str
+    seed: str
+    columns: tuple[str, ...]
+    stale_markers: tuple[str, ...] = ()
+    needs_trigram: bool = False
+
+
+# Standalone (not external-content) tables, as lossless-claw creates them.
+# messages_fts is keyed by rowid = messages.message_id; the summary tables carry
+# summary_id as an unindexed column.
+FTS_TABLES: tuple[FtsTable, ...] = (
+    FtsTable(
+        "messages_fts",
+        "CREATE VIRTUAL TABLE messages_fts USING fts5(content, tokenize='porter unicode61')",
+        "INSERT INTO messages_fts(rowid, content) SELECT message_id, content FROM messages",
+        ("content",),
+        # An external-content table from early releases; lossless-claw rebuilds it.
+        stale_markers=("content_rowid",),
+    ),
+    FtsTable(
+        "summaries_fts",
+        "CREATE VIRTUAL TABLE summaries_fts USING fts5("
+        "summary_id UNINDEXED, content, tokenize='porter unicode61')",
+        "INSERT INTO summaries_fts(summary_id, content) SELECT summary_id, content FROM summaries",
+        ("summary_id", "content"),
+        stale_markers=("content_rowid='summary_id'", 'content_rowid="summary_id"'),
+    ),
+    FtsTable(
+        "summaries_fts_cjk",
+        "CREATE VIRTUAL TABLE summaries_fts_cjk USING fts5("
+        "summary_id UNINDEXED, content, tokenize='trigram')",
+        "INSERT INTO summaries_fts_cjk(summary_id, content)"
+        " SELECT summary_id, content FROM summaries",
+        ("summary_id", "content"),
+        needs_trigram=True,
+    ),
+)
+
+_FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+
+
+# --------------------------------------------------------------------------
+# Probes shared by the migrations, the store and readers
+# --------------------------------------------------------------------------
+
+
+def table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    """True when a table (or virtual table) called ``name`` exists in ``main``."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
+
+
+def column_names(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table`` (empty when the table does not exist)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")}
+
+
+def _probe_virtual_table(conn: sqlite3.Connection, using: str) -> bool:
+    # Try the CREATE inside a savepoint and always roll it back, so the probe
+    # leaves nothing behind and works inside or outside a transaction.
+    conn.execute("SAVEPOINT lcm_cli_fts_probe")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE temp.lcm_cli_fts_probe USING {using}")
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.execute("ROLLBACK TO SAVEPOINT lcm_cli_fts_probe")
+        conn.execute("RELEASE SAVEPOINT lcm_cli_fts_probe")
+
+
+def fts5_available(conn: sqlite3.Connection) -> bool:
+    """True when this SQLite build can create FTS5 tables."""
+    try:
+        return _probe_virtual_table(conn, "fts5(content)")
+    except sqlite3.Error:
+        return False
+
+
+def trigram_available(conn: sqlite3.Connection) -> bool:
+    """True when this SQLite build has FTS5 and its ``trigram`` tokenizer (3.34+)."""
+    try:
+        return _probe_virtual_table(conn, "fts5(content, tokenize='trigram')")
+    except sqlite3.Error:
+        return False
+
+
+# --------------------------------------------------------------------------
+# Migrations (append only; never edit a shipped one)
+# --------------------------------------------------------------------------
+
+
+def m001_adopt_lossless_claw_schema(conn: sqlite3.Connection) -> None:
+    """Create or adopt every base table, column and index of lossless-claw's schema."""
+    for ddl in _TABLES:
+        conn.execute(ddl)
+    for table, columns in _COLUMNS.items():
+        present = column_names(conn, table)
+        for name, definition in columns:
+            if name not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+    # An ALTER-added NOT NULL column is filled by its default, but rows written
+    # by a build that had the column nullable may still hold NULL.
+    conn.execute("UPDATE conversations SET active = 1 WHERE active IS NULL")
+    # The global-unique key index of ~0.5 forbids archived duplicates of a
+    # session key, which later releases rely on; it is replaced by the partial
+    # index on active rows. Dropped before the new one is built.
+    conn.execute("DROP INDEX IF EXISTS conversations_session_key_idx")
+    for ddl in _INDEXES:
+        conn.execute(ddl)
+
+
+def m002_add_full_text_tables(conn: sqlite3.Connection) -> None:
+    """Create the optional FTS5 tables this SQLite build supports, seeded from base rows.
+
+    A table that exists and is sound is left alone. A missing or broken one
+    (shadow table gone, columns differ, legacy external-content options) is
+    rebuilt: it is derived data, so rebuilding loses nothing. Without FTS5 this
+    migration does nothing, and readers fall back to LIKE scans.
+    """
+    if not fts5_available(conn):
+        return
+    trigram = trigram_available(conn)
+    for spec in FTS_TABLES:
+        if spec.needs_trigram and not trigram:
+            continue
+        if not _fts_table_needs_rebuild(conn, spec):
+            continue
+        conn.execute(f"DROP TABLE IF EXISTS {_quote(spec.name)}")
+        for suffix in _FTS_SHADOW_SUFFIXES:
+            conn.execute(f"DROP TABLE IF EXISTS {_quote(spec.name + suffix)}")
+        conn.execute(spec.create)
+        conn.execute(spec.seed)
+
+
+def _fts_table_needs_rebuild(conn: sqlite3.Connection, spec: FtsTable) -> bool:
+    names = [spec.name, *(spec.name + suffix for suffix in _FTS_SHADOW_SUFFIXES)]
+    placeholders = ", ".join("?" for _ in names)
+    rows = conn.execute(
+        f"SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ({placeholders})",
+        names,
+    ).fetchall()
+    found = {name: sql or "" for name, sql in rows}
+    if len(found) != len(names):
+        return True
+    if any(marker in found[spec.name] for marker in spec.stale_markers):
+        return True
+    try:
+        return not set(spec.columns) <= column_names(conn, spec.name)
+    except sqlite3.Error:
+        return True
+
+
+#: Every migration, in order. Append new ones; never reorder or edit.
+SCHEMA_MIGRATIONS: list[Migration] = [
+    m001_adopt_lossless_claw_schema,
+    m002_add_full_text_tables,
+]
+
+
+# --------------------------------------------------------------------------
+# Runner
+# --------------------------------------------------------------------------
+
+
+def migration_step_name(migration: Migration) -> str:
+    """The ``lcm_migration_state.step_name`` recorded for ``migration``."""
+    return STEP_PREFIX + migration.__name__
+
+
+def applied_migrations(conn: sqlite3.Connection) -> set[str]:
+    """Names (without prefix) of our migrations already recorded in this database."""
+    if not table_exists(conn, "lcm_migration_state"):
+        return set()
+    rows = conn.execute(
+        "SELECT step_name FROM lcm_migration_state WHERE step_name LIKE ? ESCAPE '\\'",
+        (STEP_PREFIX.replace("_", "\\_") + "%",),
+    )
+    return {row[0][len(STEP_PREFIX) :] for row in rows}
+
+
+def pending_migrations(
+    conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None
+) -> list[str]:
+    """Names of the migrations :func:`migrate` would apply to this database now."""
+    done = applied_migrations(conn)
+    return [m.__name__ for m in _chosen(migrations) if m.__name__ not in done]
+
+
+def migrate(
+    conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None
+) -> list[str]:
+    """Apply every pending migration, each in its own transaction; return their names.
+
+    ``conn`` must be writable and not inside a transaction. Safe to call on every
+    open: when nothing is pending it only reads ``lcm_migration_state`` and takes
+    no write lock. Two processes migrating at once are safe too: each migration
+    re-checks its record after taking the write lock.
+    """
+    if conn.in_transaction:
+        raise RuntimeError(
+            "migrate() needs a connection that is not inside a transaction"
+        )
+    chosen = _chosen(migrations)
+    done = applied_migrations(conn)
+    applied: list[str] = []
+    for migration in chosen:
+        if migration.__name__ in done:
+            continue
+        if _apply(conn, migration):
+            applied.append(migration.__name__)
+    return applied
+
+
+def _chosen(migrations: Sequence[Migration] | None) -> Sequence[Migration]:
+    return SCHEMA_MIGRATIONS if migrations is None else migrations
+
+
+def _apply(conn: sqlite3.Connection, migration: Migration) -> bool:
+    # Explicit BEGIN IMMEDIATE works whatever isolation_level the caller chose:
+    # the sqlite3 module never adds its own BEGIN while a transaction is open.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        step = migration_step_name(migration)
+        if _is_recorded(conn, step):
+            # Another process applied it between our read and our lock.
+            conn.execute("ROLLBACK")
+            return False
+        migration(conn)
+        conn.execute(_MIGRATION_STATE_DDL)
+        conn.execute(
+            "INSERT INTO lcm_migration_state (step_name, algorithm_version, completed_at)"
+            " VALUES (?, ?, datetime('now'))",
+            (step, _STEP_VERSION),
+        )
+        conn.execute("COMMIT")
+        return True
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _is_recorded(conn: sqlite3.Connection, step: str) -> bool:
+    if not table_exists(conn, "lcm_migration_state"):
+        return False
+    row = conn.execute(
+        "SELECT 1 FROM lcm_migration_state WHERE step_name = ? AND algorithm_version = ?",
+        (step, _STEP_VERSION),
+    ).fetchone()
+    return row is not None
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

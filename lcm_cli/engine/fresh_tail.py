@@ -1,0 +1,62 @@
+"""The fresh tail: the newest raw messages in a conversation's context.
+
+Rule (the reference CLI's, which differs from its runtime): walk the conversation's
+message context items newest first (summary items are skipped, not boundaries), take at
+most ``count``, keep accumulating ``token_count`` while the total stays within
+``max_tokens`` (the newest row is always kept), then return them oldest first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def tail_limits(effective: Mapping[str, Any], count_override: int | None = None) -> tuple[int, int | None]:
+    """``(count, max_tokens)`` from the effective config, ``--count`` replacing the count."""
+    if count_override is not None:
+        count = count_override
+    else:
+        raw = effective.get("freshTailCount", 0)
+        count = max(0, math.floor(raw)) if _finite(raw) else 0
+    cap = effective.get("freshTailMaxTokens")
+    max_tokens = math.floor(cap) if _finite(cap) and cap >= 0 else None
+    return count, max_tokens
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def select_tail(rows_newest_first: Iterable[Any], count: int, max_tokens: int | None, tokens_of=None) -> list[Any]:
+    """Apply the tail rule to rows given newest first; returns them oldest first."""
+    picked: list[Any] = []
+    total = 0
+    for row in rows_newest_first:
+        if len(picked) >= count:
+            break
+        tokens = tokens_of(row) if tokens_of else row["token_count"]
+        tokens = tokens or 0
+        if picked and max_tokens is not None and total + tokens > max_tokens:
+            break
+        picked.append(row)
+        total += tokens
+    picked.reverse()
+    return picked
+
+
+def tail_candidates_sql(large_content_column: str, *, with_content: bool) -> str:
+    """SQL for one conversation's tail candidates, newest first; binds (conversation_id, count).
+
+    ``large_content_column`` is the probed SELECT expression for ``m.large_content``.
+    """
+    content = "m.content" if with_content else "NULL AS content"
+    return f"""
+SELECT ci.ordinal AS ordinal, m.message_id, m.conversation_id, m.seq, m.role, m.token_count,
+       m.created_at, {large_content_column}, {content}
+FROM context_items ci JOIN messages m ON m.message_id = ci.message_id
+WHERE ci.conversation_id = ? AND ci.item_type = 'message'
+ORDER BY ci.ordinal DESC
+LIMIT ?
+"""

@@ -1,0 +1,109 @@
+"""`lcm messages list|tail`: a conversation's stored messages, and its fresh tail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.conversation_rows import find_conversation, identity_of
+from lcm_cli.engine.cursor import decode_cursor, keyset_clause
+from lcm_cli.engine.fresh_tail import select_tail, tail_candidates_sql, tail_limits
+from lcm_cli.engine.pagination import paginate
+from lcm_cli.engine.preview import PREVIEW_SOURCE_CHARS, make_preview
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+
+
+def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:
+    """A message row as a list item; ``content`` only when asked for."""
+    item = {
+        "messageId": row["message_id"],
+        "conversationId": row["conversation_id"],
+        "seq": row["seq"],
+        "role": row["role"],
+        "tokenCount": row["token_count"],
+        "createdAt": row["created_at"],
+        "largeContent": row["large_content"],
+        "preview": make_preview(row["content"]),
+    }
+    if include_content:
+        item["content"] = row["content"]
+    return item
+
+
+@operation(
+    "messages.list",
+    summary="Page through a conversation's messages, newest first, with role and time filters.",
+    options=(
+        "conversation_id", "session_key", "after", "before", "between", "recency",
+        "limit", "cursor", "role", "include_content",
+    ),
+    needs_selector=True,
+)
+def list_messages(ctx: Context, req: Request) -> Result:
+    """One keyset page of messages ordered by ``created_at`` DESC, id DESC."""
+    assert req.selector is not None
+    conversation = find_conversation(ctx, req.selector)
+    where = ["m.conversation_id = ?"]
+    params: list[Any] = [conversation["conversation_id"]]
+    if req.roles:
+        where.append(f"m.role IN ({','.join('?' for _ in req.roles)})")
+        params.extend(req.roles)
+    if req.time.after:
+        where.append("julianday(m.created_at) >= julianday(?)")
+        params.append(req.time.after)
+    if req.time.before:
+        where.append("julianday(m.created_at) < julianday(?)")
+        params.append(req.time.before)
+    if req.cursor:
+        cursor = decode_cursor(req.cursor, "messages")
+        where.append(keyset_clause("m.created_at", "m.message_id"))
+        params.extend([cursor.timestamp, cursor.timestamp, cursor.id])
+    content = "m.content" if req.include_content else f"substr(m.content, 1, {PREVIEW_SOURCE_CHARS})"
+    rows = ctx.query(
+        f"""SELECT m.message_id, m.conversation_id, m.seq, m.role, m.token_count, m.created_at,
+                   {ctx.probe.col("messages", "large_content", prefix="m.")}, {content} AS content
+            FROM messages m WHERE {" AND ".join(where)}
+            ORDER BY julianday(m.created_at) DESC, m.message_id DESC LIMIT ?""",
+        params + [req.limit + 1],
+    )
+    page, pagination = paginate(
+        rows, req.limit, "messages", lambda r: (r["created_at"], r["message_id"])
+    )
+    items = [message_item(r, include_content=req.include_content) for r in page]
+    return Result({"conversation": identity_of(conversation), "items": items}, pagination)
+
+
+@operation(
+    "messages.tail",
+    summary="The protected fresh tail: the newest raw messages in the conversation's context.",
+    options=("conversation_id", "session_key", "count"),
+    needs_selector=True,
+)
+def tail_messages(ctx: Context, req: Request) -> Result:
+    """The fresh tail with full content, oldest first, and the conversation's totals."""
+    assert req.selector is not None
+    conversation = find_conversation(ctx, req.selector)
+    cid = conversation["conversation_id"]
+    count, max_tokens = tail_limits(ctx.effective, req.count)
+    sql = tail_candidates_sql(ctx.probe.col("messages", "large_content", prefix="m."), with_content=True)
+    picked = select_tail(ctx.query(sql, (cid, count)), count, max_tokens) if count else []
+    totals = ctx.query_one(
+        "SELECT COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens FROM messages WHERE conversation_id = ?",
+        (cid,),
+    )
+    assert totals is not None
+    return Result(
+        {
+            "conversationIdentity": identity_of(conversation),
+            "limits": {"count": count, "maxTokens": max_tokens},
+            "selected": {
+                "messages": len(picked),
+                "tokens": sum(r["token_count"] or 0 for r in picked),
+                "firstSeq": picked[0]["seq"] if picked else None,
+                "lastSeq": picked[-1]["seq"] if picked else None,
+            },
+            "conversation": {"messages": totals["n"], "tokens": totals["tokens"]},
+            "messages": [message_item(r, include_content=True) for r in picked],
+        }
+    )

@@ -1,0 +1,80 @@
+"""Where the state dir, openclaw.json and lcm.db live.
+
+Precedence (first non-blank wins), as the reference `lcm` resolves it:
+
+- home for ``~``: ``OPENCLAW_HOME`` (itself ``~``-expanded) else the process home;
+- state dir: ``--openclaw-dir``, ``LCM_OPENCLAW_DIR``, ``OPENCLAW_STATE_DIR``, ``<home>/.openclaw``;
+- config: ``--config``, ``OPENCLAW_CONFIG_PATH``, ``<state dir>/openclaw.json``;
+- database: ``--db``, ``LCM_DATABASE_PATH``, plugin ``dbPath``, plugin ``databasePath``,
+  ``<state dir>/lcm.db``.
+
+Every returned path is absolute. ``~user`` is not expanded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ResolvedPaths:
+    """The three paths every command works with, all absolute."""
+
+    state_dir: str
+    config_path: str
+    database_path: str
+
+
+def _first(*candidates: Any) -> str | None:
+    for value in candidates:
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _expand(path: str, home: str) -> str:
+    if path == "~":
+        return home
+    if path.startswith("~/"):
+        return os.path.join(home, path[2:])
+    return os.path.abspath(path)
+
+
+def resolve_home(env: Mapping[str, str]) -> str:
+    """The home directory that ``~`` stands for."""
+    process_home = os.path.expanduser("~")
+    override = _first(env.get("OPENCLAW_HOME"))
+    return _expand(override, process_home) if override else process_home
+
+
+def resolve_state_dir(flag: str | None, env: Mapping[str, str]) -> str:
+    """The OpenClaw state directory."""
+    home = resolve_home(env)
+    chosen = _first(flag, env.get("LCM_OPENCLAW_DIR"), env.get("OPENCLAW_STATE_DIR"))
+    return _expand(chosen, home) if chosen else os.path.join(home, ".openclaw")
+
+
+def resolve_config_path(flag: str | None, env: Mapping[str, str], state_dir: str) -> str:
+    """The openclaw.json path."""
+    chosen = _first(flag, env.get("OPENCLAW_CONFIG_PATH"))
+    if chosen:
+        return _expand(chosen, resolve_home(env))
+    return os.path.join(state_dir, "openclaw.json")
+
+
+def resolve_database_path(
+    flag: str | None, env: Mapping[str, str], plugin_config: Mapping[str, Any], state_dir: str
+) -> str:
+    """The lcm.db path, consulting the Lossless plugin config (``dbPath`` beats ``databasePath``)."""
+    chosen = _first(
+        flag,
+        env.get("LCM_DATABASE_PATH"),
+        plugin_config.get("dbPath"),
+        plugin_config.get("databasePath"),
+    )
+    if chosen:
+        return _expand(chosen, resolve_home(env))
+    return os.path.join(state_dir, "lcm.db")

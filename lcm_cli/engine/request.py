@@ -1,0 +1,201 @@
+"""Validating an operation's parameters, in the reference's order (first failure wins).
+
+Every door hands raw values here: the CLI passes option strings, ``lcm hook`` passes
+JSON values. The order is the contract's: option support, selectors, missing selector,
+format, roles, kind, time filters, limit, depth, count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.timefilter import TimeRange, resolve_time_range
+
+ROLES = ("system", "user", "assistant", "tool")
+KINDS = ("leaf", "condensed")
+FORMATS = ("json", "table", "tsv")
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+# Request field -> the CLI option that carries it (for messages and unsupported-option errors).
+OPTION_NAMES: dict[str, str] = {
+    "conversation_id": "--conversation-id",
+    "session_key": "--session-key",
+    "after": "--after",
+    "before": "--before",
+    "between": "--between",
+    "recency": "--recency",
+    "limit": "--limit",
+    "cursor": "--cursor",
+    "role": "--role",
+    "include_content": "--include-content",
+    "depth": "--depth",
+    "kind": "--kind",
+    "count": "--count",
+}
+# JSON Schema of each request field: what `lcm commands` (and later `lcm hook --list`) shows.
+_ISO = {"type": "string", "format": "date-time", "description": "ISO-8601 with a zone"}
+FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
+    "conversation_id": {"type": "integer", "minimum": 1},
+    "session_key": {"type": "string"},
+    "after": _ISO,
+    "before": _ISO,
+    "between": {"type": "string", "pattern": "^.+\\.\\..+$"},
+    "recency": {"type": "string", "pattern": "^[0-9]+[smhdwSMHDW]$"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    "cursor": {"type": "string"},
+    "role": {"type": "array", "items": {"enum": list(ROLES)}},
+    "include_content": {"type": "boolean", "default": False},
+    "depth": {"type": "integer", "minimum": 0},
+    "kind": {"enum": list(KINDS)},
+    "count": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+}
+_DIGITS = re.compile(r"^\d+$")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """How a conversation was named: by id or by session key."""
+
+    kind: str  # "conversationId" | "sessionKey"
+    value: int | str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The selector as error details."""
+        return {"kind": self.kind, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Request:
+    """Validated parameters; fields an operation does not take keep their defaults."""
+
+    selector: Selector | None = None
+    time: TimeRange = TimeRange()
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+    roles: tuple[str, ...] = ()
+    include_content: bool = False
+    depth: int | None = None
+    kind: str | None = None
+    count: int | None = None
+    args: tuple[str, ...] = field(default=())
+
+
+def _supplied(value: Any) -> bool:
+    # Flags count only when true, lists only when non-empty (as the reference counts them).
+    if value is None or value is False:
+        return False
+    if isinstance(value, (list, tuple)) and not value:
+        return False
+    return True
+
+
+def _integer(option: str, value: Any, *, low: int, high: int | None) -> int:
+    if isinstance(value, bool):
+        ok = False
+    elif isinstance(value, int):
+        ok, number = True, value
+    elif isinstance(value, float) and value.is_integer():
+        ok, number = True, int(value)
+    elif isinstance(value, str) and _DIGITS.match(value):
+        ok, number = True, int(value)
+    else:
+        ok = False
+    if not ok or number < low or (high is not None and number > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        raise invalid_argument(
+            f"Invalid {option} value {value!r}: expected a whole number {bound}.",
+            {"value": value},
+        )
+    return number
+
+
+def validate_request(
+    command: str,
+    options: tuple[str, ...],
+    raw: Mapping[str, Any],
+    *,
+    needs_selector: bool = False,
+    output_format: str | None = None,
+    args: tuple[str, ...] = (),
+    now: datetime | None = None,
+) -> Request:
+    """Check ``raw`` against what ``command`` accepts and return a :class:`Request`."""
+    for name, value in raw.items():
+        if name not in options and _supplied(value):
+            option = OPTION_NAMES.get(name, name)
+            raise invalid_argument(
+                f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`.",
+                {"option": option, "command": command},
+            )
+
+    conversation_id = raw.get("conversation_id")
+    session_key = raw.get("session_key")
+    if conversation_id == "":
+        conversation_id = None
+    if conversation_id is not None and session_key not in (None, ""):
+        raise LcmError(
+            "INVALID_SELECTOR",
+            "Use either --conversation-id or --session-key, not both.",
+        )
+    selector: Selector | None = None
+    if conversation_id is not None:
+        selector = Selector(
+            "conversationId", _integer("--conversation-id", conversation_id, low=1, high=None)
+        )
+    elif isinstance(session_key, str) and session_key.strip():
+        selector = Selector("sessionKey", session_key.strip())
+    if needs_selector and selector is None:
+        raise LcmError(
+            "MISSING_SELECTOR",
+            f"`{command}` needs a conversation: pass --conversation-id <id> or "
+            "--session-key <key> (find them with `lcm conversations list`).",
+        )
+
+    if output_format is not None and output_format not in FORMATS:
+        raise invalid_argument(
+            f"Invalid --format value {output_format!r}: expected json, table or tsv.",
+            {"value": output_format},
+        )
+
+    roles = raw.get("role") or ()
+    if isinstance(roles, str):
+        roles = (roles,)
+    for role in roles:
+        if role not in ROLES:
+            raise invalid_argument(
+                f"Invalid --role value {role!r}: expected one of system, user, assistant, tool."
+            )
+    kind = raw.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise invalid_argument(f"Invalid --kind value {kind!r}: expected leaf or condensed.")
+
+    time = resolve_time_range(
+        raw.get("after"), raw.get("before"), raw.get("between"), raw.get("recency"), now=now
+    )
+
+    limit_raw = raw.get("limit")
+    limit = DEFAULT_LIMIT if limit_raw is None else _integer("--limit", limit_raw, low=1, high=MAX_LIMIT)
+    depth_raw = raw.get("depth")
+    depth = None if depth_raw is None else _integer("--depth", depth_raw, low=0, high=None)
+    count_raw = raw.get("count")
+    count = None if count_raw is None else _integer("--count", count_raw, low=1, high=MAX_LIMIT)
+
+    cursor = raw.get("cursor")
+    return Request(
+        selector=selector,
+        time=time,
+        limit=limit,
+        cursor=cursor if cursor else None,
+        roles=tuple(roles),
+        include_content=bool(raw.get("include_content")),
+        depth=depth,
+        kind=kind,
+        count=count,
+        args=args,
+    )

@@ -1,0 +1,41 @@
+"""Error code -> exit status: the one table every door applies.
+
+Exit statuses follow the reference `lcm` contract: 0 success, 1 internal failure,
+2 invalid invocation, 3 something requested was not found, 4 config failures,
+5 database open or query failures.
+"""
+
+from __future__ import annotations
+
+EXIT_STATUS: dict[str, int] = {
+    "INVALID_ARGUMENT": 2,
+    "INVALID_COMMAND": 2,
+    "INVALID_SELECTOR": 2,
+    "MISSING_SELECTOR": 2,
+    "INVALID_TIME_FILTER": 2,
+    "INVALID_CURSOR": 2,
+    "CONVERSATION_NOT_FOUND": 3,
+    "SUMMARY_NOT_FOUND": 3,
+    "DATABASE_NOT_FOUND": 3,
+    "CONFIG_NOT_FOUND": 3,
+    "CONFIG_KEY_NOT_FOUND": 3,
+    "CONFIG_PARSE_FAILED": 4,
+    "CONFIG_SHAPE_INVALID": 4,
+    "CONFIG_VALIDATION_FAILED": 4,
+    "CONFIG_INCLUDE_UNSUPPORTED": 4,
+    "CONFIG_SYMLINK_UNSUPPORTED": 4,
+    "CONFIG_BACKUP_FAILED": 4,
+    "CONFIG_WRITE_FAILED": 4,
+    "CONFIG_SCHEMA_NOT_FOUND": 4,
+    "CONFIG_SCHEMA_INVALID": 4,
+    "DATABASE_OPEN_FAILED": 5,
+    "DATABASE_NOT_SQLITE": 5,
+    "DATABASE_BUSY": 5,
+    "DATABASE_QUERY_FAILED": 5,
+    "INTERNAL_ERROR": 1,
+}
+
+
+def exit_status(code: str) -> int:
+    """Exit status for an error code; unknown codes are internal failures (1)."""
+    return EXIT_STATUS.get(code, 1)

@@ -1,0 +1,1 @@
+"""Reading OpenClaw session transcripts and importing them (a later issue)."""

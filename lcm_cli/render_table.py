@@ -1,0 +1,134 @@
+"""Human renderings of an envelope: rich tables and trees, and the reference's TSV layout.
+
+Imported only when ``--format table`` or ``tsv`` is asked for, so JSON runs never load rich.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TextIO
+
+_BREAKS = re.compile(r"[\t\r\n]+")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = str(value)
+    return _BREAKS.sub(" ", text)
+
+
+def render_tsv(envelope: dict[str, Any]) -> str:
+    """The reference `lcm --format table` layout: TAB-separated lines, one fact per line."""
+    lines = [f"command\t{envelope['command']}"]
+    data = envelope.get("data")
+    if isinstance(data, dict) and isinstance(data.get("items"), list):
+        items = data["items"]
+        header: list[str] = []
+        for item in items:
+            for key in item:
+                if key not in header:
+                    header.append(key)
+        if items:
+            lines.append("\t".join(header))
+            lines.extend("\t".join(_cell(item.get(k)) for k in header) for item in items)
+        else:
+            lines.append("(no rows)")
+        lines.extend(f"data.{k}\t{_cell(v)}" for k, v in data.items() if k != "items")
+    elif isinstance(data, dict):
+        lines.extend(f"data.{k}\t{_cell(v)}" for k, v in data.items())
+    else:
+        lines.append(f"data\t{_cell(data)}")
+    for key, value in (envelope.get("pagination") or {}).items():
+        lines.append(f"pagination.{key}\t{_cell(value)}")
+    for key, value in (envelope.get("meta") or {}).items():
+        lines.append(f"meta.{key}\t{_cell(value)}")
+    return "\n".join(lines) + "\n"
+
+
+# The columns a person scans first; JSON output always carries every field.
+_HEADLINES = (
+    ("summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")),
+    ("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview")),
+    ("sessionId", ("conversationId", "sessionKey", "active", "title", "messageCount", "summaryCount",
+                   "contextTokens", "updatedAt")),
+)
+
+
+def _columns(items: list[dict[str, Any]]) -> list[str]:
+    first = items[0]
+    for marker, columns in _HEADLINES:
+        if marker in first:
+            return [c for c in columns if c in first]
+    columns: list[str] = []
+    for item in items:
+        columns.extend(k for k in item if k not in columns and k != "content")
+    return columns
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = _cell(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
+    """Tables for lists, a key/value table for objects, a tree for a summary's neighbours."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.tree import Tree
+
+    console = Console(file=stream, soft_wrap=False)
+    command = envelope["command"]
+    data = envelope.get("data")
+
+    def kv_table(title: str, mapping: dict[str, Any]) -> Table:
+        table = Table(title=title, show_header=False)
+        table.add_column("key", style="bold")
+        table.add_column("value")
+        for key, value in mapping.items():
+            table.add_row(key, _short(value, 100))
+        return table
+
+    def list_table(title: str, items: list[dict[str, Any]]) -> Table:
+        columns = _columns(items)
+        table = Table(title=title, caption="--format json shows every field")
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for item in items:
+            table.add_row(*(_short(item.get(c), 40) for c in columns))
+        return table
+
+    if command == "summaries.show" and isinstance(data, dict):
+        summary = data["summary"]
+        tree = Tree(f"[bold]{summary['summaryId']}[/] {summary['kind']} depth {summary['depth']}")
+        tree.add(_short(summary.get("preview"), 100))
+        consumers = tree.add(f"parents (consume this) [{len(data['parents'])}]")
+        for node in data["parents"]:
+            consumers.add(f"{node['summaryId']} {node['kind']} d{node['depth']}: {_short(node['preview'])}")
+        sources = tree.add(f"children (its sources) [{len(data['children'])}]")
+        for node in data["children"]:
+            sources.add(f"{node['summaryId']} {node['kind']} d{node['depth']}: {_short(node['preview'])}")
+        messages = tree.add(f"source messages [{len(data['sourceMessages'])}]")
+        for msg in data["sourceMessages"]:
+            messages.add(f"#{msg['messageId']} seq {msg['seq']} {msg['role']}: {_short(msg['content'])}")
+        console.print(tree)
+    elif isinstance(data, dict):
+        scalars = {k: v for k, v in data.items() if not isinstance(v, list)}
+        lists = {k: v for k, v in data.items() if isinstance(v, list)}
+        if scalars:
+            console.print(kv_table(command, scalars))
+        for key, items in lists.items():
+            if items and all(isinstance(i, dict) for i in items):
+                console.print(list_table(f"{command} {key}", items))
+            else:
+                console.print(f"{key}: {_short(items, 200)}" if items else f"{key}: (no rows)")
+    else:
+        console.print(_cell(data))
+    if envelope.get("pagination"):
+        console.print(kv_table("pagination", envelope["pagination"]))

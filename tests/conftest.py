@@ -1,0 +1,93 @@
+"""Shared fixtures: an isolated environment, real lcm.db files built through the Store,
+and a way to run `lcm` in-process or as a real subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.sample import build_sample
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Outcome:
+    """What one `lcm` run produced."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        """The stdout envelope, parsed."""
+        return json.loads(self.stdout)
+
+    @property
+    def error(self) -> dict[str, Any]:
+        """The stderr error object, parsed (and checked to be the only output)."""
+        assert self.stdout == "", f"stdout not empty on failure: {self.stdout!r}"
+        body = json.loads(self.stderr)
+        assert body["ok"] is False
+        return body["error"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test sees the real ~/.openclaw or the developer's LCM_* variables."""
+    home = tmp_path_factory.mktemp("home")
+    for name in list(os.environ):
+        if name.startswith(("LCM_", "OPENCLAW_", "_LCM")) or name == "TZ":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    return home
+
+
+def lcm(*args: str) -> Outcome:
+    """Run `lcm` in this process (fast; same code path as the console script)."""
+    from lcm_cli.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def lcm_process(*args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> Outcome:
+    """Run the installed `lcm` as a real subprocess."""
+    exe = Path(sys.executable).with_name("lcm")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "lcm_cli"]
+    result = subprocess.run(
+        command + list(args), capture_output=True, text=True, env=env or dict(os.environ), cwd=cwd, timeout=60
+    )
+    return Outcome(result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    """An OpenClaw state dir with a sample lcm.db and a minimal openclaw.json."""
+    root = tmp_path / "openclaw"
+    root.mkdir()
+    build_sample(root / "lcm.db")
+    (root / "openclaw.json").write_text(
+        json.dumps({"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": {"freshTailCount": 8}}}}})
+    )
+    return root
+
+
+@pytest.fixture
+def db_path(state_dir: Path) -> Path:
+    """The sample database's path."""
+    return state_dir / "lcm.db"

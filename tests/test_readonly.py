@@ -1,0 +1,148 @@
+"""The read-only boundary, busy and foreign files, and databases from older releases."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import lcm
+from tests.support.legacy_schema import ERAS, make_legacy_db
+
+READS = [
+    ["status"],
+    ["conversations", "list"],
+    ["conversations", "show", "--conversation-id", "1"],
+    ["messages", "list", "--conversation-id", "1", "--include-content"],
+    ["messages", "tail", "--conversation-id", "1"],
+    ["summaries", "list"],
+    ["summaries", "list", "--conversation-id", "1"],
+]
+
+
+def test_connection_is_really_read_only(db_path: Path) -> None:
+    from lcm_cli.engine.db.connection import open_read_only
+
+    conn = open_read_only(str(db_path))
+    with pytest.raises(sqlite3.OperationalError):
+        conn.execute("DELETE FROM messages")
+    with pytest.raises(sqlite3.OperationalError):
+        conn.execute("CREATE TABLE x (y)")
+    conn.execute("PRAGMA query_only = OFF")  # even with query_only off, mode=ro refuses
+    with pytest.raises(sqlite3.OperationalError):
+        conn.execute("UPDATE conversations SET title = 'x'")
+    conn.close()
+
+
+def test_reads_change_no_bytes(db_path: Path) -> None:
+    before = db_path.read_bytes()
+    for words in READS:
+        assert lcm("--db", str(db_path), *words).code == 0
+    assert db_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("target", ["missing.db", "sub/dir/lcm.db"])
+def test_missing_database_is_never_created(tmp_path: Path, target: str) -> None:
+    path = tmp_path / target
+    out = lcm("--db", str(path), "status")
+    assert out.code == 3 and out.error["code"] == "DATABASE_NOT_FOUND"
+    assert list(tmp_path.iterdir()) == []  # neither the file nor its parent directories
+
+
+def test_directory_is_not_a_database(tmp_path: Path) -> None:
+    out = lcm("--db", str(tmp_path), "status")
+    assert out.code == 3 and out.error["code"] == "DATABASE_NOT_FOUND"
+
+
+def test_file_that_is_not_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "lcm.db"
+    path.write_text("this is a text file, not a database\n" * 20)
+    out = lcm("--db", str(path), "status")
+    assert out.code == 5 and out.error["code"] == "DATABASE_OPEN_FAILED"
+    assert out.error["details"] == {"databasePath": str(path)}
+
+
+def test_sqlite_file_without_lcm_tables(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    out = lcm("--db", str(path), "conversations", "list")
+    assert out.code == 5 and out.error["code"] == "DATABASE_QUERY_FAILED"
+    assert "conversations" in out.error["message"]
+
+
+def test_locked_database_gives_database_busy_after_a_bounded_wait(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another process takes an exclusive lock in rollback-journal mode, which blocks readers.
+    conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sqlite3, sys, time\n"
+            f"c = sqlite3.connect({str(db_path)!r}, isolation_level=None)\n"
+            "c.execute('BEGIN EXCLUSIVE')\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(30)\n"
+        )],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "300")
+        started = time.monotonic()
+        out = lcm("--db", str(db_path), "status")
+        elapsed = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert out.code == 5 and out.error["code"] == "DATABASE_BUSY"
+    assert out.error["details"] == {"databasePath": str(db_path), "waitedMs": 300}
+    assert 0.25 < elapsed < 10
+
+
+def test_live_writer_in_wal_mode_does_not_block_readers(db_path: Path) -> None:
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("UPDATE conversations SET title = 'uncommitted' WHERE conversation_id = 1")
+    try:
+        out = lcm("--db", str(db_path), "conversations", "show", "--conversation-id", "1")
+        assert out.code == 0
+        assert out.json["data"]["conversation"]["title"] == "Main session"  # sees the committed state
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("words", READS, ids=" ".join)
+def test_older_databases_still_read(tmp_path: Path, era: str, words: list[str]) -> None:
+    legacy = make_legacy_db(tmp_path / "lcm.db", era)
+    before = legacy.path.read_bytes()
+    out = lcm("--db", str(legacy.path), *words)
+    assert out.code == 0, out.stderr
+    assert legacy.path.read_bytes() == before
+
+
+def test_oldest_database_reports_missing_parts_as_null(tmp_path: Path) -> None:
+    legacy = make_legacy_db(tmp_path / "lcm.db", "0.1")
+    show = lcm("--db", str(legacy.path), "conversations", "show", "--conversation-id", "1").json["data"]
+    assert show["conversation"]["sessionKey"] is None
+    assert show["conversation"]["active"] is True
+    assert show["maintenance"] is None and show["telemetry"] is None and show["bootstrap"] is None
+    assert show["focusBriefs"] is None
+    status = lcm("--db", str(legacy.path), "status").json["data"]["status"]
+    assert status["maintenance"] is None
+    assert status["conversations"]["active"] == status["conversations"]["total"]
+    items = lcm("--db", str(legacy.path), "messages", "list", "--conversation-id", "1").json["data"]["items"]
+    assert items and all(item["largeContent"] is None for item in items)
+    summaries = lcm("--db", str(legacy.path), "summaries", "list").json["data"]["items"]
+    assert all(item["model"] is None for item in summaries)
+    by_key = lcm("--db", str(legacy.path), "messages", "list", "--session-key", "agent:main:main")
+    assert by_key.code == 3 and by_key.error["code"] == "CONVERSATION_NOT_FOUND"

@@ -1,0 +1,61 @@
+"""Start-up cost: which heavy modules a command loads, measured in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import lcm_process
+
+PROBE = """
+import json, sys
+from lcm_cli.cli import main
+code = main(sys.argv[1:])
+heavy = sorted(m for m in ("typer", "rich", "sqlite_utils", "pydantic", "pydantic_settings", "platformdirs")
+               if m in sys.modules)
+sys.stderr.write("\\nHEAVY=" + json.dumps(heavy) + "\\n")
+raise SystemExit(code)
+"""
+
+
+def loaded_modules(*args: str) -> list[str]:
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    line = [l for l in result.stderr.splitlines() if l.startswith("HEAVY=")][-1]
+    return json.loads(line[len("HEAVY="):])
+
+
+def test_version_loads_nothing_heavy() -> None:
+    assert loaded_modules("--version") == []
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["status"], ["conversations", "list"], ["messages", "tail", "--conversation-id", "1"], ["summaries", "list"]],
+    ids=" ".join,
+)
+def test_json_reads_skip_rich_sqlite_utils_and_pydantic(state_dir: Path, words: list[str]) -> None:
+    assert loaded_modules("--openclaw-dir", str(state_dir), *words) == ["typer"]
+
+
+def test_table_format_loads_rich_only_when_asked(state_dir: Path) -> None:
+    assert "rich" in loaded_modules("--openclaw-dir", str(state_dir), "--format", "table", "status")
+
+
+def test_installed_console_script_end_to_end(state_dir: Path) -> None:
+    out = lcm_process("--openclaw-dir", str(state_dir), "conversations", "list", "--limit", "1")
+    assert out.code == 0, out.stderr
+    body = out.json
+    assert body["command"] == "conversations.list" and body["pagination"]["returned"] == 1
+    failure = lcm_process("--openclaw-dir", str(state_dir), "summaries", "show", "sum_nope")
+    assert failure.code == 3 and failure.stdout == ""
+    assert json.loads(failure.stderr)["error"]["code"] == "SUMMARY_NOT_FOUND"
+
+
+def test_python_dash_m_entry_point(state_dir: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "lcm_cli", "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and json.loads(result.stdout)["command"] == "version"
