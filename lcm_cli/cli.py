@@ -22,8 +22,11 @@ VERSION_FLAGS = ("--version", "-v")
 HELP_FLAGS = ("--help", "-h")
 
 
-def _version_line() -> str:
-    return json.dumps({"ok": True, "command": "version", "data": {"version": __version__}, "meta": {}}, separators=(",", ":")) + "\n"
+def _version_line(pretty: bool = False) -> str:
+    envelope = {"ok": True, "command": "version", "data": {"version": __version__}, "meta": {}}
+    if pretty:
+        return json.dumps(envelope, indent=2) + "\n"
+    return json.dumps(envelope, separators=(",", ":")) + "\n"
 
 
 def _fast_version(argv: list[str]) -> bool:
@@ -52,13 +55,15 @@ def build_app() -> Any:
     )
 
     app.callback()(root.root)
-    app.command("status")(read.status)
+    from lcm_cli.commands.options import GLOBALS_EPILOG
+
+    app.command("status", epilog=GLOBALS_EPILOG)(read.status)
     app.add_typer(read.conversations, name="conversations")
     app.add_typer(read.messages, name="messages")
     app.add_typer(read.summaries, name="summaries")
     app.add_typer(config_cmds.config, name="config")
-    app.command("doctor")(read.doctor)
-    app.command("commands")(inventory.commands)
+    app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
+    app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     return app
 
 
@@ -163,8 +168,8 @@ def normalize(argv: list[str], root: Any) -> Normalized:
             raise invalid_argument(f"Unknown option '{negatives[0][1]}'. Run `lcm --help` for the options.")
     words = [t for _, t in positionals]
     names = [n for n, _ in options]
-    wants_help = any(n in HELP_FLAGS for n in names)
     wants_version = any(n in VERSION_FLAGS for n in names)
+    wants_help = any(n in HELP_FLAGS for n in names) and not wants_version  # version wins
 
     if not words:
         if not wants_version:  # bare `lcm` prints help, like `lcm --help`
@@ -177,8 +182,12 @@ def normalize(argv: list[str], root: Any) -> Normalized:
                 leaf_path = tuple(words[:depth])
                 break
         if not leaf_path:
-            if wants_help and tuple(words[:1]) in {p[:1] for p in leaves}:
-                return Normalized(words[:1], words[:1] + ["--help"], help=True)
+            groups = {p[:1] for p in leaves if len(p) > 1}
+            if tuple(words[:1]) in groups:
+                if wants_help:
+                    return Normalized(words[:1], words[:1] + ["--help"], help=True)
+                if len(words) == 1:
+                    raise LcmError("INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`.")
             raise LcmError("INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands.")
     if wants_help:
         return Normalized(list(leaf_path), list(leaf_path) + ["--help"], help=True)
@@ -197,6 +206,8 @@ def normalize(argv: list[str], root: Any) -> Normalized:
     leaf_args: list[str] = []
     globals_: dict[str, Any] = {}
     for name, value in options:
+        if name in HELP_FLAGS:  # only reached when --version overrides it
+            continue
         if name in root_opts:
             if name in VERSION_FLAGS:
                 continue
@@ -220,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run `lcm`; returns the exit status (errors mapped through ``lcm_cli.errors``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if _fast_version(argv):
-        sys.stdout.write(_version_line())
+        sys.stdout.write(_version_line("--pretty" in argv))
         return 0
     from lcm_cli.output import Output
 
@@ -248,14 +259,19 @@ def _run(argv: list[str], fallback: Any) -> int:
 
     app = build_app()
     command = typer.main.get_command(app)
-    if any(name.endswith("_COMPLETE") and name.startswith("_LCM") for name in os.environ):
+    completion_flags = ("--show-completion", "--install-completion")
+    if any(name.endswith("_COMPLETE") and name.startswith("_LCM") for name in os.environ) or any(
+        a.split("=")[0] in completion_flags for a in argv
+    ):
         # Shell completion is typer's own mechanism; hand argv over untouched.
-        command.main(argv, prog_name="lcm")
+        try:
+            command.main(argv, prog_name="lcm")
+        except SystemExit as done:  # click exits after printing completions
+            return done.code if isinstance(done.code, int) else 0
         return 0
     normalized = normalize(argv, command)
-    if normalized.version and not normalized.help:
-        pretty = normalized.pretty
-        sys.stdout.write(json.dumps({"ok": True, "command": "version", "data": {"version": __version__}, "meta": {}}, indent=2) + "\n" if pretty else _version_line())
+    if normalized.version:
+        sys.stdout.write(_version_line(normalized.pretty))
         return 0
     # Parsing succeeded: from here on errors honour --pretty.
     fallback.pretty = normalized.pretty

@@ -25,7 +25,7 @@ def _example(text: str | None) -> str | None:
 
 def _describe_param(param: Any) -> dict[str, Any]:
     is_option = bool(getattr(param, "opts", None)) and param.opts[0].startswith("-")
-    entry: dict[str, Any] = {"name": param.opts[0] if is_option else (param.metavar or param.name).upper()}
+    entry: dict[str, Any] = {"name": param.opts[0] if is_option else (param.metavar or param.name.upper())}
     schema = FIELD_SCHEMAS.get(param.name)
     if getattr(param, "is_flag", False):
         entry["type"] = "boolean"

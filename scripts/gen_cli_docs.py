@@ -216,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     current = DOC.read_text(encoding="utf-8")
-    wanted = render(current)
+    try:
+        wanted = render(current)
+    except ImportError as exc:
+        sys.stderr.write(f"{exc}: run this script with the project's venv, `.venv/bin/python scripts/gen_cli_docs.py`.\n")
+        return 2
     if args.check:
         if wanted == current:
             return 0

@@ -256,3 +256,15 @@ def test_internal_errors_are_json(monkeypatch: pytest.MonkeyPatch, state_dir: Pa
     assert out.code == 1
     assert out.error["code"] == "INTERNAL_ERROR" and "boom" in out.error["message"]
     assert json.loads(out.stderr)["ok"] is False
+
+
+def test_shell_completion_uses_typers_mechanism(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_LCM_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", "lcm conv")
+    monkeypatch.setenv("COMP_CWORD", "1")
+    out = lcm()
+    assert out.stdout.split() == ["conversations"]
+    monkeypatch.delenv("_LCM_COMPLETE")
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    script = lcm("--show-completion")
+    assert script.code == 0 and "_LCM_COMPLETE" in script.stdout

@@ -40,7 +40,7 @@ cacheAwareCompaction.maxColdCacheCatchupPasses cacheAwareCompaction.hotCachePres
 cacheAwareCompaction.hotCacheBudgetHeadroomRatio cacheAwareCompaction.coldCacheObservationThreshold
 cacheAwareCompaction.criticalBudgetPressureRatio dynamicLeafChunkTokens.enabled
 dynamicLeafChunkTokens.max
-""".split()
+""".split()  # noqa: SIM905
 
 NESTED_OBJECTS = ["autoRotateSessionFiles", "independentLogFile", "cacheAwareCompaction",
                   "dynamicLeafChunkTokens"]

@@ -62,3 +62,9 @@ Count = Annotated[
     Optional[str],
     typer.Option("--count", metavar="N", help="Tail size, 1..500 (default: effective freshTailCount)."),
 ]
+
+# Shown under every command's help: global options are accepted anywhere on the line.
+GLOBALS_EPILOG = (
+    "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, "
+    "--format json|table|tsv, --pretty (see `lcm --help`)."
+)

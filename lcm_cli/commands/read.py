@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from lcm_cli.commands.options import (
-    After, Before, Between, ConversationId, Count, Cursor, Depth, IncludeContent, Kind,
+    GLOBALS_EPILOG, After, Before, Between, ConversationId, Count, Cursor, Depth, IncludeContent, Kind,
     Limit, Recency, Role, SessionKey,
 )
 from lcm_cli.commands.runner import run
@@ -34,7 +34,7 @@ def doctor(ctx: typer.Context) -> None:
     run(ctx, "doctor", {})
 
 
-@conversations.command("list")
+@conversations.command("list", epilog=GLOBALS_EPILOG)
 def conversations_list(ctx: typer.Context, limit: Limit = None, cursor: Cursor = None) -> None:
     """Conversations, most recently updated first, with message, summary and tail figures.
 
@@ -43,7 +43,7 @@ def conversations_list(ctx: typer.Context, limit: Limit = None, cursor: Cursor =
     run(ctx, "conversations.list", {"limit": limit, "cursor": cursor})
 
 
-@conversations.command("show")
+@conversations.command("show", epilog=GLOBALS_EPILOG)
 def conversations_show(ctx: typer.Context, conversation_id: ConversationId = None, session_key: SessionKey = None) -> None:
     """One conversation: figures, summary depths, context, telemetry, maintenance, bootstrap.
 
@@ -52,7 +52,7 @@ def conversations_show(ctx: typer.Context, conversation_id: ConversationId = Non
     run(ctx, "conversations.show", {"conversation_id": conversation_id, "session_key": session_key})
 
 
-@messages.command("list")
+@messages.command("list", epilog=GLOBALS_EPILOG)
 def messages_list(
     ctx: typer.Context,
     conversation_id: ConversationId = None,
@@ -77,7 +77,7 @@ def messages_list(
     })
 
 
-@messages.command("tail")
+@messages.command("tail", epilog=GLOBALS_EPILOG)
 def messages_tail(ctx: typer.Context, conversation_id: ConversationId = None, session_key: SessionKey = None, count: Count = None) -> None:
     """The fresh tail: newest raw messages in context, oldest first, with full content.
 
@@ -86,7 +86,7 @@ def messages_tail(ctx: typer.Context, conversation_id: ConversationId = None, se
     run(ctx, "messages.tail", {"conversation_id": conversation_id, "session_key": session_key, "count": count})
 
 
-@summaries.command("list")
+@summaries.command("list", epilog=GLOBALS_EPILOG)
 def summaries_list(
     ctx: typer.Context,
     conversation_id: ConversationId = None,
@@ -112,9 +112,10 @@ def summaries_list(
     })
 
 
-@summaries.command("show")
+@summaries.command("show", epilog=GLOBALS_EPILOG)
 def summaries_show(ctx: typer.Context, summary_id: Annotated[str, typer.Argument(metavar="SUMMARY_ID", help="A summary id such as sum_0123456789abcdef.")]) -> None:
-    """One summary with full content, its consumers, its sources and source messages.
+    """One summary with full content, its parents (summaries that consume it), its children
+    (its source summaries) and its source messages.
 
     Example: lcm summaries show sum_0123456789abcdef --format table
     """

@@ -62,7 +62,8 @@ def schema_node_for(dot_path: str) -> dict[str, Any] | None:
         if not isinstance(child, dict):
             return None
         node = child
-    return _copy(node)
+    copied: dict[str, Any] = _copy(node)
+    return copied
 
 
 def settable_paths() -> list[str]:
@@ -161,7 +162,7 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
             if name not in value:
                 errors.append({"path": f"{path}/{name}", "message": "required property missing"})
         min_props = schema.get("minProperties")
-        if _is_number(min_props) and len(value) < min_props:
+        if isinstance(min_props, int) and len(value) < min_props:
             errors.append({
                 "path": path,
                 "message": f"has fewer properties than minProperties ({_number_text(min_props)})",
@@ -186,7 +187,7 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
             errors.append({"path": path, "message": _EXPECTED["string"]})
             return
         min_length = schema.get("minLength")
-        if _is_number(min_length) and _utf16_length(value) < min_length:
+        if isinstance(min_length, int) and _utf16_length(value) < min_length:
             errors.append({
                 "path": path,
                 "message": f"shorter than minLength ({_number_text(min_length)})",

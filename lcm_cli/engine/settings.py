@@ -224,16 +224,14 @@ def _floor(value: int | float) -> int | float | None:
 
 
 def _clamp(key: ConfigKey, value: int | float | None) -> int | float | None:
+    if value is not None and key.floor:
+        value = _floor(value)
     if value is None:
         return None
-    if key.floor:
-        value = _floor(value)
-        if value is None:
-            return None
     if key.clamp_min is not None and value < key.clamp_min:
-        value = js_number(key.clamp_min)
+        return js_number(key.clamp_min)
     if key.clamp_max is not None and value > key.clamp_max:
-        value = js_number(key.clamp_max)
+        return js_number(key.clamp_max)
     return value
 
 
@@ -243,7 +241,7 @@ def _positive_clamped(value: int | float | None) -> int | float | None:
     floored = _floor(value)
     if floored is None:
         return None
-    return floored if floored >= 1 else 1
+    return max(floored, 1)
 
 
 def is_integral(value: int | float) -> bool:
@@ -440,8 +438,7 @@ def _read_system_timezone() -> str:
         return "UTC"
     name = target[index + len(marker):]
     for prefix in ("posix/", "right/"):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
+        name = name.removeprefix(prefix)
     if not name or name.upper() in _UTC_NAMES:
         # Node canonicalizes the UTC spellings to "UTC".
         return "UTC"

@@ -18,17 +18,24 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
-from pydantic import model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from lcm_cli.engine.config_keys import effective_fields
+from lcm_cli.engine.config_keys import UNSET, effective_fields
 from lcm_cli.engine.settings import (
     MISSING,
-    UNSET,
     finish_flat,
     flatten,
     nest,
@@ -38,7 +45,7 @@ from lcm_cli.engine.settings import (
 )
 
 #: A JS number as the resolver returns it: ``int`` when integral (< 1e21), else ``float``.
-JsNumber = Union[StrictInt, StrictFloat]
+JsNumber = StrictInt | StrictFloat
 
 
 @dataclass(frozen=True)
@@ -128,20 +135,20 @@ class _Model(BaseModel):
 class ThresholdMatch(_Model):
     """The matchers of one ``contextThresholdOverrides`` rule."""
 
-    model: Optional[StrictStr] = None
-    model_context_window_min: Optional[JsNumber] = Field(None, alias="modelContextWindowMin")
-    model_context_window_max: Optional[JsNumber] = Field(None, alias="modelContextWindowMax")
-    session_pattern: Optional[StrictStr] = Field(None, alias="sessionPattern")
+    model: StrictStr | None = None
+    model_context_window_min: JsNumber | None = Field(None, alias="modelContextWindowMin")
+    model_context_window_max: JsNumber | None = Field(None, alias="modelContextWindowMax")
+    session_pattern: StrictStr | None = Field(None, alias="sessionPattern")
 
 
 class ThresholdOverride(_Model):
     """One normalized ``contextThresholdOverrides`` rule."""
 
-    name: Optional[StrictStr] = None
+    name: StrictStr | None = None
     match: ThresholdMatch
     context_threshold: JsNumber = Field(alias="contextThreshold")
-    fresh_tail_count: Optional[JsNumber] = Field(None, alias="freshTailCount")
-    leaf_chunk_tokens: Optional[JsNumber] = Field(None, alias="leafChunkTokens")
+    fresh_tail_count: JsNumber | None = Field(None, alias="freshTailCount")
+    leaf_chunk_tokens: JsNumber | None = Field(None, alias="leafChunkTokens")
 
 
 class FallbackProvider(_Model):
@@ -165,7 +172,7 @@ class IndependentLogFile(_Model):
     """``independentLogFile``."""
 
     enabled: StrictBool
-    file: Optional[StrictStr] = None
+    file: StrictStr | None = None
     max_file_bytes: JsNumber = Field(alias="maxFileBytes")
 
 
@@ -203,7 +210,7 @@ class LcmSettings(BaseSettings):
     context_threshold: JsNumber = Field(alias="contextThreshold")
     context_threshold_overrides: list[ThresholdOverride] = Field(alias="contextThresholdOverrides")
     fresh_tail_count: JsNumber = Field(alias="freshTailCount")
-    fresh_tail_max_tokens: Optional[JsNumber] = Field(None, alias="freshTailMaxTokens")
+    fresh_tail_max_tokens: JsNumber | None = Field(None, alias="freshTailMaxTokens")
     prompt_aware_eviction: StrictBool = Field(alias="promptAwareEviction")
     stub_large_tool_payloads: StrictBool = Field(alias="stubLargeToolPayloads")
     new_session_retain_depth: JsNumber = Field(alias="newSessionRetainDepth")
@@ -213,7 +220,9 @@ class LcmSettings(BaseSettings):
     sweep_max_depth: JsNumber = Field(alias="sweepMaxDepth")
     incremental_max_depth: JsNumber = Field(alias="incrementalMaxDepth")
     leaf_chunk_tokens: JsNumber = Field(alias="leafChunkTokens")
-    summary_prefix_target_tokens: Optional[JsNumber] = Field(None, alias="summaryPrefixTargetTokens")
+    summary_prefix_target_tokens: JsNumber | None = Field(
+        None, alias="summaryPrefixTargetTokens"
+    )
     max_sweep_iterations: JsNumber = Field(alias="maxSweepIterations")
     sweep_deadline_ms: JsNumber = Field(alias="sweepDeadlineMs")
     compact_until_under_deadline_ms: JsNumber = Field(alias="compactUntilUnderDeadlineMs")
@@ -240,7 +249,7 @@ class LcmSettings(BaseSettings):
     proactive_threshold_compaction_mode: StrictStr = Field(alias="proactiveThresholdCompactionMode")
     auto_rotate_session_files: AutoRotateSessionFiles = Field(alias="autoRotateSessionFiles")
     independent_log_file: IndependentLogFile = Field(alias="independentLogFile")
-    max_assembly_token_budget: Optional[JsNumber] = Field(None, alias="maxAssemblyTokenBudget")
+    max_assembly_token_budget: JsNumber | None = Field(None, alias="maxAssemblyTokenBudget")
     summary_max_overage_factor: JsNumber = Field(alias="summaryMaxOverageFactor")
     fallback_max_tokens: JsNumber = Field(alias="fallbackMaxTokens")
     custom_instructions: StrictStr = Field(alias="customInstructions")
@@ -291,4 +300,4 @@ def load_settings(plugin_config: Mapping[str, Any] | None, env: Mapping[str, str
     fails runtime validation, like ``resolve_effective``.
     """
     with _using(_Inputs(plugin_config or {}, env, state_dir)):
-        return LcmSettings()
+        return LcmSettings()  # type: ignore[call-arg]  # the sources supply every field
