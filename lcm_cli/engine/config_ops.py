@@ -29,6 +29,17 @@ from lcm_cli.engine.request import Request
 _MISSING = object()
 
 
+def _typed_effective(ctx: Context) -> dict[str, Any]:
+    """The effective config through the pydantic-settings model.
+
+    The config commands pay for pydantic (they exist to explain the config); read commands
+    use the stdlib resolver, which a property test keeps identical to this model.
+    """
+    from lcm_cli.engine.settings_model import load_settings
+
+    return load_settings(ctx.plugin_config, ctx.env, ctx.state_dir).to_effective_dict()
+
+
 def _own_lookup(node: Any, segments: list[str]) -> Any:
     """Walk plain-object keys only (arrays are not indexable); _MISSING when absent."""
     for segment in segments:
@@ -48,7 +59,7 @@ def show_config(ctx: Context, req: Request) -> Result:
         {
             "configPath": ctx.config_path,
             "raw": ctx.plugin_config,
-            "effective": ctx.effective,
+            "effective": _typed_effective(ctx),
             "diagnostics": resolve_diagnostics(ctx.plugin_config, ctx.env),
             "environmentOverrides": overrides,
         }
@@ -63,7 +74,7 @@ def get_config(ctx: Context, req: Request) -> Result:
     (path,) = req.args
     segments = split_dot_path(path)
     raw = _own_lookup(ctx.plugin_config, segments)
-    effective = effective_value(ctx.effective, path)
+    effective = effective_value(_typed_effective(ctx), path)
     if raw is _MISSING and effective is MISSING:
         raise LcmError(
             "CONFIG_KEY_NOT_FOUND",
