@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from lcm_cli.engine.context import Context
@@ -27,7 +26,7 @@ def call(
     openclaw_dir: str | None = None,
     env: Mapping[str, str] | None = None,
     output_format: str | None = None,
-    now: datetime | None = None,
+    now_ms: int | None = None,
 ) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
 
@@ -42,7 +41,7 @@ def call(
         needs_selector=op.needs_selector,
         output_format=output_format,
         args=args,
-        now=now,
+        now_ms=now_ms,
     )
     ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
     try:

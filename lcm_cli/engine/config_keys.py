@@ -12,8 +12,7 @@ Standard library only: the JSON read commands import this module and must stay f
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Environment variable naming the OpenClaw state dir (default root for the DB and
 #: the large-files dir). The CLI substitutes its own resolved state dir for it.
@@ -81,8 +80,7 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-@dataclass(frozen=True)
-class Derived:
+class Derived(NamedTuple):
     """A default computed at resolution time; ``rule`` names the computation."""
 
     rule: str
@@ -98,8 +96,7 @@ DOUBLE_LEAF_CHUNK = "double-leaf-chunk"  # floor(leafChunkTokens * 2)
 SAME_AS = "same-as"  # the resolved value of the effective field named by arg
 
 
-@dataclass(frozen=True)
-class ConfigKey:
+class ConfigKey(NamedTuple):
     """One accepted key of the Lossless plugin config.
 
     ``path`` is the dot path in the plugin config. ``effective`` is the dot path of the
@@ -517,8 +514,7 @@ EFFECTIVE_PATH_ALIASES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class EffectiveField:
+class EffectiveField(NamedTuple):
     """One leaf of the effective ``LcmConfig`` and the keys that feed it, winner first."""
 
     name: str

@@ -117,12 +117,23 @@ def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]
     if not ids:
         return []
     marks = _in_clause(ids)
+    # Counts and sums in one grouped pass; the time range as per-conversation MIN/MAX,
+    # which an index on (conversation_id, created_at) answers with two seeks each.
     messages = {
         r["conversation_id"]: r
         for r in ctx.query(
-            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
-                       MIN(created_at) AS earliest, MAX(created_at) AS latest
+            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens
                 FROM messages WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
+            ids,
+        )
+    }
+    ranges = {
+        r["conversation_id"]: r
+        for r in ctx.query(
+            f"""SELECT c.conversation_id,
+                  (SELECT MIN(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS earliest,
+                  (SELECT MAX(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS latest
+                FROM conversations c WHERE c.conversation_id IN ({marks})""",
             ids,
         )
     }
@@ -169,8 +180,8 @@ def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]
             {
                 "messageCount": m["n"] if m else 0,
                 "messageTokens": m["tokens"] if m else 0,
-                "earliestMessageAt": m["earliest"] if m else None,
-                "latestMessageAt": m["latest"] if m else None,
+                "earliestMessageAt": ranges[cid]["earliest"],
+                "latestMessageAt": ranges[cid]["latest"],
                 "summaryCount": s["n"] if s else 0,
                 "summaryTokens": s["tokens"] if s else 0,
                 "summarizedSourceTokens": s["sources"] if s else 0,

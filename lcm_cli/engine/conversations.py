@@ -28,9 +28,10 @@ def list_conversations(ctx: Context, req: Request) -> Result:
     require_lcm_tables(ctx)
     where, params = "", []
     if req.cursor:
-        cursor = decode_cursor(req.cursor, "conversations")
-        where = "WHERE " + keyset_clause("c.updated_at", "c.conversation_id")
-        params = [cursor.timestamp, cursor.timestamp, cursor.id]
+        clause, params = keyset_clause(
+            "c.updated_at", "c.conversation_id", decode_cursor(req.cursor, "conversations")
+        )
+        where = "WHERE " + clause
     rows = ctx.query(
         f"""SELECT {identity_columns(ctx)} FROM conversations c {where}
             ORDER BY julianday(c.updated_at) DESC, c.conversation_id DESC LIMIT ?""",

@@ -12,18 +12,16 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.timefilter import parse_loose_timestamp
+from lcm_cli.engine.timefilter import looks_like_timestamp
 
 RESOURCES = ("conversations", "messages", "summaries")
 _NOT_B64URL = re.compile(r"[^A-Za-z0-9_-]")
 
 
-@dataclass(frozen=True)
-class Cursor:
+class Cursor(NamedTuple):
     """A decoded cursor: the sort timestamp as stored and the row id of the last item."""
 
     resource: str
@@ -48,8 +46,9 @@ def _invalid() -> LcmError:
 
 def decode_cursor(text: str, resource: str) -> Cursor:
     """Decode and validate a cursor for ``resource``; INVALID_CURSOR on any problem."""
-    # Like Node's decoder: accept the standard alphabet and padding, ignore stray characters.
-    cleaned = _NOT_B64URL.sub("", text.replace("+", "-").replace("/", "_"))
+    # Like Node's decoder: accept the standard alphabet, stop at the first "=", and
+    # ignore stray characters.
+    cleaned = _NOT_B64URL.sub("", text.split("=", 1)[0].replace("+", "-").replace("/", "_"))
     try:
         raw = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
         payload: Any = json.loads(raw.decode("utf-8"))
@@ -60,7 +59,7 @@ def decode_cursor(text: str, resource: str) -> Cursor:
     if payload.get("resource") != resource:
         raise _invalid()
     timestamp = payload.get("timestamp")
-    if not isinstance(timestamp, str) or parse_loose_timestamp(timestamp) is None:
+    if not isinstance(timestamp, str) or not looks_like_timestamp(timestamp):
         raise _invalid()
     row_id = payload.get("id")
     if resource == "summaries":
@@ -73,15 +72,18 @@ def decode_cursor(text: str, resource: str) -> Cursor:
             row_id = int(row_id)
         if not isinstance(row_id, int):
             raise _invalid()
+        if not -(2**63) <= row_id < 2**63:
+            row_id = float(row_id)  # beyond SQLite's integers it compares as a JS number would
     return Cursor(resource, timestamp, row_id)
 
 
-def keyset_clause(sort_expr: str, id_expr: str) -> str:
-    """SQL predicate selecting rows after a cursor in ``(sort DESC, id DESC)`` order.
+def keyset_clause(sort_expr: str, id_expr: str, cursor: Cursor) -> tuple[str, list[Any]]:
+    """SQL predicate (and its parameters) for the rows after ``cursor`` in
+    ``(julianday(sort) DESC, id DESC)`` order.
 
-    Takes three parameters: the cursor timestamp twice, then its id.
+    The leading ``<=`` bound is implied by the rest; it is there so SQLite can seek an
+    index on ``julianday(sort)`` straight to the page instead of scanning from the top.
     """
-    return (
-        f"(julianday({sort_expr}) < julianday(?) OR "
-        f"(julianday({sort_expr}) = julianday(?) AND {id_expr} < ?))"
-    )
+    key = f"julianday({sort_expr})"
+    sql = f"({key} <= julianday(?) AND ({key} < julianday(?) OR ({key} = julianday(?) AND {id_expr} < ?)))"
+    return sql, [cursor.timestamp, cursor.timestamp, cursor.timestamp, cursor.id]

@@ -56,9 +56,9 @@ def list_messages(ctx: Context, req: Request) -> Result:
         where.append("julianday(m.created_at) < julianday(?)")
         params.append(req.time.before)
     if req.cursor:
-        cursor = decode_cursor(req.cursor, "messages")
-        where.append(keyset_clause("m.created_at", "m.message_id"))
-        params.extend([cursor.timestamp, cursor.timestamp, cursor.id])
+        clause, values = keyset_clause("m.created_at", "m.message_id", decode_cursor(req.cursor, "messages"))
+        where.append(clause)
+        params.extend(values)
     content = "m.content" if req.include_content else f"substr(m.content, 1, {PREVIEW_SOURCE_CHARS})"
     rows = ctx.query(
         f"""SELECT m.message_id, m.conversation_id, m.seq, m.role, m.token_count, m.created_at,

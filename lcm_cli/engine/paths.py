@@ -15,17 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-
-
-@dataclass(frozen=True)
-class ResolvedPaths:
-    """The three paths every command works with, all absolute."""
-
-    state_dir: str
-    config_path: str
-    database_path: str
 
 
 def _first(*candidates: Any) -> str | None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Which module owns which operation; imported on demand.
 OPERATION_MODULES: dict[str, str] = {
@@ -28,16 +27,14 @@ OPERATION_MODULES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """What an operation returns: ``data`` and, for lists, ``pagination``."""
 
     data: Any
     pagination: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class Operation:
+class Operation(NamedTuple):
     """A registered operation and what it needs from the door."""
 
     name: str
@@ -47,7 +44,6 @@ class Operation:
     needs_selector: bool = False
     opens_db: bool = True
     resolves_paths: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Operation] = {}

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.timefilter import TimeRange, resolve_time_range
@@ -55,11 +53,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "kind": {"enum": list(KINDS)},
     "count": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
 }
-_DIGITS = re.compile(r"^\d+$")
+_DIGITS = re.compile(r"[0-9]+")
 
 
-@dataclass(frozen=True)
-class Selector:
+class Selector(NamedTuple):
     """How a conversation was named: by id or by session key."""
 
     kind: str  # "conversationId" | "sessionKey"
@@ -70,8 +67,7 @@ class Selector:
         return {"kind": self.kind, "value": self.value}
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """Validated parameters; fields an operation does not take keep their defaults."""
 
     selector: Selector | None = None
@@ -83,7 +79,7 @@ class Request:
     depth: int | None = None
     kind: str | None = None
     count: int | None = None
-    args: tuple[str, ...] = field(default=())
+    args: tuple[str, ...] = ()
 
 
 def _supplied(value: Any) -> bool:
@@ -102,7 +98,7 @@ def _integer(option: str, value: Any, *, low: int, high: int | None) -> int:
         ok, number = True, value
     elif isinstance(value, float) and value.is_integer():
         ok, number = True, int(value)
-    elif isinstance(value, str) and _DIGITS.match(value):
+    elif isinstance(value, str) and _DIGITS.fullmatch(value):
         ok, number = True, int(value)
     else:
         ok = False
@@ -123,7 +119,7 @@ def validate_request(
     needs_selector: bool = False,
     output_format: str | None = None,
     args: tuple[str, ...] = (),
-    now: datetime | None = None,
+    now_ms: int | None = None,
 ) -> Request:
     """Check ``raw`` against what ``command`` accepts and return a :class:`Request`."""
     for name, value in raw.items():
@@ -176,7 +172,7 @@ def validate_request(
         raise invalid_argument(f"Invalid --kind value {kind!r}: expected leaf or condensed.")
 
     time = resolve_time_range(
-        raw.get("after"), raw.get("before"), raw.get("between"), raw.get("recency"), now=now
+        raw.get("after"), raw.get("before"), raw.get("between"), raw.get("recency"), now_ms=now_ms
     )
 
     limit_raw = raw.get("limit")

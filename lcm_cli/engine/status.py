@@ -7,7 +7,7 @@ from typing import Any
 
 from lcm_cli import __version__
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import require_lcm_tables, summary_depths
+from lcm_cli.engine.conversation_rows import require_lcm_tables
 from lcm_cli.engine.fresh_tail import tail_limits
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -29,8 +29,22 @@ def status(ctx: Context, req: Request) -> Result:
     )
 
 
+def _min(values: list[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _max(values: list[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
 def global_status(ctx: Context) -> dict[str, Any]:
-    """The ``status`` object: conversations, messages, summaries, context, maintenance."""
+    """The ``status`` object: conversations, messages, summaries, context, maintenance.
+
+    Each table is read once. Earliest/latest are raw text MIN/MAX, as the reference
+    reports them; message times come from per-conversation index seeks.
+    """
     probe = ctx.probe
     active = (
         "(SELECT COUNT(*) FROM conversations WHERE active = 1)"
@@ -45,13 +59,10 @@ def global_status(ctx: Context) -> dict[str, Any]:
           {active} AS active,
           (SELECT COUNT(*) FROM messages) AS message_count,
           (SELECT COALESCE(SUM(token_count), 0) FROM messages) AS message_tokens,
-          (SELECT MIN(created_at) FROM messages) AS message_earliest,
-          (SELECT MAX(created_at) FROM messages) AS message_latest,
-          (SELECT COUNT(*) FROM summaries) AS summary_count,
-          (SELECT COALESCE(SUM(token_count), 0) FROM summaries) AS summary_tokens,
-          (SELECT COALESCE(SUM(source_message_token_count), 0) FROM summaries) AS summary_sources,
-          (SELECT MIN(COALESCE(earliest_at, created_at)) FROM summaries) AS summary_earliest,
-          (SELECT MAX(COALESCE(latest_at, created_at)) FROM summaries) AS summary_latest,
+          (SELECT MIN((SELECT MIN(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id))
+             FROM conversations c) AS message_earliest,
+          (SELECT MAX((SELECT MAX(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id))
+             FROM conversations c) AS message_latest,
           (SELECT COUNT(*) FROM context_items) AS context_items,
           (SELECT COALESCE(SUM(m.token_count), 0) FROM context_items ci
              JOIN messages m ON m.message_id = ci.message_id WHERE ci.item_type = 'message')
@@ -61,6 +72,14 @@ def global_status(ctx: Context) -> dict[str, Any]:
         """
     )
     assert row is not None
+    # One pass over summaries: per (kind, depth) groups, totals summed from the groups.
+    groups = ctx.query(
+        """SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens,
+                  COALESCE(SUM(source_message_token_count), 0) AS sources,
+                  MIN(COALESCE(earliest_at, created_at)) AS earliest,
+                  MAX(COALESCE(latest_at, created_at)) AS latest
+           FROM summaries GROUP BY kind, depth ORDER BY depth ASC, kind ASC"""
+    )
     maintenance = None
     if probe.has_table("conversation_compaction_maintenance"):
         m = ctx.query_one(
@@ -82,12 +101,15 @@ def global_status(ctx: Context) -> dict[str, Any]:
             "latestAt": row["message_latest"],
         },
         "summaries": {
-            "count": row["summary_count"],
-            "tokens": row["summary_tokens"],
-            "sourceMessageTokens": row["summary_sources"],
-            "earliestAt": row["summary_earliest"],
-            "latestAt": row["summary_latest"],
-            "byDepth": summary_depths(ctx),
+            "count": sum(g["count"] for g in groups),
+            "tokens": sum(g["tokens"] for g in groups),
+            "sourceMessageTokens": sum(g["sources"] for g in groups),
+            "earliestAt": _min([g["earliest"] for g in groups]),
+            "latestAt": _max([g["latest"] for g in groups]),
+            "byDepth": [
+                {"kind": g["kind"], "depth": g["depth"], "count": g["count"], "tokens": g["tokens"]}
+                for g in groups
+            ],
         },
         "context": {"items": row["context_items"], "tokens": row["context_tokens"]},
         "maintenance": maintenance,

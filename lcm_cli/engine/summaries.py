@@ -28,7 +28,11 @@ def _summary_columns(ctx: Context, *, include_content: bool) -> str:
 
 
 def _link_counts(ctx: Context, summary_ids: list[str]) -> dict[str, tuple[int, int, int]]:
-    """(parentCount, childCount, sourceMessageCount) per summary, same-conversation links only."""
+    """(parentCount, childCount, sourceMessageCount) per summary, same-conversation links only.
+
+    CROSS JOIN fixes the join order: start from the summary's own links, never from a scan
+    of the conversation's messages (which the planner may otherwise pick).
+    """
     if not summary_ids:
         return {}
     marks = ",".join("?" for _ in summary_ids)
@@ -38,7 +42,7 @@ def _link_counts(ctx: Context, summary_ids: list[str]) -> dict[str, tuple[int, i
                 WHERE sp.parent_summary_id = s.summary_id AND up.conversation_id = s.conversation_id),
               (SELECT COUNT(*) FROM summary_parents sp JOIN summaries dn ON dn.summary_id = sp.parent_summary_id
                 WHERE sp.summary_id = s.summary_id AND dn.conversation_id = s.conversation_id),
-              (SELECT COUNT(*) FROM summary_messages sm JOIN messages m ON m.message_id = sm.message_id
+              (SELECT COUNT(*) FROM summary_messages sm CROSS JOIN messages m ON m.message_id = sm.message_id
                 WHERE sm.summary_id = s.summary_id AND m.conversation_id = s.conversation_id)
             FROM summaries s WHERE s.summary_id IN ({marks})""",
         summary_ids,
@@ -117,9 +121,9 @@ def list_summaries(ctx: Context, req: Request) -> Result:
         where.append(f"julianday({COVERAGE}) < julianday(?)")
         params.append(req.time.before)
     if req.cursor:
-        cursor = decode_cursor(req.cursor, "summaries")
-        where.append(keyset_clause(COVERAGE, "s.summary_id"))
-        params.extend([cursor.timestamp, cursor.timestamp, cursor.id])
+        clause, values = keyset_clause(COVERAGE, "s.summary_id", decode_cursor(req.cursor, "summaries"))
+        where.append(clause)
+        params.extend(values)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     rows = ctx.query(
         f"""SELECT {_summary_columns(ctx, include_content=req.include_content)} FROM summaries s
@@ -165,7 +169,7 @@ def show_summary(ctx: Context, req: Request) -> Result:
     sources = ctx.query(
         """SELECT m.message_id AS messageId, m.seq, m.role, m.token_count AS tokenCount,
                   m.created_at AS createdAt, m.content
-           FROM summary_messages sm JOIN messages m ON m.message_id = sm.message_id
+           FROM summary_messages sm CROSS JOIN messages m ON m.message_id = sm.message_id
            WHERE sm.summary_id = ? AND m.conversation_id = ? ORDER BY sm.ordinal ASC""",
         (summary_id, cid),
     )

@@ -562,10 +562,40 @@ def _fts_table_needs_rebuild(conn: sqlite3.Connection, spec: FtsTable) -> bool:
         return True
 
 
+#: Indexes that keep every `lcm` read bounded on large databases. Expression indexes on
+#: ``julianday(...)`` let the keyset lists walk in order without sorting a whole
+#: conversation; the covering ``(conversation_id, created_at, token_count)`` index answers
+#: per-conversation counts, token sums and time ranges without touching message bodies,
+#: and the summaries stats index does the same for summary totals and depths.
+#: All are additive: lossless-claw ignores them (SQLite 3.20+ can open the file).
+READ_PATH_INDEXES: tuple[tuple[str, str], ...] = (
+    ("lcm_messages_conv_time_tokens_idx", "messages (conversation_id, created_at, token_count)"),
+    ("lcm_messages_conv_julian_idx", "messages (conversation_id, julianday(created_at), message_id)"),
+    ("lcm_summaries_coverage_idx", "summaries (julianday(COALESCE(latest_at, created_at)), summary_id)"),
+    (
+        "lcm_summaries_conv_coverage_idx",
+        "summaries (conversation_id, julianday(COALESCE(latest_at, created_at)), summary_id)",
+    ),
+    ("lcm_conversations_updated_idx", "conversations (julianday(updated_at), conversation_id)"),
+    (
+        "lcm_summaries_stats_idx",
+        "summaries (conversation_id, kind, depth, token_count, source_message_token_count,"
+        " earliest_at, latest_at, created_at)",
+    ),
+)
+
+
+def m003_add_read_path_indexes(conn: sqlite3.Connection) -> None:
+    """Add the indexes behind `lcm`'s list, tail and status queries."""
+    for name, target in READ_PATH_INDEXES:
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+
+
 #: Every migration, in order. Append new ones; never reorder or edit.
 SCHEMA_MIGRATIONS: list[Migration] = [
     m001_adopt_lossless_claw_schema,
     m002_add_full_text_tables,
+    m003_add_read_path_indexes,
 ]
 
 
