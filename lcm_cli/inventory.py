@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.engine.registry import OPERATION_MODULES, get_operation
+from lcm_cli.engine.registry import OPERATIONS
 from lcm_cli.engine.request import FIELD_SCHEMAS
 
 
@@ -61,16 +61,15 @@ def build_inventory(root: Any) -> dict[str, Any]:
             params = [p for p in sub.params if not getattr(p, "hidden", False)]
             entry: dict[str, Any] = {
                 "command": " ".join(prefix + [name]),
-                "operation": key if key in OPERATION_MODULES else None,
+                "operation": key if key in OPERATIONS else None,
                 "help": _first_line(sub.help),
                 "arguments": [_describe_param(p) for p in params if not p.opts[0].startswith("-")],
                 "options": [_describe_param(p) for p in params if p.opts[0].startswith("-") and p.name != "help"],
                 "example": _example(sub.help),
             }
             if entry["operation"]:
-                op = get_operation(key)
-                entry["needsSelector"] = op.needs_selector
-                entry["readsDatabase"] = op.opens_db
+                entry["needsSelector"] = OPERATIONS[key].needs_selector
+                entry["readsDatabase"] = OPERATIONS[key].opens_db
             commands.append(entry)
 
     walk(root, [])

@@ -39,7 +39,7 @@ def test_version_loads_nothing_heavy() -> None:
     ids=" ".join,
 )
 def test_json_reads_skip_rich_sqlite_utils_and_pydantic(state_dir: Path, words: list[str]) -> None:
-    assert loaded_modules("--openclaw-dir", str(state_dir), *words) == ["typer"]
+    assert loaded_modules("--openclaw-dir", str(state_dir), *words) == []
 
 
 def test_table_format_loads_rich_only_when_asked(state_dir: Path) -> None:

@@ -34,18 +34,19 @@ def call(
     ``limit``, ...); ``args`` holds positional arguments (a summary id, a config path).
     """
     op = get_operation(name)
+    spec = op.spec
     request = validate_request(
         name,
-        op.options,
+        spec.options,
         params or {},
-        needs_selector=op.needs_selector,
+        needs_selector=spec.needs_selector,
         output_format=output_format,
         args=args,
         now_ms=now_ms,
     )
     ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
     try:
-        if op.resolves_paths:
+        if spec.resolves_paths:
             ctx.resolve_paths(read_config=name != "config.set")
         try:
             result = op.func(ctx, request)
@@ -56,5 +57,5 @@ def call(
     envelope: dict[str, Any] = {"ok": True, "command": name, "data": result.data}
     if result.pagination is not None:
         envelope["pagination"] = result.pagination
-    envelope["meta"] = ctx.meta() if op.resolves_paths else {}
+    envelope["meta"] = ctx.meta() if spec.resolves_paths else {}
     return envelope

@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import stat
-import uuid
 from datetime import datetime, timezone
 from typing import Any
 
@@ -157,6 +155,9 @@ def write_with_backup(config_path: str, new_text: str) -> str:
     is atomic), created exclusively with the original mode, fsynced before the rename;
     the directory is fsynced after it so the rename itself survives a crash.
     """
+    import shutil  # write-path imports, kept off the read commands' start-up
+    import uuid
+
     backup_path = f"{config_path}.lcm-backup-{backup_stamp()}"
     try:
         with open(config_path, "rb") as src, open(backup_path, "xb") as dst:

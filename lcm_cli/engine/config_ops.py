@@ -49,7 +49,7 @@ def _own_lookup(node: Any, segments: list[str]) -> Any:
     return node
 
 
-@operation("config.show", summary="The Lossless plugin config: as stored, effective, and its sources.", opens_db=False)
+@operation("config.show", summary="The Lossless plugin config: as stored, effective, and its sources.")
 def show_config(ctx: Context, req: Request) -> Result:
     """Raw and effective Lossless config, pattern-source diagnostics, overriding env names."""
     from lcm_cli.engine.settings import resolve_diagnostics
@@ -66,7 +66,7 @@ def show_config(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation("config.get", summary="One config key: whether it is set, its stored and effective values.", opens_db=False)
+@operation("config.get", summary="One config key: whether it is set, its stored and effective values.")
 def get_config(ctx: Context, req: Request) -> Result:
     """Look a dot path up in the stored Lossless config and in the effective config."""
     from lcm_cli.engine.settings import MISSING, effective_value
@@ -91,7 +91,7 @@ def get_config(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation("config.set", summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic).", opens_db=False)
+@operation("config.set", summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic).")
 def set_config(ctx: Context, req: Request) -> Result:
     """Validate everything first; only then back up and atomically rewrite the file."""
     from lcm_cli.engine.config_schema import MANIFEST_SCHEMA, schema_node_for, validate
@@ -191,12 +191,7 @@ def set_config(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation(
-    "doctor",
-    summary="Reserved: database diagnostics are not available in this version.",
-    opens_db=False,
-    resolves_paths=False,
-)
+@operation("doctor", summary="Reserved: database diagnostics are not available in this version.")
 def doctor(ctx: Context, req: Request) -> Result:
     """Report that doctor is not available yet, touching nothing."""
     return Result(

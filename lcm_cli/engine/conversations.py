@@ -18,11 +18,7 @@ from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
 
-@operation(
-    "conversations.list",
-    summary="List conversations, most recently updated first, with aggregate figures.",
-    options=("limit", "cursor"),
-)
+@operation("conversations.list", summary="List conversations, most recently updated first, with aggregate figures.")
 def list_conversations(ctx: Context, req: Request) -> Result:
     """One keyset page of conversations ordered by ``updated_at`` DESC, id DESC."""
     require_lcm_tables(ctx)
@@ -43,12 +39,7 @@ def list_conversations(ctx: Context, req: Request) -> Result:
     return Result({"items": conversation_stats(ctx, page)}, pagination)
 
 
-@operation(
-    "conversations.show",
-    summary="One conversation's figures, summary depths, context, maintenance and bootstrap state.",
-    options=("conversation_id", "session_key"),
-    needs_selector=True,
-)
+@operation("conversations.show", summary="One conversation's figures, summary depths, context, maintenance and bootstrap state.")
 def show_conversation(ctx: Context, req: Request) -> Result:
     """Everything known about one conversation, without transcript text."""
     assert req.selector is not None

@@ -31,15 +31,7 @@ def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:
     return item
 
 
-@operation(
-    "messages.list",
-    summary="Page through a conversation's messages, newest first, with role and time filters.",
-    options=(
-        "conversation_id", "session_key", "after", "before", "between", "recency",
-        "limit", "cursor", "role", "include_content",
-    ),
-    needs_selector=True,
-)
+@operation("messages.list", summary="Page through a conversation's messages, newest first, with role and time filters.")
 def list_messages(ctx: Context, req: Request) -> Result:
     """One keyset page of messages ordered by ``created_at`` DESC, id DESC."""
     assert req.selector is not None
@@ -74,12 +66,7 @@ def list_messages(ctx: Context, req: Request) -> Result:
     return Result({"conversation": identity_of(conversation), "items": items}, pagination)
 
 
-@operation(
-    "messages.tail",
-    summary="The protected fresh tail: the newest raw messages in the conversation's context.",
-    options=("conversation_id", "session_key", "count"),
-    needs_selector=True,
-)
+@operation("messages.tail", summary="The protected fresh tail: the newest raw messages in the conversation's context.")
 def tail_messages(ctx: Context, req: Request) -> Result:
     """The fresh tail with full content, oldest first, and the conversation's totals."""
     assert req.selector is not None

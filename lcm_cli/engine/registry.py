@@ -1,8 +1,10 @@
 """The operation registry: every capability, written once, reachable from every door.
 
-An operation is a function ``(ctx, req) -> Result`` registered under a stable dotted
-name. Modules register their operations on import; :func:`get_operation` imports only
-the module that owns the requested name, so a door pays for one command, not all.
+:data:`OPERATIONS` declares each operation's interface (which module implements it,
+which request fields and positional arguments it takes) without importing anything, so
+a door can parse and validate a call before paying for the implementation. Modules
+bind their functions with :func:`operation`; :func:`get_operation` imports only the
+module that owns the requested name.
 """
 
 from __future__ import annotations
@@ -11,19 +13,40 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-# Which module owns which operation; imported on demand.
-OPERATION_MODULES: dict[str, str] = {
-    "status": "lcm_cli.engine.status",
-    "conversations.list": "lcm_cli.engine.conversations",
-    "conversations.show": "lcm_cli.engine.conversations",
-    "messages.list": "lcm_cli.engine.messages",
-    "messages.tail": "lcm_cli.engine.messages",
-    "summaries.list": "lcm_cli.engine.summaries",
-    "summaries.show": "lcm_cli.engine.summaries",
-    "config.show": "lcm_cli.engine.config_ops",
-    "config.get": "lcm_cli.engine.config_ops",
-    "config.set": "lcm_cli.engine.config_ops",
-    "doctor": "lcm_cli.engine.config_ops",
+
+class OpSpec(NamedTuple):
+    """An operation's interface: what a door needs to know before calling it."""
+
+    module: str
+    options: tuple[str, ...] = ()  # request fields (see request.FIELD_SCHEMAS)
+    args: tuple[str, ...] = ()  # positional arguments, in order
+    needs_selector: bool = False
+    opens_db: bool = True
+    resolves_paths: bool = True
+
+
+_TIME = ("after", "before", "between", "recency")
+_SELECTOR = ("conversation_id", "session_key")
+
+OPERATIONS: dict[str, OpSpec] = {
+    "status": OpSpec("lcm_cli.engine.status"),
+    "conversations.list": OpSpec("lcm_cli.engine.conversations", ("limit", "cursor")),
+    "conversations.show": OpSpec("lcm_cli.engine.conversations", _SELECTOR, needs_selector=True),
+    "messages.list": OpSpec(
+        "lcm_cli.engine.messages",
+        _SELECTOR + _TIME + ("limit", "cursor", "role", "include_content"),
+        needs_selector=True,
+    ),
+    "messages.tail": OpSpec("lcm_cli.engine.messages", _SELECTOR + ("count",), needs_selector=True),
+    "summaries.list": OpSpec(
+        "lcm_cli.engine.summaries",
+        _SELECTOR + _TIME + ("limit", "cursor", "include_content", "depth", "kind"),
+    ),
+    "summaries.show": OpSpec("lcm_cli.engine.summaries", args=("summary_id",)),
+    "config.show": OpSpec("lcm_cli.engine.config_ops", opens_db=False),
+    "config.get": OpSpec("lcm_cli.engine.config_ops", args=("path",), opens_db=False),
+    "config.set": OpSpec("lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False),
+    "doctor": OpSpec("lcm_cli.engine.config_ops", opens_db=False, resolves_paths=False),
 }
 
 
@@ -35,47 +58,34 @@ class Result(NamedTuple):
 
 
 class Operation(NamedTuple):
-    """A registered operation and what it needs from the door."""
+    """A bound operation: its name, implementation, one-line summary and interface."""
 
     name: str
     func: Callable[..., Result]
     summary: str
-    options: tuple[str, ...] = ()
-    needs_selector: bool = False
-    opens_db: bool = True
-    resolves_paths: bool = True
+    spec: OpSpec
 
 
-_REGISTRY: dict[str, Operation] = {}
+_BOUND: dict[str, Operation] = {}
 
 
-def operation(
-    name: str,
-    *,
-    summary: str,
-    options: tuple[str, ...] = (),
-    needs_selector: bool = False,
-    opens_db: bool = True,
-    resolves_paths: bool = True,
-) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
-    """Register the decorated function as operation ``name``."""
+def operation(name: str, *, summary: str) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+    """Bind the decorated function as the implementation of operation ``name``."""
 
-    def register(func: Callable[..., Result]) -> Callable[..., Result]:
-        _REGISTRY[name] = Operation(
-            name, func, summary, options, needs_selector, opens_db, resolves_paths
-        )
+    def bind(func: Callable[..., Result]) -> Callable[..., Result]:
+        _BOUND[name] = Operation(name, func, summary, OPERATIONS[name])
         return func
 
-    return register
+    return bind
 
 
 def get_operation(name: str) -> Operation:
     """The operation called ``name`` (KeyError when there is none)."""
-    if name not in _REGISTRY:
-        importlib.import_module(OPERATION_MODULES[name])
-    return _REGISTRY[name]
+    if name not in _BOUND:
+        importlib.import_module(OPERATIONS[name].module)
+    return _BOUND[name]
 
 
 def all_operations() -> list[Operation]:
     """Every operation, in registry order."""
-    return [get_operation(name) for name in OPERATION_MODULES]
+    return [get_operation(name) for name in OPERATIONS]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from pathlib import Path
+from urllib.parse import quote
 
 from lcm_cli.engine.errors import LcmError
 
@@ -58,7 +58,8 @@ def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> s
             f"{path} is not an SQLite database. Check --db / LCM_DATABASE_PATH.",
             details,
         )
-    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    # Percent-encode so '?', '#' and '%' in a path cannot be read as URI syntax.
+    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
     except sqlite3.Error as exc:
