@@ -93,9 +93,7 @@ _SYLLABLES = "ka lo mi ne su ta ri po an el ur is ox ve da ko be zu fi ga he ju 
 
 def _corpus(rng: random.Random) -> str:
     """A few MB of word-like ASCII text that message and summary contents are cut from."""
-    made = {
-        "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(3000)
-    }
+    made = {"".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(3000)}
     vocab = list(_TECH_WORDS) * 8 + sorted(made)
     words = rng.choices(vocab, k=900_000)
     for i in range(0, len(words), 11):
@@ -313,20 +311,25 @@ def build_database(path: Path) -> dict[str, Any]:
                         at = datetime.strptime(chunk[-1]["created_at"], "%Y-%m-%d %H:%M:%S")
                         at = at.replace(tzinfo=timezone.utc) + timedelta(seconds=rng.randint(20, 900))
                         sid = store.add_leaf_summary(
-                            cid, ids, "Leaf summary. " + text.text(text.lognormal_length(900, 0.4, 250, 3000)),
+                            cid,
+                            ids,
+                            "Leaf summary. " + text.text(text.lognormal_length(900, 0.4, 250, 3000)),
                             summary_id=f"sum_{rng.getrandbits(64):016x}",
-                            created_at=_sqlite_time(at), model=rng.choice(models),
+                            created_at=_sqlite_time(at),
+                            model=rng.choice(models),
                         )
                         leaves.append(sid)
                     else:
                         sources = leaves[-width:] if kind == "condensed" else condensed[-width:]
                         at = max(made[s] for s in sources) + timedelta(seconds=rng.randint(20, 900))
                         sid = store.add_condensed_summary(
-                            cid, sources,
+                            cid,
+                            sources,
                             f"Condensed summary (depth {1 if kind == 'condensed' else 2}). "
                             + text.text(text.lognormal_length(1500, 0.35, 400, 4000)),
                             summary_id=f"sum_{rng.getrandbits(64):016x}",
-                            created_at=_sqlite_time(at), model=rng.choice(models),
+                            created_at=_sqlite_time(at),
+                            model=rng.choice(models),
                         )
                         if kind == "condensed":
                             leaves.clear()
@@ -341,16 +344,28 @@ def build_database(path: Path) -> dict[str, Any]:
                 last_at = datetime.strptime(last, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
                 if rng.random() < 0.5:
                     store.upsert_bootstrap_state(
-                        cid, f"/home/agent/.openclaw/agents/main/sessions/bench-{index:03d}.jsonl",
-                        last_seen_size=count * 900, last_seen_mtime_ms=int(last_at.timestamp() * 1000),
+                        cid,
+                        f"/home/agent/.openclaw/agents/main/sessions/bench-{index:03d}.jsonl",
+                        last_seen_size=count * 900,
+                        last_seen_mtime_ms=int(last_at.timestamp() * 1000),
                         updated_at=last,
                     )
                 if rng.random() < 0.4:
-                    store.set_telemetry(cid, cache_state=rng.choice(("hot", "cold", "unknown")),
-                                        provider="anthropic", model=models[0], updated_at=last)
+                    store.set_telemetry(
+                        cid,
+                        cache_state=rng.choice(("hot", "cold", "unknown")),
+                        provider="anthropic",
+                        model=models[0],
+                        updated_at=last,
+                    )
                 if rng.random() < 0.25:
-                    store.set_maintenance(cid, pending=rng.random() < 0.3, reason="threshold",
-                                          requested_at=iso_timestamp(last_at), updated_at=last)
+                    store.set_maintenance(
+                        cid,
+                        pending=rng.random() < 0.3,
+                        reason="threshold",
+                        requested_at=iso_timestamp(last_at),
+                        updated_at=last,
+                    )
             if (index + 1) % 20 == 0:
                 note(f"  built {index + 1}/{CONVERSATIONS} conversations")
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -420,15 +435,18 @@ def pick_targets(db_path: Path) -> tuple[int, str | None]:
         big = conn.execute(
             "SELECT conversation_id FROM messages GROUP BY conversation_id ORDER BY COUNT(*) DESC, conversation_id LIMIT 1"
         ).fetchone()[0]
-        row = conn.execute(
-            """SELECT s.summary_id FROM summaries s
+        row = (
+            conn.execute(
+                """SELECT s.summary_id FROM summaries s
                WHERE s.conversation_id = ? AND s.kind = 'condensed'
                ORDER BY EXISTS (SELECT 1 FROM summary_parents sp WHERE sp.parent_summary_id = s.summary_id) DESC,
                         s.depth ASC, s.summary_id LIMIT 1""",
-            (big,),
-        ).fetchone() or conn.execute(
-            "SELECT summary_id FROM summaries WHERE kind = 'condensed' ORDER BY summary_id LIMIT 1"
-        ).fetchone()
+                (big,),
+            ).fetchone()
+            or conn.execute(
+                "SELECT summary_id FROM summaries WHERE kind = 'condensed' ORDER BY summary_id LIMIT 1"
+            ).fetchone()
+        )
         return big, (row[0] if row else None)
     finally:
         conn.close()
@@ -500,7 +518,10 @@ def peak_rss_kib(argv: list[str], env: dict[str, str]) -> int | None:
         report = Path(scratch) / "maxrss"
         subprocess.run(
             [sys.executable, "-c", _LAUNCHER, str(report), *argv],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         try:
             return _rss_kib(int(report.read_text()))
@@ -633,7 +654,9 @@ def render_table(benches: list[Bench], baselines: dict[str, Bench]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7, help="timed runs per command (median reported; default 7)")
+    parser.add_argument(
+        "--runs", type=int, default=7, help="timed runs per command (median reported; default 7)"
+    )
     parser.add_argument("--rebuild", action="store_true", help="regenerate the cached database first")
     parser.add_argument("--json", action="store_true", help="print machine-readable results on stdout")
     parser.add_argument("--lcm", help="lcm executable to time (default: the one next to sys.executable)")
@@ -643,7 +666,9 @@ def main(argv: list[str] | None = None) -> int:
 
     lcm = find_lcm(opts.lcm)
     if not lcm.exists():
-        note(f"no lcm at {lcm}: run this with the venv's interpreter (.venv/bin/python benchmarks/bench_read.py) or pass --lcm")
+        note(
+            f"no lcm at {lcm}: run this with the venv's interpreter (.venv/bin/python benchmarks/bench_read.py) or pass --lcm"
+        )
         return 0
     try:
         import lcm_cli  # noqa: F401
@@ -684,14 +709,73 @@ def main(argv: list[str] | None = None) -> int:
             Bench("lcm --version", [str(lcm), "--version"], 60),
             Bench("status", g + ["status"], 150, "status"),
             Bench("conversations list", g + ["conversations", "list"], 120, "conversations.list"),
-            Bench(f"conversations show --conversation-id {big}", g + ["conversations", "show", "--conversation-id", str(big)], 100, "conversations.show", cid),
-            Bench(f"messages list --conversation-id {big}", g + ["messages", "list", "--conversation-id", str(big), "--limit", str(PAGE_SIZE)], 100, "messages.list", page),
-            Bench(f"messages list --conversation-id {big} page {DEEP_PAGE}", g + ["messages", "list", "--conversation-id", str(big), "--limit", str(PAGE_SIZE), "--cursor", str(msg_cursor)], None, "messages.list", {**page, "cursor": msg_cursor}),
-            Bench(f"messages tail --conversation-id {big}", g + ["messages", "tail", "--conversation-id", str(big)], 100, "messages.tail", cid),
-            Bench("summaries list (global)", g + ["summaries", "list", "--limit", str(PAGE_SIZE)], 120, "summaries.list", {"limit": PAGE_SIZE}),
-            Bench(f"summaries list (global) page {DEEP_PAGE}", g + ["summaries", "list", "--limit", str(PAGE_SIZE), "--cursor", str(sum_cursor)], None, "summaries.list", {"limit": PAGE_SIZE, "cursor": sum_cursor}),
-            Bench(f"summaries list --conversation-id {big}", g + ["summaries", "list", "--conversation-id", str(big)], 120, "summaries.list", cid),
-            Bench(f"summaries show {condensed}", g + ["summaries", "show", str(condensed)], 100, "summaries.show", {}, (str(condensed),)),
+            Bench(
+                f"conversations show --conversation-id {big}",
+                g + ["conversations", "show", "--conversation-id", str(big)],
+                100,
+                "conversations.show",
+                cid,
+            ),
+            Bench(
+                f"messages list --conversation-id {big}",
+                g + ["messages", "list", "--conversation-id", str(big), "--limit", str(PAGE_SIZE)],
+                100,
+                "messages.list",
+                page,
+            ),
+            Bench(
+                f"messages list --conversation-id {big} page {DEEP_PAGE}",
+                g
+                + [
+                    "messages",
+                    "list",
+                    "--conversation-id",
+                    str(big),
+                    "--limit",
+                    str(PAGE_SIZE),
+                    "--cursor",
+                    str(msg_cursor),
+                ],
+                None,
+                "messages.list",
+                {**page, "cursor": msg_cursor},
+            ),
+            Bench(
+                f"messages tail --conversation-id {big}",
+                g + ["messages", "tail", "--conversation-id", str(big)],
+                100,
+                "messages.tail",
+                cid,
+            ),
+            Bench(
+                "summaries list (global)",
+                g + ["summaries", "list", "--limit", str(PAGE_SIZE)],
+                120,
+                "summaries.list",
+                {"limit": PAGE_SIZE},
+            ),
+            Bench(
+                f"summaries list (global) page {DEEP_PAGE}",
+                g + ["summaries", "list", "--limit", str(PAGE_SIZE), "--cursor", str(sum_cursor)],
+                None,
+                "summaries.list",
+                {"limit": PAGE_SIZE, "cursor": sum_cursor},
+            ),
+            Bench(
+                f"summaries list --conversation-id {big}",
+                g + ["summaries", "list", "--conversation-id", str(big)],
+                120,
+                "summaries.list",
+                cid,
+            ),
+            Bench(
+                f"summaries show {condensed}",
+                g + ["summaries", "show", str(condensed)],
+                100,
+                "summaries.show",
+                {},
+                (str(condensed),),
+            ),
         ]
         baselines = {benches[6].name: benches[5], benches[9].name: benches[8]}
         for deep in (msg_cursor, sum_cursor):
@@ -728,9 +812,7 @@ def main(argv: list[str] | None = None) -> int:
         deep = next(b for b in benches if b.name == deep_name)
         ratio = (deep.median_ms / first.median_ms) if deep.median_ms and first.median_ms else None
         in_ratio = (
-            deep.in_process_ms / first.in_process_ms
-            if deep.in_process_ms and first.in_process_ms
-            else None
+            deep.in_process_ms / first.in_process_ms if deep.in_process_ms and first.in_process_ms else None
         )
         ratios[deep_name] = {"firstPage": first.name, "processRatio": ratio, "inProcessRatio": in_ratio}
 
@@ -774,7 +856,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
         return 0
 
-    print(f"lcm: {lcm}   python {sys.version.split()[0]}   SQLite {sqlite3.sqlite_version}   runs: {opts.runs}")
+    print(
+        f"lcm: {lcm}   python {sys.version.split()[0]}   SQLite {sqlite3.sqlite_version}   runs: {opts.runs}"
+    )
     print(
         f"db: {db_path} ({facts['sizeBytes'] / 2**20:.0f} MiB; {facts['conversations']} conversations, "
         f"{facts['messages']:,} messages, {facts['summaries']:,} summaries "
@@ -787,7 +871,9 @@ def main(argv: list[str] | None = None) -> int:
         pr = f"{r['processRatio']:.2f}x" if r["processRatio"] else "-"
         ir = f"{r['inProcessRatio']:.2f}x" if r["inProcessRatio"] else "-"
         print(f"{deep_name} vs first page: process {pr} (target <= {DEEP_RATIO_TARGET}x), in-process {ir}")
-    print(f"Every row also needs max RSS <= {RSS_TARGET_MIB:.0f} MiB. in-proc = lcm_cli.engine.api.call, no start-up.")
+    print(
+        f"Every row also needs max RSS <= {RSS_TARGET_MIB:.0f} MiB. in-proc = lcm_cli.engine.api.call, no start-up."
+    )
     return 0
 
 

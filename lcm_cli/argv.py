@@ -57,9 +57,7 @@ class CommandShape(NamedTuple):
 def command_table() -> dict[tuple[str, ...], CommandShape]:
     """Every command's words mapped to its shape, from the operation registry."""
     table = {
-        tuple(name.split(".")): CommandShape(
-            name, {option_name(f): f for f in spec.options}, spec.args
-        )
+        tuple(name.split(".")): CommandShape(name, {option_name(f): f for f in spec.options}, spec.args)
         for name, spec in OPERATIONS.items()
     }
     for words, args in DOOR_COMMANDS.items():
@@ -132,7 +130,12 @@ def parse_argv(argv: list[str]) -> Parsed:
     if negatives:
         merged = sorted(positionals + negatives)
         words_with = [t for _, t in merged]
-        if len(negatives) == 1 and words_with[:2] == ["config", "set"] and len(merged) == 4 and merged[3] == negatives[0]:
+        if (
+            len(negatives) == 1
+            and words_with[:2] == ["config", "set"]
+            and len(merged) == 4
+            and merged[3] == negatives[0]
+        ):
             positionals = merged
         else:
             raise invalid_argument(f"Unknown option '{negatives[0][1]}'. Run `lcm --help` for the options.")
@@ -141,7 +144,9 @@ def parse_argv(argv: list[str]) -> Parsed:
     names = {n for n, _ in options}
     version = bool(names & set(VERSION_FLAGS))
     help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
-    globals_ = {n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")}
+    globals_ = {
+        n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")
+    }
 
     command: CommandShape | None = None
     path: tuple[str, ...] = ()
@@ -158,11 +163,15 @@ def parse_argv(argv: list[str]) -> Parsed:
             if help_:
                 return Parsed(None, (words[0],), {}, (), globals_, help=True)
             if len(words) == 1:
-                raise LcmError("INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`.")
-        raise LcmError("INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands.")
+                raise LcmError(
+                    "INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`."
+                )
+        raise LcmError(
+            "INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+        )
     if help_:
         return Parsed(command, path, {}, (), globals_, help=True)
-    args = tuple(words[len(path):])
+    args = tuple(words[len(path) :])
     if len(args) != len(command.args):
         raise LcmError(
             "INVALID_COMMAND",

@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: still one JSON error object
         if os.environ.get("LCM_DEBUG") == "1":
             raise
-        fallback.error(LcmError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}. Re-run with LCM_DEBUG=1 for a traceback."))
+        fallback.error(
+            LcmError(
+                "INTERNAL_ERROR", f"{type(exc).__name__}: {exc}. Re-run with LCM_DEBUG=1 for a traceback."
+            )
+        )
         return 1
 
 

@@ -19,7 +19,7 @@ def _first_line(text: str | None) -> str:
 def _example(text: str | None) -> str | None:
     for line in (text or "").splitlines():
         if line.strip().startswith("Example:"):
-            return line.strip()[len("Example:"):].strip()
+            return line.strip()[len("Example:") :].strip()
     return None
 
 
@@ -64,7 +64,9 @@ def build_inventory(root: Any) -> dict[str, Any]:
                 "operation": key if key in OPERATIONS else None,
                 "help": _first_line(sub.help),
                 "arguments": [_describe_param(p) for p in params if not p.opts[0].startswith("-")],
-                "options": [_describe_param(p) for p in params if p.opts[0].startswith("-") and p.name != "help"],
+                "options": [
+                    _describe_param(p) for p in params if p.opts[0].startswith("-") and p.name != "help"
+                ],
                 "example": _example(sub.help),
             }
             if entry["operation"]:
@@ -74,7 +76,8 @@ def build_inventory(root: Any) -> dict[str, Any]:
 
     walk(root, [])
     global_options = [
-        _describe_param(p) for p in root.params
+        _describe_param(p)
+        for p in root.params
         if p.opts[0].startswith("-") and p.name not in ("help", "install_completion", "show_completion")
     ]
     return {"globalOptions": global_options, "commands": commands}

@@ -56,16 +56,27 @@ def render_tsv(envelope: dict[str, Any]) -> str:
 _HEADLINES = (
     ("summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")),
     ("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview")),
-    ("sessionId", ("conversationId", "sessionKey", "active", "title", "messageCount", "summaryCount",
-                   "contextTokens", "updatedAt")),
+    (
+        "sessionId",
+        (
+            "conversationId",
+            "sessionKey",
+            "active",
+            "title",
+            "messageCount",
+            "summaryCount",
+            "contextTokens",
+            "updatedAt",
+        ),
+    ),
 )
 
 
 def _columns(items: list[dict[str, Any]]) -> list[str]:
     first = items[0]
-    for marker, columns in _HEADLINES:
+    for marker, headline in _HEADLINES:
         if marker in first:
-            return [c for c in columns if c in first]
+            return [c for c in headline if c in first]
     columns: list[str] = []
     for item in items:
         columns.extend(k for k in item if k not in columns and k != "content")

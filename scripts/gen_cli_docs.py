@@ -79,17 +79,21 @@ def help_env() -> dict[str, str]:
     env = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(("LCM_", "OPENCLAW_", "TYPER_", "_LCM", "COLUMNS", "LINES", "FORCE_COLOR", "CLICOLOR"))
+        if not name.startswith(
+            ("LCM_", "OPENCLAW_", "TYPER_", "_LCM", "COLUMNS", "LINES", "FORCE_COLOR", "CLICOLOR")
+        )
         and name not in ("TERM", "NO_COLOR", "TZ", "PYTHONSTARTUP")
     }
-    env.update({
-        "COLUMNS": "100",
-        "LINES": "50",
-        "NO_COLOR": "1",
-        "TERM": "dumb",
-        "PYTHONIOENCODING": "utf-8",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
-    })
+    env.update(
+        {
+            "COLUMNS": "100",
+            "LINES": "50",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+            "PYTHONIOENCODING": "utf-8",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p),
+        }
+    )
     return env
 
 
@@ -116,9 +120,7 @@ def capture_help(path: tuple[str, ...]) -> str:
         timeout=120,
     )
     if result.returncode != 0 or not result.stdout.strip():
-        raise SystemExit(
-            f"`lcm {' '.join(path)} --help` failed (exit {result.returncode}):\n{result.stderr}"
-        )
+        raise SystemExit(f"`lcm {' '.join(path)} --help` failed (exit {result.returncode}):\n{result.stderr}")
     return _sanitize(result.stdout)
 
 
@@ -206,7 +208,7 @@ def render(text: str) -> str:
 
 def extract_region(text: str, begin: str, end: str) -> str:
     """The text between two markers (exclusive)."""
-    return text[text.index(begin) + len(begin): text.index(end)]
+    return text[text.index(begin) + len(begin) : text.index(end)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         wanted = render(current)
     except ImportError as exc:
-        sys.stderr.write(f"{exc}: run this script with the project's venv, `.venv/bin/python scripts/gen_cli_docs.py`.\n")
+        sys.stderr.write(
+            f"{exc}: run this script with the project's venv, `.venv/bin/python scripts/gen_cli_docs.py`.\n"
+        )
         return 2
     if args.check:
         if wanted == current:

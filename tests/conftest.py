@@ -82,7 +82,9 @@ def state_dir(tmp_path: Path) -> Path:
     root.mkdir()
     build_sample(root / "lcm.db")
     (root / "openclaw.json").write_text(
-        json.dumps({"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": {"freshTailCount": 8}}}}})
+        json.dumps(
+            {"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": {"freshTailCount": 8}}}}}
+        )
     )
     return root
 

@@ -45,7 +45,9 @@ def test_options_flags_and_arguments_agree() -> None:
 
 def test_global_options_agree() -> None:
     root = typer.main.get_command(build_app())
-    declared = {opt for p in root.params for opt in p.opts if p.name not in ("install_completion", "show_completion")}
+    declared = {
+        opt for p in root.params for opt in p.opts if p.name not in ("install_completion", "show_completion")
+    }
     assert declared | {"--help", "-h"} == set(GLOBAL_OPTIONS)
     for param in root.params:
         for opt in param.opts:
@@ -58,9 +60,12 @@ def test_typer_door_gives_the_same_envelope(state_dir: Any) -> None:
 
     from tests.conftest import lcm
 
-    direct = lcm("--openclaw-dir", str(state_dir), "messages", "list", "--conversation-id", "1", "--limit", "2")
+    direct = lcm(
+        "--openclaw-dir", str(state_dir), "messages", "list", "--conversation-id", "1", "--limit", "2"
+    )
     via_typer = CliRunner().invoke(
-        build_app(), ["--openclaw-dir", str(state_dir), "messages", "list", "--conversation-id", "1", "--limit", "2"]
+        build_app(),
+        ["--openclaw-dir", str(state_dir), "messages", "list", "--conversation-id", "1", "--limit", "2"],
     )
     assert via_typer.exit_code == 0, via_typer.output
     assert via_typer.stdout == direct.stdout

@@ -29,7 +29,9 @@ def test_success_envelope(state_dir: Path, words: list[str]) -> None:
     assert out.code == 0, out.stderr
     assert out.stderr == ""
     body = out.json
-    command = ".".join(w for w in words if not w.startswith("-") and w not in ("1", "sum_cccccccccccccccc", "freshTailCount"))
+    command = ".".join(
+        w for w in words if not w.startswith("-") and w not in ("1", "sum_cccccccccccccccc", "freshTailCount")
+    )
     expected_keys = ["ok", "command", "data"] + (["pagination"] if command in PAGINATED else []) + ["meta"]
     assert list(body) == expected_keys
     assert body["ok"] is True and body["command"] == command
@@ -65,7 +67,12 @@ def test_pretty_and_version(state_dir: Path) -> None:
     pretty = lcm("--openclaw-dir", str(state_dir), "status", "--pretty")
     assert pretty.stdout.startswith('{\n  "ok": true,\n  "command": "status",')
     version = lcm("--version")
-    assert version.json == {"ok": True, "command": "version", "data": {"version": version.json["data"]["version"]}, "meta": {}}
+    assert version.json == {
+        "ok": True,
+        "command": "version",
+        "data": {"version": version.json["data"]["version"]},
+        "meta": {},
+    }
     assert lcm("-v").stdout == version.stdout
     assert lcm("status", "--version").stdout == version.stdout  # version wins
 
@@ -122,8 +129,14 @@ def test_error_codes_and_exit_statuses(state_dir: Path, argv: list[str], code: s
 def test_error_details(state_dir: Path) -> None:
     base = ("--openclaw-dir", str(state_dir))
     assert lcm(*base, "status", "--limit", "5").error["details"] == {"option": "--limit", "command": "status"}
-    assert lcm(*base, "messages", "list", "--session-key", "nope").error["details"] == {"kind": "sessionKey", "value": "nope"}
-    assert lcm(*base, "conversations", "show", "--conversation-id", "77").error["details"] == {"kind": "conversationId", "value": 77}
+    assert lcm(*base, "messages", "list", "--session-key", "nope").error["details"] == {
+        "kind": "sessionKey",
+        "value": "nope",
+    }
+    assert lcm(*base, "conversations", "show", "--conversation-id", "77").error["details"] == {
+        "kind": "conversationId",
+        "value": 77,
+    }
     assert lcm(*base, "summaries", "show", "sum_x").error["details"] == {"summaryId": "sum_x"}
     assert lcm(*base, "status", "--format", "xml").error["details"] == {"value": "xml"}
     assert lcm(*base, "summaries", "list", "--limit", "0").error["details"] == {"value": "0"}
@@ -145,11 +158,20 @@ def test_error_details(state_dir: Path) -> None:
         # missing selector beats format
         (["messages", "list", "--format", "xml"], "MISSING_SELECTOR"),
         # format beats role
-        (["messages", "list", "--conversation-id", "1", "--format", "xml", "--role", "robot"], "INVALID_ARGUMENT"),
+        (
+            ["messages", "list", "--conversation-id", "1", "--format", "xml", "--role", "robot"],
+            "INVALID_ARGUMENT",
+        ),
         # time filter beats limit
-        (["messages", "list", "--conversation-id", "1", "--after", "bad", "--limit", "0"], "INVALID_TIME_FILTER"),
+        (
+            ["messages", "list", "--conversation-id", "1", "--after", "bad", "--limit", "0"],
+            "INVALID_TIME_FILTER",
+        ),
         # validation happens before the database is looked for
-        (["--db", "/nonexistent/lcm.db", "messages", "list", "--conversation-id", "1", "--limit", "0"], "INVALID_ARGUMENT"),
+        (
+            ["--db", "/nonexistent/lcm.db", "messages", "list", "--conversation-id", "1", "--limit", "0"],
+            "INVALID_ARGUMENT",
+        ),
     ],
 )
 def test_validation_order(state_dir: Path, argv: list[str], code: str) -> None:
@@ -158,12 +180,34 @@ def test_validation_order(state_dir: Path, argv: list[str], code: str) -> None:
 
 
 def test_format_details_value_and_role_order(state_dir: Path) -> None:
-    out = lcm("--openclaw-dir", str(state_dir), "messages", "list", "--conversation-id", "1", "--format", "xml", "--role", "robot")
+    out = lcm(
+        "--openclaw-dir",
+        str(state_dir),
+        "messages",
+        "list",
+        "--conversation-id",
+        "1",
+        "--format",
+        "xml",
+        "--role",
+        "robot",
+    )
     assert out.error["details"] == {"value": "xml"}
 
 
 def test_empty_conversation_id_is_absent(state_dir: Path) -> None:
-    out = lcm("--openclaw-dir", str(state_dir), "messages", "list", "--conversation-id", "", "--session-key", "agent:main:main", "--limit", "1")
+    out = lcm(
+        "--openclaw-dir",
+        str(state_dir),
+        "messages",
+        "list",
+        "--conversation-id",
+        "",
+        "--session-key",
+        "agent:main:main",
+        "--limit",
+        "1",
+    )
     assert out.code == 0
     assert out.json["data"]["conversation"]["conversationId"] == 1
 
@@ -189,7 +233,9 @@ def test_tsv_format_matches_reference_layout(state_dir: Path) -> None:
     assert "pagination.limit\t1" in lines
     assert "pagination.hasMore\ttrue" in lines
     assert f"meta.databasePath\t{state_dir / 'lcm.db'}" in lines
-    tail = lcm("--openclaw-dir", str(state_dir), "--format", "tsv", "messages", "tail", "--conversation-id", "3")
+    tail = lcm(
+        "--openclaw-dir", str(state_dir), "--format", "tsv", "messages", "tail", "--conversation-id", "3"
+    )
     assert "data.messages\t[]" in tail.stdout.splitlines()
 
 
@@ -197,7 +243,9 @@ def test_table_format_renders_with_rich(state_dir: Path) -> None:
     out = lcm("--openclaw-dir", str(state_dir), "--format", "table", "conversations", "list")
     assert out.code == 0
     assert "conversationId" in out.stdout and "agent:main:main" in out.stdout
-    tree = lcm("--openclaw-dir", str(state_dir), "--format", "table", "summaries", "show", "sum_cccccccccccccccc")
+    tree = lcm(
+        "--openclaw-dir", str(state_dir), "--format", "table", "summaries", "show", "sum_cccccccccccccccc"
+    )
     assert "sum_aaaaaaaaaaaaaaaa" in tree.stdout and "children" in tree.stdout
 
 
@@ -224,8 +272,20 @@ def test_commands_inventory(state_dir: Path) -> None:
     assert out.code == 0
     data = out.json["data"]
     by_name = {c["command"]: c for c in data["commands"]}
-    for name in ["status", "conversations list", "conversations show", "messages list", "messages tail",
-                 "summaries list", "summaries show", "config show", "config get", "config set", "doctor", "commands"]:
+    for name in [
+        "status",
+        "conversations list",
+        "conversations show",
+        "messages list",
+        "messages tail",
+        "summaries list",
+        "summaries show",
+        "config show",
+        "config get",
+        "config set",
+        "doctor",
+        "commands",
+    ]:
         assert name in by_name, name
         assert by_name[name]["help"]
     options = {o["name"]: o for o in by_name["messages list"]["options"]}
@@ -234,7 +294,14 @@ def test_commands_inventory(state_dir: Path) -> None:
     assert options["--include-content"]["type"] == "boolean"
     assert by_name["messages list"]["needsSelector"] is True
     assert [a["name"] for a in by_name["config set"]["arguments"]] == ["PATH", "JSON_VALUE"]
-    assert {o["name"] for o in data["globalOptions"]} >= {"--db", "--config", "--openclaw-dir", "--format", "--pretty", "--version"}
+    assert {o["name"] for o in data["globalOptions"]} >= {
+        "--db",
+        "--config",
+        "--openclaw-dir",
+        "--format",
+        "--pretty",
+        "--version",
+    }
 
 
 def test_doctor_is_reserved_and_touches_nothing(tmp_path: Path) -> None:

@@ -19,7 +19,11 @@ BASE_CONFIG = {
             "lossless-claw": {
                 "enabled": True,
                 "llm": {"allowModelOverride": True},
-                "config": {"freshTailCount": 12, "autoRotateSessionFiles": {"enabled": False}, "ünïcode": None},
+                "config": {
+                    "freshTailCount": 12,
+                    "autoRotateSessionFiles": {"enabled": False},
+                    "ünïcode": None,
+                },
             },
             "other-plugin": {"config": {"apiKey": "other-SECRET"}},
         }
@@ -82,10 +86,16 @@ def test_show_without_config_file_uses_defaults(tmp_path: Path) -> None:
 def test_get_raw_effective_and_aliases(cfg_dir: Path) -> None:
     base = ("--openclaw-dir", str(cfg_dir))
     assert lcm(*base, "config", "get", "freshTailCount").json["data"] == {
-        "path": "freshTailCount", "isSet": True, "rawValue": 12, "effectiveValue": 12,
+        "path": "freshTailCount",
+        "isSet": True,
+        "rawValue": 12,
+        "effectiveValue": 12,
     }
     assert lcm(*base, "config", "get", "leafChunkTokens").json["data"] == {
-        "path": "leafChunkTokens", "isSet": False, "rawValue": None, "effectiveValue": 20000,
+        "path": "leafChunkTokens",
+        "isSet": False,
+        "rawValue": None,
+        "effectiveValue": 20000,
     }
     assert lcm(*base, "config", "get", "dbPath").json["data"]["effectiveValue"] == str(cfg_dir / "lcm.db")
     whole = lcm(*base, "config", "get", "autoRotateSessionFiles").json["data"]
@@ -104,10 +114,15 @@ def test_get_raw_effective_and_aliases(cfg_dir: Path) -> None:
         ('{"a": NaN}', "CONFIG_PARSE_FAILED"),
         ('{"plugins": []}', "CONFIG_SHAPE_INVALID"),
         ('{"plugins": {"entries": {"lossless-claw": {"config": 5}}}}', "CONFIG_SHAPE_INVALID"),
-        ('{"plugins": {"entries": {"lossless-claw": {"config": {"contextThresholdOverrides": [{"match": {}, "contextThreshold": 0.5}]}}}}}', "CONFIG_VALIDATION_FAILED"),
+        (
+            '{"plugins": {"entries": {"lossless-claw": {"config": {"contextThresholdOverrides": [{"match": {}, "contextThreshold": 0.5}]}}}}}',
+            "CONFIG_VALIDATION_FAILED",
+        ),
     ],
 )
-def test_unreadable_config_fails_every_command(tmp_path: Path, command: list[str], body: str, code: str) -> None:
+def test_unreadable_config_fails_every_command(
+    tmp_path: Path, command: list[str], body: str, code: str
+) -> None:
     write_config(tmp_path, body)
     out = lcm("--openclaw-dir", str(tmp_path), *command)
     assert out.code == 4, out.stderr
@@ -146,7 +161,9 @@ def test_set_creates_missing_levels_and_nested_keys(tmp_path: Path) -> None:
     assert out.code == 0, out.stderr
     assert out.json["data"]["oldValue"] is None
     saved = json.loads((tmp_path / "openclaw.json").read_text())
-    assert saved["plugins"]["entries"]["lossless-claw"]["config"] == {"autoRotateSessionFiles": {"startup": "warn"}}
+    assert saved["plugins"]["entries"]["lossless-claw"]["config"] == {
+        "autoRotateSessionFiles": {"startup": "warn"}
+    }
 
 
 def test_set_numbers_like_javascript(cfg_dir: Path) -> None:
@@ -171,7 +188,15 @@ def test_set_meta_uses_rewritten_db_path(cfg_dir: Path) -> None:
 
 
 def test_set_can_repair_a_config_that_fails_runtime_validation(tmp_path: Path) -> None:
-    bad = {"plugins": {"entries": {"lossless-claw": {"config": {"contextThresholdOverrides": [{"match": {}, "contextThreshold": 0.5}]}}}}}
+    bad = {
+        "plugins": {
+            "entries": {
+                "lossless-claw": {
+                    "config": {"contextThresholdOverrides": [{"match": {}, "contextThreshold": 0.5}]}
+                }
+            }
+        }
+    }
     write_config(tmp_path, bad)
     assert lcm("--openclaw-dir", str(tmp_path), "status").code == 4
     out = lcm("--openclaw-dir", str(tmp_path), "config", "set", "contextThresholdOverrides", "[]")
@@ -195,7 +220,13 @@ def test_set_can_repair_a_config_that_fails_runtime_validation(tmp_path: Path) -
         (["contextThresholdOverrides.0", "{}"], "CONFIG_VALIDATION_FAILED"),  # arrays not addressable
         (["__proto__", "{}"], "CONFIG_VALIDATION_FAILED"),
         (["fresh..count", "1"], "CONFIG_VALIDATION_FAILED"),
-        (["contextThresholdOverrides", '[{"match": {"modelContextWindowMin": 9, "modelContextWindowMax": 3}, "contextThreshold": 0.5}]'], "CONFIG_VALIDATION_FAILED"),
+        (
+            [
+                "contextThresholdOverrides",
+                '[{"match": {"modelContextWindowMin": 9, "modelContextWindowMax": 3}, "contextThreshold": 0.5}]',
+            ],
+            "CONFIG_VALIDATION_FAILED",
+        ),
     ],
 )
 def test_set_refusals(cfg_dir: Path, args: list[str], code: str) -> None:
@@ -229,7 +260,10 @@ def test_set_blocked_by_a_preexisting_unknown_key(tmp_path: Path) -> None:
         ('{"plugins": {"entries": {}}, }', "CONFIG_PARSE_FAILED"),
         ('{"$include": "other.json"}', "CONFIG_INCLUDE_UNSUPPORTED"),
         ('{"plugins": {"$include": "p.json"}}', "CONFIG_INCLUDE_UNSUPPORTED"),
-        ('{"plugins": {"entries": {"lossless-claw": {"config": {"$include": "c.json"}}}}}', "CONFIG_INCLUDE_UNSUPPORTED"),
+        (
+            '{"plugins": {"entries": {"lossless-claw": {"config": {"$include": "c.json"}}}}}',
+            "CONFIG_INCLUDE_UNSUPPORTED",
+        ),
         ('{"plugins": {"entries": "x"}}', "CONFIG_SHAPE_INVALID"),
     ],
 )
@@ -244,7 +278,10 @@ def test_set_refuses_unsafe_files(tmp_path: Path, body: str, code: str) -> None:
 def test_set_include_details(tmp_path: Path) -> None:
     write_config(tmp_path, '{"plugins": {"entries": {"lossless-claw": {"$include": "x.json"}}}}')
     details = lcm("--openclaw-dir", str(tmp_path), "config", "set", "freshTailCount", "5").error["details"]
-    assert details == {"configPath": str(tmp_path / "openclaw.json"), "includePath": "plugins.entries.lossless-claw"}
+    assert details == {
+        "configPath": str(tmp_path / "openclaw.json"),
+        "includePath": "plugins.entries.lossless-claw",
+    }
 
 
 def test_set_refuses_symlink_and_missing_file(tmp_path: Path) -> None:
@@ -270,7 +307,9 @@ def test_set_backup_collision_is_refused_cleanly(cfg_dir: Path, monkeypatch: pyt
     assert (cfg_dir / "openclaw.json").read_bytes() == before
 
 
-def test_set_write_failure_removes_temp_and_keeps_original(cfg_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_set_write_failure_removes_temp_and_keeps_original(
+    cfg_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import lcm_cli.engine.config_file as config_file
 
     def fail_replace(src: str, dst: str) -> None:

@@ -42,8 +42,12 @@ cacheAwareCompaction.criticalBudgetPressureRatio dynamicLeafChunkTokens.enabled
 dynamicLeafChunkTokens.max
 """.split()  # noqa: SIM905
 
-NESTED_OBJECTS = ["autoRotateSessionFiles", "independentLogFile", "cacheAwareCompaction",
-                  "dynamicLeafChunkTokens"]
+NESTED_OBJECTS = [
+    "autoRotateSessionFiles",
+    "independentLogFile",
+    "cacheAwareCompaction",
+    "dynamicLeafChunkTokens",
+]
 
 # (path, expected schema node) for a sample of documented constraints (config.md §4).
 DOCUMENTED_NODES = [
@@ -62,19 +66,21 @@ DOCUMENTED_NODES = [
     ("ignoreSessionPatterns", {"type": "array", "items": {"type": "string"}}),
     ("proactiveThresholdCompactionMode", {"type": "string", "enum": ["deferred", "inline"]}),
     ("autoRotateSessionFiles.startup", {"type": "string", "enum": ["rotate", "warn", "off"]}),
-    ("cacheAwareCompaction.hotCacheBudgetHeadroomRatio",
-     {"type": "number", "minimum": 0, "maximum": 0.95}),
+    ("cacheAwareCompaction.hotCacheBudgetHeadroomRatio", {"type": "number", "minimum": 0, "maximum": 0.95}),
     ("cacheAwareCompaction.coldCacheObservationThreshold", {"type": "integer", "minimum": 1}),
     ("dynamicLeafChunkTokens.max", {"type": "integer", "minimum": 1}),
-    ("fallbackProviders", {
-        "type": "array",
-        "items": {
-            "type": "object",
-            "properties": {"provider": {"type": "string"}, "model": {"type": "string"}},
-            "required": ["provider", "model"],
-            "additionalProperties": False,
+    (
+        "fallbackProviders",
+        {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"provider": {"type": "string"}, "model": {"type": "string"}},
+                "required": ["provider", "model"],
+                "additionalProperties": False,
+            },
         },
-    }),
+    ),
 ]
 
 
@@ -112,16 +118,20 @@ def test_threshold_override_items_match_section_6() -> None:
     items = MANIFEST_SCHEMA["properties"]["contextThresholdOverrides"]["items"]
     assert items["required"] == ["match", "contextThreshold"]
     assert items["additionalProperties"] is False
-    assert set(items["properties"]) == {"name", "match", "contextThreshold", "freshTailCount",
-                                        "leafChunkTokens"}
+    assert set(items["properties"]) == {
+        "name",
+        "match",
+        "contextThreshold",
+        "freshTailCount",
+        "leafChunkTokens",
+    }
     match = items["properties"]["match"]
     assert match["minProperties"] == 1 and match["additionalProperties"] is False
     assert match["properties"]["model"] == {"type": "string", "minLength": 1}
     assert match["properties"]["sessionPattern"] == {"type": "string", "minLength": 1}
     assert match["properties"]["modelContextWindowMin"] == {"type": "integer", "minimum": 1}
     assert match["properties"]["modelContextWindowMax"] == {"type": "integer", "minimum": 1}
-    assert items["properties"]["contextThreshold"] == {"type": "number", "minimum": 0,
-                                                       "maximum": 1}
+    assert items["properties"]["contextThreshold"] == {"type": "number", "minimum": 0, "maximum": 1}
 
 
 @pytest.mark.parametrize("name", [None, *NESTED_OBJECTS])
@@ -132,12 +142,26 @@ def test_every_object_rejects_additional_properties(name: str | None) -> None:
     assert node["properties"]
 
 
-@pytest.mark.parametrize("path", [
-    "", "contextThresholdOverrides.0", "contextThresholdOverrides.0.match",
-    "contextThresholdOverrides.items", "fallbackProviders.0.provider", "__proto__",
-    "constructor", "toString", "hasOwnProperty", "enabled.value", "autoRotateSessionFiles.nope",
-    "properties", "autoRotateSessionFiles.properties", "Enabled", "enabled ",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "contextThresholdOverrides.0",
+        "contextThresholdOverrides.0.match",
+        "contextThresholdOverrides.items",
+        "fallbackProviders.0.provider",
+        "__proto__",
+        "constructor",
+        "toString",
+        "hasOwnProperty",
+        "enabled.value",
+        "autoRotateSessionFiles.nope",
+        "properties",
+        "autoRotateSessionFiles.properties",
+        "Enabled",
+        "enabled ",
+    ],
+)
 def test_paths_outside_the_manifest_are_not_settable(path: str) -> None:
     assert schema_node_for(path) is None
 
@@ -186,23 +210,26 @@ def test_valid_config_has_no_errors() -> None:
     assert errors_of({}) == []
 
 
-@pytest.mark.parametrize(("value", "path", "message"), [
-    ([], None, "expected an object"),
-    (None, None, "expected an object"),
-    ("x", "autoRotateSessionFiles", "expected an object"),
-    ({}, "ignoreSessionPatterns", "expected an array"),
-    (3, "dbPath", "expected a string"),
-    (None, "customInstructions", "expected a string"),
-    ("true", "enabled", "expected a boolean"),
-    (0, "enabled", "expected a boolean"),
-    ("0.5", "contextThreshold", "expected a number"),
-    (True, "contextThreshold", "expected a number"),
-    (math.nan, "contextThreshold", "expected a number"),
-    (math.inf, "summaryMaxOverageFactor", "expected a number"),
-    (5.5, "freshTailCount", "expected an integer"),
-    (False, "freshTailCount", "expected an integer"),
-    ("64", "freshTailCount", "expected an integer"),
-])
+@pytest.mark.parametrize(
+    ("value", "path", "message"),
+    [
+        ([], None, "expected an object"),
+        (None, None, "expected an object"),
+        ("x", "autoRotateSessionFiles", "expected an object"),
+        ({}, "ignoreSessionPatterns", "expected an array"),
+        (3, "dbPath", "expected a string"),
+        (None, "customInstructions", "expected a string"),
+        ("true", "enabled", "expected a boolean"),
+        (0, "enabled", "expected a boolean"),
+        ("0.5", "contextThreshold", "expected a number"),
+        (True, "contextThreshold", "expected a number"),
+        (math.nan, "contextThreshold", "expected a number"),
+        (math.inf, "summaryMaxOverageFactor", "expected a number"),
+        (5.5, "freshTailCount", "expected an integer"),
+        (False, "freshTailCount", "expected an integer"),
+        ("64", "freshTailCount", "expected an integer"),
+    ],
+)
 def test_type_mismatch_messages(value: Any, path: str | None, message: str) -> None:
     assert errors_of(value, path) == [{"path": "", "message": message}]
 
@@ -217,8 +244,7 @@ def test_type_mismatch_inside_the_config_points_at_the_key() -> None:
 def test_required_property_missing() -> None:
     assert errors_of({"contextThresholdOverrides": [{}]}) == [
         {"path": "/contextThresholdOverrides/0/match", "message": "required property missing"},
-        {"path": "/contextThresholdOverrides/0/contextThreshold",
-         "message": "required property missing"},
+        {"path": "/contextThresholdOverrides/0/contextThreshold", "message": "required property missing"},
     ]
     assert errors_of([{"provider": "p"}], "fallbackProviders") == [
         {"path": "/0/model", "message": "required property missing"},
@@ -252,34 +278,40 @@ def test_javascript_prototype_names_are_plain_unknown_keys() -> None:
 
 def test_fewer_than_min_properties() -> None:
     errors = errors_of({"contextThresholdOverrides": [{"match": {}, "contextThreshold": 0.5}]})
-    assert errors == [{"path": "/contextThresholdOverrides/0/match",
-                       "message": "has fewer properties than minProperties (1)"}]
+    assert errors == [
+        {
+            "path": "/contextThresholdOverrides/0/match",
+            "message": "has fewer properties than minProperties (1)",
+        }
+    ]
 
 
 def test_shorter_than_min_length() -> None:
     rule = {"match": {"model": ""}, "contextThreshold": 0.5}
     assert errors_of({"contextThresholdOverrides": [rule]}) == [
-        {"path": "/contextThresholdOverrides/0/match/model",
-         "message": "shorter than minLength (1)"},
+        {"path": "/contextThresholdOverrides/0/match/model", "message": "shorter than minLength (1)"},
     ]
 
 
 def test_min_length_counts_utf16_code_units() -> None:
     schema = {"type": "string", "minLength": 2}
-    assert validate("\U0001F600", schema) == []  # one astral character = two code units
+    assert validate("\U0001f600", schema) == []  # one astral character = two code units
     assert validate("é", schema) == [{"path": "", "message": "shorter than minLength (2)"}]
 
 
-@pytest.mark.parametrize(("value", "path", "message"), [
-    (0, "freshTailCount", "below minimum (1)"),
-    (-2, "sweepMaxDepth", "below minimum (-1)"),
-    (-1e2, "newSessionRetainDepth", "below minimum (-1)"),
-    (63, "fallbackMaxTokens", "below minimum (64)"),
-    (999, "largeFileThresholdTokens", "below minimum (1000)"),
-    (-0.1, "contextThreshold", "below minimum (0)"),
-    (1.01, "contextThreshold", "above maximum (1)"),
-    (0.96, "cacheAwareCompaction.hotCacheBudgetHeadroomRatio", "above maximum (0.95)"),
-])
+@pytest.mark.parametrize(
+    ("value", "path", "message"),
+    [
+        (0, "freshTailCount", "below minimum (1)"),
+        (-2, "sweepMaxDepth", "below minimum (-1)"),
+        (-1e2, "newSessionRetainDepth", "below minimum (-1)"),
+        (63, "fallbackMaxTokens", "below minimum (64)"),
+        (999, "largeFileThresholdTokens", "below minimum (1000)"),
+        (-0.1, "contextThreshold", "below minimum (0)"),
+        (1.01, "contextThreshold", "above maximum (1)"),
+        (0.96, "cacheAwareCompaction.hotCacheBudgetHeadroomRatio", "above maximum (0.95)"),
+    ],
+)
 def test_range_messages(value: Any, path: str, message: str) -> None:
     assert errors_of(value, path) == [{"path": "", "message": message}]
 
@@ -295,15 +327,18 @@ def test_not_in_enum() -> None:
     assert errors_of(5, "hostFallbackMode") == [{"path": "", "message": "expected a string"}]
 
 
-@pytest.mark.parametrize(("value", "path"), [
-    (5.0, "freshTailCount"),
-    (1e2, "freshTailCount"),
-    (-1e0, "sweepMaxDepth"),
-    (1e3, "largeFileThresholdTokens"),
-    (2.0, "autoRotateSessionFiles.sizeBytes"),
-    (1, "contextThreshold"),
-    (0, "contextThreshold"),
-])
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        (5.0, "freshTailCount"),
+        (1e2, "freshTailCount"),
+        (-1e0, "sweepMaxDepth"),
+        (1e3, "largeFileThresholdTokens"),
+        (2.0, "autoRotateSessionFiles.sizeBytes"),
+        (1, "contextThreshold"),
+        (0, "contextThreshold"),
+    ],
+)
 def test_integral_floats_and_ints_are_accepted(value: Any, path: str) -> None:
     assert errors_of(value, path) == []
 
@@ -319,8 +354,7 @@ def test_several_errors_in_one_override() -> None:
     rule = {"name": 3, "match": {"modelContextWindowMin": 0, "x": 1}, "contextThreshold": 2}
     assert errors_of({"contextThresholdOverrides": [rule]}) == [
         {"path": "/contextThresholdOverrides/0/name", "message": "expected a string"},
-        {"path": "/contextThresholdOverrides/0/match/modelContextWindowMin",
-         "message": "below minimum (1)"},
+        {"path": "/contextThresholdOverrides/0/match/modelContextWindowMin", "message": "below minimum (1)"},
         {"path": "/contextThresholdOverrides/0/match/x", "message": "unexpected property"},
         {"path": "/contextThresholdOverrides/0/contextThreshold", "message": "above maximum (1)"},
     ]

@@ -24,8 +24,12 @@ RESOURCES = ("conversations", "messages", "summaries")
 URL_SAFE = re.compile(r"^[A-Za-z0-9_-]*$")
 
 # Cursors printed by the TypeScript CLI (Buffer.from(JSON.stringify(...)).toString("base64url")).
-TS_CONVERSATIONS = "eyJ2IjoxLCJyZXNvdXJjZSI6ImNvbnZlcnNhdGlvbnMiLCJ0aW1lc3RhbXAiOiIyMDI2LTA3LTAxIDEwOjQwOjAwIiwiaWQiOjF9"
-TS_MESSAGES = "eyJ2IjoxLCJyZXNvdXJjZSI6Im1lc3NhZ2VzIiwidGltZXN0YW1wIjoiMjAyNi0wNy0wMSAwOToxOTowMCIsImlkIjoyMH0"
+TS_CONVERSATIONS = (
+    "eyJ2IjoxLCJyZXNvdXJjZSI6ImNvbnZlcnNhdGlvbnMiLCJ0aW1lc3RhbXAiOiIyMDI2LTA3LTAxIDEwOjQwOjAwIiwiaWQiOjF9"
+)
+TS_MESSAGES = (
+    "eyJ2IjoxLCJyZXNvdXJjZSI6Im1lc3NhZ2VzIiwidGltZXN0YW1wIjoiMjAyNi0wNy0wMSAwOToxOTowMCIsImlkIjoyMH0"
+)
 TS_SUMMARIES = "eyJ2IjoxLCJyZXNvdXJjZSI6InN1bW1hcmllcyIsInRpbWVzdGFtcCI6IjIwMjYtMDctMDFUMDk6MTU6MDAuMDAwWiIsImlkIjoic3VtX2NjY2NjY2NjY2NjY2NjY2MifQ"
 TS_SUMMARIES_UNICODE = "eyJ2IjoxLCJyZXNvdXJjZSI6InN1bW1hcmllcyIsInRpbWVzdGFtcCI6IjIwMjYtMDctMDFUMDk6MTU6MDAuMDAwWiIsImlkIjoic3VtX8Op4pyTIn0"
 # id "sum_0??>>": its base64url holds both '-' and '_' (standard base64: '+' and '/').
@@ -78,7 +82,9 @@ def assert_invalid(text: str, resource: str) -> None:
         ("summaries", "2026-07-01T09:15:00.000Z", "sum_0??>>", TS_URLSAFE_CHARS),
     ],
 )
-def test_encoding_is_byte_identical_to_the_typescript_cli(resource: str, timestamp: str, row_id: Any, expected: str) -> None:
+def test_encoding_is_byte_identical_to_the_typescript_cli(
+    resource: str, timestamp: str, row_id: Any, expected: str
+) -> None:
     assert encode_cursor(resource, timestamp, row_id) == expected
 
 
@@ -89,9 +95,11 @@ def test_encoding_is_compact_json_in_key_order_base64url_unpadded() -> None:
         assert "=" not in text
         assert URL_SAFE.match(text)
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
-        assert raw == '{"v":1,"resource":"summaries","timestamp":"2026-07-01T09:15:00.000Z","id":"%s"}' % sid
+        assert raw == f'{{"v":1,"resource":"summaries","timestamp":"2026-07-01T09:15:00.000Z","id":"{sid}"}}'
         assert list(json.loads(raw)) == ["v", "resource", "timestamp", "id"]
-        assert text == hand_built({"v": 1, "resource": "summaries", "timestamp": "2026-07-01T09:15:00.000Z", "id": sid})
+        assert text == hand_built(
+            {"v": 1, "resource": "summaries", "timestamp": "2026-07-01T09:15:00.000Z", "id": sid}
+        )
 
 
 def test_non_ascii_is_utf8_not_escaped() -> None:
@@ -112,12 +120,20 @@ def test_encoding_keeps_the_stored_timestamp_verbatim() -> None:
 
 TIMESTAMPS = st.builds(
     lambda y, mo, d, h, mi, s, ms, shape: (
-        f"{y:04d}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}" if shape == 0
-        else f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{ms:03d}Z" if shape == 1
+        f"{y:04d}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}"
+        if shape == 0
+        else f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{ms:03d}Z"
+        if shape == 1
         else f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}+05:30"
     ),
-    st.integers(1970, 2100), st.integers(1, 12), st.integers(1, 28), st.integers(0, 23),
-    st.integers(0, 59), st.integers(0, 59), st.integers(0, 999), st.integers(0, 2),
+    st.integers(1970, 2100),
+    st.integers(1, 12),
+    st.integers(1, 28),
+    st.integers(0, 23),
+    st.integers(0, 59),
+    st.integers(0, 59),
+    st.integers(0, 999),
+    st.integers(0, 2),
 )
 
 
@@ -142,10 +158,18 @@ def test_round_trip(timestamp: str, int_id: int, text_id: str) -> None:
 @pytest.mark.parametrize("resource", RESOURCES)
 def test_hand_built_cursor_is_accepted(resource: str) -> None:
     payload = good(resource)
-    for text in (hand_built(payload), hand_built(payload, pad=True), hand_built(payload, standard=True),
-                 hand_built(payload, pad=True, standard=True)):
+    for text in (
+        hand_built(payload),
+        hand_built(payload, pad=True),
+        hand_built(payload, standard=True),
+        hand_built(payload, pad=True, standard=True),
+    ):
         decoded = decode_cursor(text, resource)
-        assert (decoded.resource, decoded.timestamp, decoded.id) == (resource, payload["timestamp"], payload["id"])
+        assert (decoded.resource, decoded.timestamp, decoded.id) == (
+            resource,
+            payload["timestamp"],
+            payload["id"],
+        )
 
 
 def test_decoding_accepts_standard_alphabet_and_padding() -> None:
@@ -195,7 +219,10 @@ def test_padding_in_the_middle_ends_the_data_like_node() -> None:
         (' {"v":1,"resource":"messages","timestamp":"2026-07-01 09:19:00","id":5} ', 5),  # JSON whitespace
         ('{"id":7,"timestamp":"2026-07-01 09:19:00","resource":"messages","v":1}', 7),  # any key order
         ('{"v":1,"resource":"messages","timestamp":"2026-07-01 09:19:00","id":7,"extra":true}', 7),
-        ('{"v":1,"resource":"summaries","resource":"messages","timestamp":"2026-07-01 09:19:00","id":8}', 8),  # last wins
+        (
+            '{"v":1,"resource":"summaries","resource":"messages","timestamp":"2026-07-01 09:19:00","id":8}',
+            8,
+        ),  # last wins
         ('{"v":1,"resource":"messages","timestamp":"2026-07-01","id":9}', 9),  # date-only parses
         ('{"v":1,"resource":"messages","timestamp":"2026-07-01T09:19:00+05:30","id":9}', 9),
     ],
@@ -214,8 +241,29 @@ def test_summary_ids_any_non_empty_string(sid: str) -> None:
 # --------------------------------------------------------------------------------------
 # decoding: INVALID_CURSOR
 
-GARBAGE = ["", "!!!", "not-a-cursor", "====", "A", "eyJ2Ijox", "%%%%", "\u00e9\u00e9\u00e9\u00e9", "eyJ2IjoxfQ" + "A"]
-BAD_JSON = ["{not json", "[1]", "null", "1", '"str"', "true", "{}", "", '{"v":1,"resource":"messages"', "\ufeff" + json.dumps(good())]
+GARBAGE = [
+    "",
+    "!!!",
+    "not-a-cursor",
+    "====",
+    "A",
+    "eyJ2Ijox",
+    "%%%%",
+    "\u00e9\u00e9\u00e9\u00e9",
+    "eyJ2IjoxfQ" + "A",
+]
+BAD_JSON = [
+    "{not json",
+    "[1]",
+    "null",
+    "1",
+    '"str"',
+    "true",
+    "{}",
+    "",
+    '{"v":1,"resource":"messages"',
+    "\ufeff" + json.dumps(good()),
+]
 
 
 @pytest.mark.parametrize("resource", RESOURCES)
@@ -259,7 +307,9 @@ def test_resource_binding(made_for: str, given_to: str) -> None:
 
 
 @pytest.mark.parametrize("resource", RESOURCES)
-@pytest.mark.parametrize("value", ["Messages", "message", "", None, 1, ["messages"], "summaries ", "conversation"])
+@pytest.mark.parametrize(
+    "value", ["Messages", "message", "", None, 1, ["messages"], "summaries ", "conversation"]
+)
 def test_bad_resource_value_is_invalid(resource: str, value: Any) -> None:
     payload = good(resource)
     payload["resource"] = value
@@ -275,7 +325,16 @@ def test_non_string_timestamp_is_invalid(resource: str, timestamp: Any) -> None:
 @pytest.mark.parametrize("resource", RESOURCES)
 @pytest.mark.parametrize(
     "timestamp",
-    ["", "not a date", "yesterday", "2026-13-01 00:00:00", "2026-07-32T00:00:00Z", "2026-07-01 25:00:00", "abc", "{}"],
+    [
+        "",
+        "not a date",
+        "yesterday",
+        "2026-13-01 00:00:00",
+        "2026-07-32T00:00:00Z",
+        "2026-07-01 25:00:00",
+        "abc",
+        "{}",
+    ],
 )
 def test_unparseable_timestamp_is_invalid(resource: str, timestamp: str) -> None:
     assert_invalid(hand_built(good(resource, timestamp=timestamp)), resource)
@@ -298,7 +357,7 @@ def test_integer_resources_reject_non_integer_ids(resource: str, row_id: Any) ->
 @pytest.mark.parametrize("resource", ["conversations", "messages"])
 def test_integer_resources_reject_non_finite_ids(resource: str) -> None:
     for literal in ("1e400", "-1e400"):
-        raw = '{"v":1,"resource":"%s","timestamp":"2026-07-01 09:19:00","id":%s}' % (resource, literal)
+        raw = f'{{"v":1,"resource":"{resource}","timestamp":"2026-07-01 09:19:00","id":{literal}}}'
         assert_invalid(raw_cursor(raw), resource)
 
 
@@ -340,17 +399,38 @@ def test_sample_cursors_equal_the_typescript_ones(db_path: Path) -> None:
 def test_typescript_cursors_resume_the_walk(db_path: Path) -> None:
     out = lcm("--db", str(db_path), "conversations", "list", "--cursor", TS_CONVERSATIONS)
     assert [i["conversationId"] for i in out.json["data"]["items"]] == [2, 3]
-    out = lcm("--db", str(db_path), "messages", "list", "--conversation-id", "1", "--limit", "3", "--cursor", TS_MESSAGES)
+    out = lcm(
+        "--db",
+        str(db_path),
+        "messages",
+        "list",
+        "--conversation-id",
+        "1",
+        "--limit",
+        "3",
+        "--cursor",
+        TS_MESSAGES,
+    )
     assert [i["messageId"] for i in out.json["data"]["items"]] == [19, 18, 17]
     out = lcm("--db", str(db_path), "summaries", "list", "--cursor", TS_SUMMARIES)
-    assert [i["summaryId"] for i in out.json["data"]["items"]] == ["sum_bbbbbbbbbbbbbbbb", "sum_aaaaaaaaaaaaaaaa"]
+    assert [i["summaryId"] for i in out.json["data"]["items"]] == [
+        "sum_bbbbbbbbbbbbbbbb",
+        "sum_aaaaaaaaaaaaaaaa",
+    ]
 
 
 def test_hand_built_variants_resume_identically(db_path: Path) -> None:
     payload = {"v": 1, "resource": "messages", "timestamp": "2026-07-01 09:19:00", "id": 20}
-    reference = lcm("--db", str(db_path), "messages", "list", "--conversation-id", "1", "--cursor", TS_MESSAGES).json["data"]
-    for text in (hand_built(payload), hand_built(payload, pad=True), hand_built(payload, standard=True),
-                 hand_built({**payload, "id": 20.0}), " " + TS_MESSAGES + "\n"):
+    reference = lcm(
+        "--db", str(db_path), "messages", "list", "--conversation-id", "1", "--cursor", TS_MESSAGES
+    ).json["data"]
+    for text in (
+        hand_built(payload),
+        hand_built(payload, pad=True),
+        hand_built(payload, standard=True),
+        hand_built({**payload, "id": 20.0}),
+        " " + TS_MESSAGES + "\n",
+    ):
         out = lcm("--db", str(db_path), "messages", "list", "--conversation-id", "1", "--cursor", text)
         assert out.code == 0, out.stderr
         assert out.json["data"] == reference
@@ -361,7 +441,18 @@ def test_cursor_timestamp_in_another_shape_positions_by_instant(db_path: Path) -
     expected = [19, 18, 17]
     for stamp in ("2026-07-01T09:19:00.000Z", "2026-07-01T11:19:00+02:00", "2026-07-01 09:19:00"):
         text = hand_built({"v": 1, "resource": "messages", "timestamp": stamp, "id": 20})
-        out = lcm("--db", str(db_path), "messages", "list", "--conversation-id", "1", "--limit", "3", "--cursor", text)
+        out = lcm(
+            "--db",
+            str(db_path),
+            "messages",
+            "list",
+            "--conversation-id",
+            "1",
+            "--limit",
+            "3",
+            "--cursor",
+            text,
+        )
         assert [i["messageId"] for i in out.json["data"]["items"]] == expected
 
 
@@ -369,7 +460,18 @@ def test_cursor_with_id_past_the_end_of_a_tie(db_path: Path) -> None:
     """id only breaks ties: (09:19:00, 999) resumes at message 20, (09:19:00, -1) after it."""
     for row_id, first in ((999, 20), (20, 19), (-1, 19), (0, 19)):
         text = hand_built({"v": 1, "resource": "messages", "timestamp": "2026-07-01 09:19:00", "id": row_id})
-        out = lcm("--db", str(db_path), "messages", "list", "--conversation-id", "1", "--limit", "1", "--cursor", text)
+        out = lcm(
+            "--db",
+            str(db_path),
+            "messages",
+            "list",
+            "--conversation-id",
+            "1",
+            "--limit",
+            "1",
+            "--cursor",
+            text,
+        )
         assert out.json["data"]["items"][0]["messageId"] == first
 
 
@@ -386,7 +488,9 @@ def test_cli_resource_binding(db_path: Path, made_for: str, given_to: str) -> No
 
 def test_real_cursors_cross_resources_are_rejected(db_path: Path) -> None:
     cursors = {
-        "conversations": lcm(*cli_list(db_path, "conversations"), "--limit", "1").json["pagination"]["nextCursor"],
+        "conversations": lcm(*cli_list(db_path, "conversations"), "--limit", "1").json["pagination"][
+            "nextCursor"
+        ],
         "messages": lcm(*cli_list(db_path, "messages"), "--limit", "1").json["pagination"]["nextCursor"],
         "summaries": lcm(*cli_list(db_path, "summaries"), "--limit", "1").json["pagination"]["nextCursor"],
     }
@@ -395,8 +499,22 @@ def test_real_cursors_cross_resources_are_rejected(db_path: Path) -> None:
             if given_to != made_for:
                 assert_cli_invalid(cli_list(db_path, given_to) + ["--cursor", text])
     # scoped summaries list takes summaries cursors only, like the global one
-    assert_cli_invalid(["--db", str(db_path), "summaries", "list", "--conversation-id", "1", "--cursor", cursors["messages"]])
-    assert lcm("--db", str(db_path), "summaries", "list", "--conversation-id", "1", "--cursor", cursors["summaries"]).code == 0
+    assert_cli_invalid(
+        ["--db", str(db_path), "summaries", "list", "--conversation-id", "1", "--cursor", cursors["messages"]]
+    )
+    assert (
+        lcm(
+            "--db",
+            str(db_path),
+            "summaries",
+            "list",
+            "--conversation-id",
+            "1",
+            "--cursor",
+            cursors["summaries"],
+        ).code
+        == 0
+    )
 
 
 CLI_BAD = {
@@ -428,14 +546,18 @@ def test_cli_invalid_cursor(db_path: Path, resource: str, case: str) -> None:
 @pytest.mark.parametrize("resource", ["conversations", "messages"])
 @pytest.mark.parametrize("case", sorted(CLI_BAD_INT_IDS))
 def test_cli_invalid_integer_ids(db_path: Path, resource: str, case: str) -> None:
-    assert_cli_invalid(cli_list(db_path, resource) + ["--cursor", hand_built(good(resource, id=CLI_BAD_INT_IDS[case]))])
+    assert_cli_invalid(
+        cli_list(db_path, resource) + ["--cursor", hand_built(good(resource, id=CLI_BAD_INT_IDS[case]))]
+    )
 
 
 @pytest.mark.parametrize("case", sorted(CLI_BAD_SUMMARY_IDS))
 def test_cli_invalid_summary_ids(db_path: Path, case: str) -> None:
     text = hand_built(good("summaries", id=CLI_BAD_SUMMARY_IDS[case]))
     assert_cli_invalid(cli_list(db_path, "summaries") + ["--cursor", text])
-    assert_cli_invalid(["--db", str(db_path), "summaries", "list", "--conversation-id", "1", "--cursor", text])
+    assert_cli_invalid(
+        ["--db", str(db_path), "summaries", "list", "--conversation-id", "1", "--cursor", text]
+    )
 
 
 def test_invalid_cursor_error_is_compact_json_on_stderr_only(db_path: Path) -> None:
@@ -470,9 +592,12 @@ def test_argument_errors_win_over_a_bad_cursor(db_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("command", "kind"),
-    [(["status"], "status"), (["messages", "tail", "--conversation-id", "1"], "messages.tail"),
-     (["conversations", "show", "--conversation-id", "1"], "conversations.show"),
-     (["summaries", "show", "sum_aaaaaaaaaaaaaaaa"], "summaries.show")],
+    [
+        (["status"], "status"),
+        (["messages", "tail", "--conversation-id", "1"], "messages.tail"),
+        (["conversations", "show", "--conversation-id", "1"], "conversations.show"),
+        (["summaries", "show", "sum_aaaaaaaaaaaaaaaa"], "summaries.show"),
+    ],
 )
 def test_cursor_unsupported_elsewhere(db_path: Path, command: list[str], kind: str) -> None:
     out = lcm("--db", str(db_path), *command, "--cursor", TS_MESSAGES)

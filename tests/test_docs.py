@@ -60,7 +60,9 @@ def _title(path: tuple[str, ...]) -> str:
 
 
 def _short_diff(current: str, wanted: str) -> str:
-    lines = difflib.unified_diff(current.splitlines(), wanted.splitlines(), "docs/cli.md", "from code", n=1, lineterm="")
+    lines = difflib.unified_diff(
+        current.splitlines(), wanted.splitlines(), "docs/cli.md", "from code", n=1, lineterm=""
+    )
     return "\n".join(list(lines)[:40])
 
 
@@ -136,13 +138,19 @@ def test_command_has_help(path: tuple[str, ...]) -> None:
     for param in command.params:
         if param.name in ("help",):
             continue
-        assert (getattr(param, "help", None) or "").strip(), f"`{_title(path)}`: {param.name} has no help text"
+        assert (getattr(param, "help", None) or "").strip(), (
+            f"`{_title(path)}`: {param.name} has no help text"
+        )
 
 
 @pytest.mark.parametrize("path", LEAVES, ids=[_title(p) for p in LEAVES])
 def test_command_has_a_valid_example(path: tuple[str, ...]) -> None:
     help_text = _command(path).help or ""
-    examples = [line.strip()[len("Example:"):].strip() for line in help_text.splitlines() if line.strip().startswith("Example:")]
+    examples = [
+        line.strip()[len("Example:") :].strip()
+        for line in help_text.splitlines()
+        if line.strip().startswith("Example:")
+    ]
     assert examples, f"`{_title(path)}` has no `Example:` line in its docstring"
     for example in examples:
         tokens = shlex.split(example)
@@ -171,7 +179,9 @@ def test_every_error_code_is_documented_with_its_exit_status(doc: Path) -> None:
 def test_every_exit_status_is_documented() -> None:
     text = DOC.read_text(encoding="utf-8")
     for status in sorted(set(EXIT_STATUS.values()) | {0}):
-        assert re.search(rf"^\|\s*{status}\s*\|", text, re.M), f"exit status {status} missing from docs/cli.md"
+        assert re.search(rf"^\|\s*{status}\s*\|", text, re.M), (
+            f"exit status {status} missing from docs/cli.md"
+        )
 
 
 # --- (d) commands and options named in the docs ----------------------------------------
@@ -238,7 +248,7 @@ def parse_command_line(tokens: list[str], *, naming: bool = False) -> tuple[tupl
             path += (word,)
         else:
             break
-    rest = words[len(path):]
+    rest = words[len(path) :]
     wants_help = any(name in HELP_OPTIONS for name in options)
     if _is_group(command):
         if rest:
@@ -274,7 +284,7 @@ def _hand_written(path: Path) -> str:
     text = path.read_text(encoding="utf-8")
     for begin, end in ((GEN.HELP_BEGIN, GEN.HELP_END), (GEN.CONFIG_BEGIN, GEN.CONFIG_END)):
         if begin in text and end in text:
-            text = text[: text.index(begin)] + text[text.index(end) + len(end):]
+            text = text[: text.index(begin)] + text[text.index(end) + len(end) :]
     return text
 
 
@@ -322,7 +332,9 @@ def test_documented_command_lines_exist(doc: Path) -> None:
     lines = command_lines(_hand_written(doc))
     assert lines, f"no `lcm ...` command lines found in {doc.relative_to(REPO)}"
     problems = [p for tokens in lines for p in check_command_line(tokens)]
-    problems += [p for tokens in command_names(_hand_written(doc)) for p in check_command_line(tokens, naming=True)]
+    problems += [
+        p for tokens in command_names(_hand_written(doc)) for p in check_command_line(tokens, naming=True)
+    ]
     assert not problems, "\n".join(problems)
 
 

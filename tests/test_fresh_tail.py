@@ -23,7 +23,17 @@ from hypothesis import strategies as st
 from lcm_cli.engine.store import Store
 from tests.conftest import lcm
 
-ITEM_KEYS = ["messageId", "conversationId", "seq", "role", "tokenCount", "createdAt", "largeContent", "preview", "content"]
+ITEM_KEYS = [
+    "messageId",
+    "conversationId",
+    "seq",
+    "role",
+    "tokenCount",
+    "createdAt",
+    "largeContent",
+    "preview",
+    "content",
+]
 
 
 # --------------------------------------------------------------------------------------
@@ -55,16 +65,23 @@ class Built:
     total_tokens: int
 
 
-def add_conversation(store: Store, items: Sequence[M | S], *, session_key: str | None = None,
-                     outside: Sequence[int] = ()) -> Built:
+def add_conversation(
+    store: Store, items: Sequence[M | S], *, session_key: str | None = None, outside: Sequence[int] = ()
+) -> Built:
     """One conversation whose context is ``items`` in order (ordinals 0..n-1), plus
     messages outside the context with the ``outside`` token counts."""
     cid = store.create_conversation(f"sess-{session_key or id(items)}-{len(items)}", session_key=session_key)
     context: list[tuple[int, int, int, str]] = []
     total_messages = total_tokens = 0
     for n, tokens in enumerate(outside):
-        store.add_message(cid, "user", f"outside {n}", token_count=tokens, in_context=False,
-                          created_at=f"2026-07-01 08:{n % 60:02d}:00")
+        store.add_message(
+            cid,
+            "user",
+            f"outside {n}",
+            token_count=tokens,
+            in_context=False,
+            created_at=f"2026-07-01 08:{n % 60:02d}:00",
+        )
         total_messages += 1
         total_tokens += tokens
     for n, item in enumerate(items):
@@ -77,7 +94,9 @@ def add_conversation(store: Store, items: Sequence[M | S], *, session_key: str |
             total_messages += 1
             total_tokens += item.tokens
         else:
-            source = store.add_message(cid, "user", f"summarized {n}", token_count=11, created_at=stamp, in_context=False)
+            source = store.add_message(
+                cid, "user", f"summarized {n}", token_count=11, created_at=stamp, in_context=False
+            )
             total_messages += 1
             total_tokens += 11
             sid = store.add_leaf_summary(cid, [source], f"summary {n}", token_count=item.tokens)
@@ -91,7 +110,9 @@ def write_config(state: Path, **config: Any) -> None:
     (state / "openclaw.json").write_text(json.dumps(root))
 
 
-def model(context_messages: Sequence[tuple[int, int, int, str]], count: int, cap: int | None) -> list[tuple[int, int, int, str]]:
+def model(
+    context_messages: Sequence[tuple[int, int, int, str]], count: int, cap: int | None
+) -> list[tuple[int, int, int, str]]:
     """The §12 rule written out plainly."""
     picked: list[tuple[int, int, int, str]] = []
     total = 0
@@ -336,8 +357,19 @@ def test_context_ordinal_order_not_seq_or_time(state: Path) -> None:
     """Candidates follow context ordinals; seq and created_at play no part."""
     with Store.open(state / "lcm.db") as store:
         cid = store.create_conversation("shuffled")
-        ids = store.add_messages(cid, [{"role": "user", "content": f"m{i}", "token_count": 10 + i,
-                                         "created_at": f"2026-07-01 09:0{i}:00"} for i in range(5)], in_context=False)
+        ids = store.add_messages(
+            cid,
+            [
+                {
+                    "role": "user",
+                    "content": f"m{i}",
+                    "token_count": 10 + i,
+                    "created_at": f"2026-07-01 09:0{i}:00",
+                }
+                for i in range(5)
+            ],
+            in_context=False,
+        )
         order = [ids[3], ids[0], ids[4], ids[1], ids[2]]  # context ordinals 0..4
         for mid in order:
             store.append_context_item(cid, message_id=mid)
@@ -375,7 +407,10 @@ def test_nothing_selected_gives_null_seqs(state: Path) -> None:
     assert data["conversation"] == {"messages": 2, "tokens": 11}
     rows = conversation_rows(state)
     for conv in (empty, only_summaries, some):
-        assert (rows[conv.conversation_id]["freshTailMessages"], rows[conv.conversation_id]["freshTailTokens"]) == (0, 0)
+        assert (
+            rows[conv.conversation_id]["freshTailMessages"],
+            rows[conv.conversation_id]["freshTailTokens"],
+        ) == (0, 0)
 
 
 def test_tail_items_carry_full_content_and_preview(state: Path) -> None:
@@ -392,7 +427,9 @@ def test_tail_items_carry_full_content_and_preview(state: Path) -> None:
 
 def test_tail_by_session_key(state: Path) -> None:
     (conv,) = build(state, [M(1), M(2), M(3)], session_key="agent:tail:key")
-    out = lcm("--openclaw-dir", str(state), "messages", "tail", "--session-key", "agent:tail:key", "--count", "2")
+    out = lcm(
+        "--openclaw-dir", str(state), "messages", "tail", "--session-key", "agent:tail:key", "--count", "2"
+    )
     assert out.code == 0
     assert out.json["data"]["conversationIdentity"]["conversationId"] == conv.conversation_id
     assert [m["tokenCount"] for m in out.json["data"]["messages"]] == [2, 3]
@@ -473,8 +510,10 @@ def test_conversation_rows_agree_across_pages(state: Path) -> None:
             break
     for conv in built:
         data = tail(state, conv.conversation_id)
-        assert (seen[conv.conversation_id]["freshTailMessages"], seen[conv.conversation_id]["freshTailTokens"]) == (
-            data["selected"]["messages"], data["selected"]["tokens"])
+        assert (
+            seen[conv.conversation_id]["freshTailMessages"],
+            seen[conv.conversation_id]["freshTailTokens"],
+        ) == (data["selected"]["messages"], data["selected"]["tokens"])
 
 
 ITEMS = st.lists(
@@ -484,10 +523,15 @@ ITEMS = st.lists(
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(items=ITEMS, count=st.integers(min_value=0, max_value=10),
-       cap=st.one_of(st.none(), st.integers(min_value=0, max_value=200)),
-       override=st.one_of(st.none(), st.integers(min_value=1, max_value=12)))
-def test_property_tail_matches_the_rule(items: list[M | S], count: int, cap: int | None, override: int | None) -> None:
+@given(
+    items=ITEMS,
+    count=st.integers(min_value=0, max_value=10),
+    cap=st.one_of(st.none(), st.integers(min_value=0, max_value=200)),
+    override=st.one_of(st.none(), st.integers(min_value=1, max_value=12)),
+)
+def test_property_tail_matches_the_rule(
+    items: list[M | S], count: int, cap: int | None, override: int | None
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (conv,) = build(root, items)
@@ -504,4 +548,7 @@ def test_property_tail_matches_the_rule(items: list[M | S], count: int, cap: int
         assert data["conversation"] == {"messages": conv.total_messages, "tokens": conv.total_tokens}
         row = conversation_rows(root)[conv.conversation_id]
         list_expected = model(conv.context_messages, count, cap)  # the list has no --count
-        assert (row["freshTailMessages"], row["freshTailTokens"]) == (len(list_expected), sum(r[2] for r in list_expected))
+        assert (row["freshTailMessages"], row["freshTailTokens"]) == (
+            len(list_expected),
+            sum(r[2] for r in list_expected),
+        )

@@ -78,7 +78,8 @@ def add_conversations(path: Path, stamps: Sequence[tuple[datetime, str]]) -> lis
         for moment, style in stamps:
             text = shaped(moment, style)
             cid = store.create_conversation(
-                f"sess-{len(rows)}-{text}", created_at=shaped(BASE - timedelta(days=1), "sql"),
+                f"sess-{len(rows)}-{text}",
+                created_at=shaped(BASE - timedelta(days=1), "sql"),
                 updated_at=text,
             )
             rows.append(Row(cid, moment))
@@ -86,7 +87,9 @@ def add_conversations(path: Path, stamps: Sequence[tuple[datetime, str]]) -> lis
 
 
 def add_messages(
-    path: Path, stamps: Sequence[tuple[datetime, str]], conversation_id: int | None = None,
+    path: Path,
+    stamps: Sequence[tuple[datetime, str]],
+    conversation_id: int | None = None,
     session_key: str | None = None,
 ) -> tuple[int, list[Row]]:
     """Messages with the given ``created_at`` stamps in one (new or given) conversation."""
@@ -97,7 +100,12 @@ def add_messages(
         ids = store.add_messages(
             cid,
             [
-                {"role": "user" if i % 2 else "assistant", "content": f"m{i}", "created_at": shaped(m, s), "token_count": 1}
+                {
+                    "role": "user" if i % 2 else "assistant",
+                    "content": f"m{i}",
+                    "created_at": shaped(m, s),
+                    "token_count": 1,
+                }
                 for i, (m, s) in enumerate(stamps)
             ],
         )
@@ -113,24 +121,39 @@ class SummarySpec:
     conversation: int = 0  # index into the conversations created for the build
 
 
-def add_summaries(path: Path, specs: Sequence[SummarySpec], conversations: int = 1) -> tuple[list[int], list[Row]]:
+def add_summaries(
+    path: Path, specs: Sequence[SummarySpec], conversations: int = 1
+) -> tuple[list[int], list[Row]]:
     """Leaf summaries whose coverage time (COALESCE(latest_at, created_at)) is each spec's stamp."""
     with Store.open(path) as store, store.transaction():
-        existing = [r[0] for r in store.conn.execute("SELECT conversation_id FROM conversations ORDER BY conversation_id")]
+        existing = [
+            r[0]
+            for r in store.conn.execute("SELECT conversation_id FROM conversations ORDER BY conversation_id")
+        ]
         while len(existing) < conversations:
-            existing.append(store.create_conversation(f"sess-sum-{len(existing)}", session_key=f"agent:sum:{len(existing)}"))
+            existing.append(
+                store.create_conversation(
+                    f"sess-sum-{len(existing)}", session_key=f"agent:sum:{len(existing)}"
+                )
+            )
         rows = []
         for spec in specs:
             cid = existing[spec.conversation]
-            mid = store.add_message(cid, "user", f"source of {spec.summary_id}", created_at=shaped(BASE, "sql"))
+            mid = store.add_message(
+                cid, "user", f"source of {spec.summary_id}", created_at=shaped(BASE, "sql")
+            )
             stamp = shaped(spec.moment, spec.style)
             sid = store.add_leaf_summary(
-                cid, [mid], f"summary {spec.summary_id}", summary_id=spec.summary_id,
+                cid,
+                [mid],
+                f"summary {spec.summary_id}",
+                summary_id=spec.summary_id,
                 created_at=DECOY_CREATED_AT if spec.via_latest else stamp,
             )
             latest = stamp if spec.via_latest else None
             store.conn.execute(
-                "UPDATE summaries SET earliest_at = ?, latest_at = ? WHERE summary_id = ?", (latest, latest, sid)
+                "UPDATE summaries SET earliest_at = ?, latest_at = ? WHERE summary_id = ?",
+                (latest, latest, sid),
             )
             rows.append(Row(sid, spec.moment))
         return existing, rows
@@ -190,12 +213,22 @@ def list_args(db: Path, resource: str, *extra: str) -> list[str]:
 # A mixed timeline: both shapes, equal instants in different shapes, sub-second ISO rows,
 # and an ISO row that sorts before a SQL row as text but after it as an instant.
 MIXED = [
-    (at(0), "sql"), (at(0), "iso"), (at(0), "offset"),
-    (at(60), "iso"), (at(60), "sql"),
-    (at(30.5), "iso"), (at(30), "sql"), (at(31), "sql"),
-    (at(-3600), "iso"), (at(-1800), "sql"),
-    (at(3600), "sql"), (at(3600), "iso"), (at(3600.001), "iso"), (at(3599.999), "iso"),
-    (at(86400), "offset"), (at(86400), "sql"),
+    (at(0), "sql"),
+    (at(0), "iso"),
+    (at(0), "offset"),
+    (at(60), "iso"),
+    (at(60), "sql"),
+    (at(30.5), "iso"),
+    (at(30), "sql"),
+    (at(31), "sql"),
+    (at(-3600), "iso"),
+    (at(-1800), "sql"),
+    (at(3600), "sql"),
+    (at(3600), "iso"),
+    (at(3600.001), "iso"),
+    (at(3599.999), "iso"),
+    (at(86400), "offset"),
+    (at(86400), "sql"),
 ]
 LIMITS = [1, 2, 3, 5, 7, 16, 17, 50]
 
@@ -271,7 +304,11 @@ def test_summary_coverage_ignores_created_at_when_latest_at_is_set(tmp_path: Pat
     add_summaries(db, specs)
     items = lcm(*list_args(db, "summaries")).json["data"]["items"]
     assert [i["summaryId"] for i in items] == ["sum_b", "sum_c", "sum_a"]
-    assert [i["coverageAt"] for i in items] == [shaped(at(120), "sql"), shaped(at(60), "iso"), shaped(at(0), "iso")]
+    assert [i["coverageAt"] for i in items] == [
+        shaped(at(120), "sql"),
+        shaped(at(60), "iso"),
+        shaped(at(0), "iso"),
+    ]
     assert items[2]["createdAt"] == DECOY_CREATED_AT
 
 
@@ -300,7 +337,9 @@ def test_many_summaries_sharing_one_instant_page_by_text_id(tmp_path: Path) -> N
     """Ties break on summary_id DESC as text (byte order: 'Z' < '_' < 'a', '10' < '9')."""
     db = tmp_path / "lcm.db"
     ids = ["sum_9", "sum_10", "sum_a", "sum_Z", "sum__", "sum_aa", "sum_A0", "sum_z", "sum_0", "sum_-"]
-    specs = [SummarySpec(sid, at(0), ("sql", "iso")[i % 2], via_latest=bool(i % 2)) for i, sid in enumerate(ids)]
+    specs = [
+        SummarySpec(sid, at(0), ("sql", "iso")[i % 2], via_latest=bool(i % 2)) for i, sid in enumerate(ids)
+    ]
     add_summaries(db, specs)
     expected = sorted(ids, reverse=True)
     for limit in (1, 3, 9, 10):
@@ -311,7 +350,10 @@ def test_equal_instants_in_different_shapes_are_ties(tmp_path: Path) -> None:
     """'2026-07-01 09:00:00', '2026-07-01T09:00:00.000Z' and '...T11:00:00+02:00' are one
     instant: ordered purely by id, and a cursor taken at any of them resumes correctly."""
     db = tmp_path / "lcm.db"
-    cid, rows = add_messages(db, [(at(0), "sql"), (at(0), "iso"), (at(0), "offset"), (at(0), "sql"), (at(-1), "iso"), (at(1), "sql")])
+    cid, rows = add_messages(
+        db,
+        [(at(0), "sql"), (at(0), "iso"), (at(0), "offset"), (at(0), "sql"), (at(-1), "iso"), (at(1), "sql")],
+    )
     ids = [r.key for r in rows]
     expected = [ids[5], ids[3], ids[2], ids[1], ids[0], ids[4]]
     for limit in (1, 2, 3):
@@ -332,14 +374,22 @@ def test_sub_second_iso_rows_interleave_with_whole_second_rows(tmp_path: Path) -
     stamps = [(at(10), "sql"), (at(10.001), "iso"), (at(9.999), "iso"), (at(10), "iso"), (at(11), "sql")]
     rows = add_conversations(db, stamps)
     ids = [r.key for r in rows]
-    assert walk(list_args(db, "conversations"), 2, "conversations") == [ids[4], ids[1], ids[3], ids[0], ids[2]]
+    assert walk(list_args(db, "conversations"), 2, "conversations") == [
+        ids[4],
+        ids[1],
+        ids[3],
+        ids[0],
+        ids[2],
+    ]
 
 
 # --------------------------------------------------------------------------------------
 # rows inserted in the middle of a walk (second Store connection)
 
 
-def _walk_with_inserts(args: list[str], limit: int, resource: str, inserts: dict[int, Any]) -> tuple[list[Any], list[tuple[Any, list[Row]]]]:
+def _walk_with_inserts(
+    args: list[str], limit: int, resource: str, inserts: dict[int, Any]
+) -> tuple[list[Any], list[tuple[Any, list[Row]]]]:
     """Walk, calling ``inserts[n]()`` (returning the new Rows) right after page n.
 
     Returns the ids in walk order and, per insert, (last id shown before it, new rows).
@@ -353,7 +403,9 @@ def _walk_with_inserts(args: list[str], limit: int, resource: str, inserts: dict
     return seen, log
 
 
-def _check_walk_after_inserts(seen: list[Any], before: list[Any], final: list[Any], log: list[tuple[Any, list[Row]]]) -> None:
+def _check_walk_after_inserts(
+    seen: list[Any], before: list[Any], final: list[Any], log: list[tuple[Any, list[Row]]]
+) -> None:
     """No duplicates; every pre-existing row exactly once; and the walk is exactly the final
     global order minus the inserted rows that sorted before the cursor when inserted."""
     assert len(seen) == len(set(seen)), f"duplicates: {seen}"
@@ -372,25 +424,32 @@ def test_messages_inserted_mid_walk(tmp_path: Path) -> None:
     def insert(stamps: list[tuple[datetime, str]]) -> Any:
         def run() -> list[Row]:
             with Store.open(db) as store:  # a second, independent writer connection
-                ids = store.add_messages(cid, [{"role": "user", "content": "late", "created_at": shaped(m, s)} for m, s in stamps])
+                ids = store.add_messages(
+                    cid, [{"role": "user", "content": "late", "created_at": shaped(m, s)} for m, s in stamps]
+                )
             new = [Row(i, m) for i, (m, _) in zip(ids, stamps)]
             added.extend(new)
             return new
+
         return run
 
     limit = 4
     # Page 0 shows instants 190..160; the cursor sits at 160.
     inserts = {
-        0: insert([
-            (at(1000), "sql"),  # newer than everything: must not appear
-            (at(160), "iso"),  # same instant as the cursor row, higher id: sorts before it
-            (at(155), "sql"),  # older than the cursor: must appear
-            (at(-5), "iso"),  # older than everything: must appear last
-        ]),
+        0: insert(
+            [
+                (at(1000), "sql"),  # newer than everything: must not appear
+                (at(160), "iso"),  # same instant as the cursor row, higher id: sorts before it
+                (at(155), "sql"),  # older than the cursor: must appear
+                (at(-5), "iso"),  # older than everything: must appear last
+            ]
+        ),
         # Page 2 ends at instant 90: 95 is behind the cursor, 85 and 0 ahead of it.
         2: insert([(at(95), "iso"), (at(500), "sql"), (at(85), "sql"), (at(0), "sql")]),
     }
-    seen, log = _walk_with_inserts(list_args(db, "messages", "--conversation-id", str(cid)), limit, "messages", inserts)
+    seen, log = _walk_with_inserts(
+        list_args(db, "messages", "--conversation-id", str(cid)), limit, "messages", inserts
+    )
     final = expected_order(rows + added)
     _check_walk_after_inserts(seen, before, final, log)
     late = [r.key for r in added]
@@ -415,10 +474,14 @@ def test_conversations_inserted_mid_walk(tmp_path: Path) -> None:
                 new = [Row(store.create_conversation("late", updated_at=shaped(m, s)), m) for m, s in moments]
             added.extend(new)
             return new
+
         return run
 
     # Page 0 shows 660..540, page 1 480..360; 240 is still ahead when inserted.
-    inserts = {0: insert([(at(99999), "sql"), (at(10), "iso"), (at(-60), "sql")]), 1: insert([(at(240), "iso")])}
+    inserts = {
+        0: insert([(at(99999), "sql"), (at(10), "iso"), (at(-60), "sql")]),
+        1: insert([(at(240), "iso")]),
+    }
     seen, log = _walk_with_inserts(list_args(db, "conversations"), 3, "conversations", inserts)
     final = expected_order(rows + added)
     _check_walk_after_inserts(seen, before, final, log)
@@ -428,7 +491,10 @@ def test_conversations_inserted_mid_walk(tmp_path: Path) -> None:
 
 def test_summaries_inserted_mid_walk(tmp_path: Path) -> None:
     db = tmp_path / "lcm.db"
-    specs = [SummarySpec(f"sum_m{i:02d}", at(i * 10), ("sql", "iso")[i % 2], via_latest=bool(i % 3)) for i in range(15)]
+    specs = [
+        SummarySpec(f"sum_m{i:02d}", at(i * 10), ("sql", "iso")[i % 2], via_latest=bool(i % 3))
+        for i in range(15)
+    ]
     _, rows = add_summaries(db, specs)
     before = expected_order(rows)
     added: list[Row] = []
@@ -438,16 +504,19 @@ def test_summaries_inserted_mid_walk(tmp_path: Path) -> None:
             rows_added = add_summaries(db, new)[1]  # opens its own Store connection
             added.extend(rows_added)
             return rows_added
+
         return run
 
     # Page 0 (limit 5) shows 140..100; the cursor is (100, sum_m10).
     inserts = {
-        0: insert([
-            SummarySpec("sum_zz", at(100), "iso"),  # tie with the cursor, larger id: before it
-            SummarySpec("sum_a0", at(100), "sql", via_latest=False),  # tie, smaller id: after it
-            SummarySpec("sum_new", at(5000), "iso"),
-            SummarySpec("sum_old", at(-10), "sql"),
-        ]),
+        0: insert(
+            [
+                SummarySpec("sum_zz", at(100), "iso"),  # tie with the cursor, larger id: before it
+                SummarySpec("sum_a0", at(100), "sql", via_latest=False),  # tie, smaller id: after it
+                SummarySpec("sum_new", at(5000), "iso"),
+                SummarySpec("sum_old", at(-10), "sql"),
+            ]
+        ),
     }
     seen, log = _walk_with_inserts(list_args(db, "summaries"), 5, "summaries", inserts)
     final = expected_order(rows + added)
@@ -483,7 +552,16 @@ def test_messages_walk_with_role_and_time_filters(tmp_path: Path) -> None:
     args = list_args(db, "messages", "--conversation-id", str(cid), "--role", "user")
     assert walk(args, 3, "messages") == expected_order(users)
     window = [r for r in rows if at(120) <= r.instant < at(540)]
-    args = list_args(db, "messages", "--conversation-id", str(cid), "--after", "2026-07-01T09:02:00Z", "--before", "2026-07-01T09:09:00Z")
+    args = list_args(
+        db,
+        "messages",
+        "--conversation-id",
+        str(cid),
+        "--after",
+        "2026-07-01T09:02:00Z",
+        "--before",
+        "2026-07-01T09:09:00Z",
+    )
     assert walk(args, 2, "messages") == expected_order(window)
 
 
@@ -492,7 +570,13 @@ def test_summaries_walk_with_kind_and_depth_filters(tmp_path: Path) -> None:
     specs = [SummarySpec(f"sum_k{i:02d}", at(i * 60), ("sql", "iso")[i % 2]) for i in range(8)]
     cids, rows = add_summaries(db, specs)
     with Store.open(db) as store:
-        cond = store.add_condensed_summary(cids[0], [r.key for r in rows[:3]], "condensed", summary_id="sum_cond", created_at=shaped(at(5), "sql"))
+        cond = store.add_condensed_summary(
+            cids[0],
+            [r.key for r in rows[:3]],
+            "condensed",
+            summary_id="sum_cond",
+            created_at=shaped(at(5), "sql"),
+        )
     assert cond == "sum_cond"
     leaves = walk(list_args(db, "summaries", "--kind", "leaf"), 3, "summaries")
     assert leaves == expected_order(rows)
@@ -515,12 +599,16 @@ def test_cursor_is_not_bound_to_filters_or_conversation(tmp_path: Path) -> None:
     out = lcm(*list_args(db, "messages", "--conversation-id", str(cid), "--cursor", cursor, "--limit", "500"))
     assert out.code == 0
     order = expected_order(rows)
-    assert [i["messageId"] for i in out.json["data"]["items"]] == order[order.index(first["messageId"]) + 1:]
+    assert [i["messageId"] for i in out.json["data"]["items"]] == order[order.index(first["messageId"]) + 1 :]
     # Another conversation: rows of that conversation older than the cursor instant.
-    out = lcm(*list_args(db, "messages", "--conversation-id", str(cid2), "--cursor", cursor, "--limit", "500"))
+    out = lcm(
+        *list_args(db, "messages", "--conversation-id", str(cid2), "--cursor", cursor, "--limit", "500")
+    )
     assert out.code == 0
     cut = next(r.instant for r in rows if r.key == first["messageId"])
-    assert [i["messageId"] for i in out.json["data"]["items"]] == expected_order([r for r in rows2 if r.instant < cut])
+    assert [i["messageId"] for i in out.json["data"]["items"]] == expected_order(
+        [r for r in rows2 if r.instant < cut]
+    )
 
 
 def test_empty_cursor_means_first_page(tmp_path: Path) -> None:
@@ -591,8 +679,11 @@ def test_empty_lists_have_null_cursor(tmp_path: Path) -> None:
     db = tmp_path / "lcm.db"
     with Store.open(db) as store:
         cid = store.create_conversation("empty")
-    for args in (list_args(db, "messages", "--conversation-id", str(cid)), list_args(db, "summaries"),
-                 list_args(db, "summaries", "--conversation-id", str(cid))):
+    for args in (
+        list_args(db, "messages", "--conversation-id", str(cid)),
+        list_args(db, "summaries"),
+        list_args(db, "summaries", "--conversation-id", str(cid)),
+    ):
         out = lcm(*args, "--limit", "3")
         assert out.code == 0
         assert out.json["data"]["items"] == []
@@ -609,7 +700,22 @@ LIST_COMMANDS = [
     ["summaries", "list"],
     ["summaries", "list", "--conversation-id", "1"],
 ]
-BAD_LIMITS = ["0", "501", "abc", "", "1.5", "5 ", " 5", "+5", "1e2", "0x10", "00", "-1", "5000", "99999999999999999999"]
+BAD_LIMITS = [
+    "0",
+    "501",
+    "abc",
+    "",
+    "1.5",
+    "5 ",
+    " 5",
+    "+5",
+    "1e2",
+    "0x10",
+    "00",
+    "-1",
+    "5000",
+    "99999999999999999999",
+]
 
 
 @pytest.mark.parametrize("command", LIST_COMMANDS, ids=" ".join)
@@ -626,7 +732,11 @@ def test_bad_limit_is_invalid_argument_with_value(db_path: Path, command: list[s
 def test_limit_validated_before_the_database_is_opened(tmp_path: Path, command: list[str]) -> None:
     out = lcm("--db", str(tmp_path / "missing.db"), *command, "--limit", "0")
     assert out.code == 2
-    assert out.error == {"code": "INVALID_ARGUMENT", "message": out.error["message"], "details": {"value": "0"}}
+    assert out.error == {
+        "code": "INVALID_ARGUMENT",
+        "message": out.error["message"],
+        "details": {"value": "0"},
+    }
 
 
 def test_negative_limit_as_separate_token_is_a_parser_error(db_path: Path) -> None:
@@ -637,7 +747,9 @@ def test_negative_limit_as_separate_token_is_a_parser_error(db_path: Path) -> No
     assert "details" not in out.error
 
 
-@pytest.mark.parametrize(("value", "parsed"), [("050", 50), ("0500", 500), ("1", 1), ("500", 500), ("007", 7)])
+@pytest.mark.parametrize(
+    ("value", "parsed"), [("050", 50), ("0500", 500), ("1", 1), ("500", 500), ("007", 7)]
+)
 @pytest.mark.parametrize("command", LIST_COMMANDS, ids=" ".join)
 def test_limit_leading_zeros(db_path: Path, command: list[str], value: str, parsed: int) -> None:
     out = lcm("--db", str(db_path), *command, "--limit", value)
@@ -722,8 +834,13 @@ def test_cursor_from_own_output_is_always_accepted(tmp_path: Path) -> None:
     db = tmp_path / "lcm.db"
     with Store.open(db) as store:
         cid = store.create_conversation("odd")
-        store.add_messages(cid, [{"role": "user", "content": c, "created_at": c} for c in
-                                 ("2026-02-27 09:00:00", "2026-02-30 09:00:00", "2026-03-05 09:00:00")])
+        store.add_messages(
+            cid,
+            [
+                {"role": "user", "content": c, "created_at": c}
+                for c in ("2026-02-27 09:00:00", "2026-02-30 09:00:00", "2026-03-05 09:00:00")
+            ],
+        )
     got = walk(list_args(db, "messages", "--conversation-id", str(cid)), 2, "messages")
     assert got == [3, 2, 1]
 
@@ -734,7 +851,9 @@ def test_cursor_from_own_output_is_always_accepted(tmp_path: Path) -> None:
 INSTANT = st.integers(min_value=0, max_value=5)
 STYLE = st.sampled_from(["sql", "iso", "iso_ms"])
 ROWS = st.lists(st.tuples(INSTANT, STYLE), max_size=18)
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _moment(k: int, style: str) -> tuple[datetime, str]:
@@ -782,7 +901,9 @@ SUMMARY_ROWS = st.lists(
 
 @PROPERTY
 @given(rows=SUMMARY_ROWS, limit=st.integers(min_value=1, max_value=8), scoped=st.booleans())
-def test_property_summaries_walk(rows: list[tuple[str, int, str, bool, int]], limit: int, scoped: bool) -> None:
+def test_property_summaries_walk(
+    rows: list[tuple[str, int, str, bool, int]], limit: int, scoped: bool
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "lcm.db"
         specs = []
@@ -808,5 +929,10 @@ def test_cursor_points_at_last_row_shown(tmp_path: Path) -> None:
     cursor = out.json["pagination"]["nextCursor"]
     payload = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     last = out.json["data"]["items"][-1]
-    assert payload == {"v": 1, "resource": "messages", "timestamp": last["createdAt"], "id": last["messageId"]}
+    assert payload == {
+        "v": 1,
+        "resource": "messages",
+        "timestamp": last["createdAt"],
+        "id": last["messageId"],
+    }
     assert last["createdAt"] == shaped(at(1), "iso")

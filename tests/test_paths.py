@@ -29,7 +29,9 @@ def test_state_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, i
     assert meta("--openclaw-dir", str(tmp_path / "flag"))["databasePath"] == str(tmp_path / "flag" / "lcm.db")
 
 
-def test_blank_values_are_skipped_and_tilde_expands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path) -> None:
+def test_blank_values_are_skipped_and_tilde_expands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_env: Path
+) -> None:
     monkeypatch.setenv("LCM_OPENCLAW_DIR", "   ")
     monkeypatch.setenv("OPENCLAW_STATE_DIR", "~/custom")
     assert meta()["databasePath"] == str(isolated_env / "custom" / "lcm.db")
@@ -51,7 +53,11 @@ def test_config_path_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_database_path_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = {"plugins": {"entries": {"lossless-claw": {"config": {"databasePath": str(tmp_path / "canonical.db")}}}}}
+    config = {
+        "plugins": {
+            "entries": {"lossless-claw": {"config": {"databasePath": str(tmp_path / "canonical.db")}}}
+        }
+    }
     (tmp_path / "openclaw.json").write_text(json.dumps(config))
     base = ("--openclaw-dir", str(tmp_path))
     assert meta(*base)["databasePath"] == str(tmp_path / "canonical.db")
@@ -65,7 +71,9 @@ def test_database_path_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_commands_read_the_database_the_paths_name(tmp_path: Path) -> None:
     build_sample(tmp_path / "elsewhere.db")
-    config = {"plugins": {"entries": {"lossless-claw": {"config": {"dbPath": str(tmp_path / "elsewhere.db")}}}}}
+    config = {
+        "plugins": {"entries": {"lossless-claw": {"config": {"dbPath": str(tmp_path / "elsewhere.db")}}}}
+    }
     (tmp_path / "openclaw.json").write_text(json.dumps(config))
     out = lcm("--openclaw-dir", str(tmp_path), "status")
     assert out.code == 0 and out.json["data"]["status"]["conversations"]["total"] == 3
@@ -82,4 +90,6 @@ def test_resolver_functions_directly(tmp_path: Path) -> None:
     env = {"OPENCLAW_HOME": str(tmp_path)}
     state = paths.resolve_state_dir(None, env)
     assert state == str(tmp_path / ".openclaw")
-    assert paths.resolve_database_path(None, env, {"dbPath": "  "}, state) == str(tmp_path / ".openclaw" / "lcm.db")
+    assert paths.resolve_database_path(None, env, {"dbPath": "  "}, state) == str(
+        tmp_path / ".openclaw" / "lcm.db"
+    )

@@ -42,27 +42,51 @@ def test_conversations_list_order_and_figures(state_dir: Path) -> None:
     items = body["data"]["items"]
     assert [i["conversationId"] for i in items] == [1, 2, 3]  # updated_at DESC
     first = items[0]
-    assert list(first)[:9] == ["conversationId", "sessionId", "sessionKey", "active", "archivedAt", "title", "bootstrappedAt", "createdAt", "updatedAt"]
+    assert list(first)[:9] == [
+        "conversationId",
+        "sessionId",
+        "sessionKey",
+        "active",
+        "archivedAt",
+        "title",
+        "bootstrappedAt",
+        "createdAt",
+        "updatedAt",
+    ]
     assert first["messageCount"] == 24 and first["summaryCount"] == 3 and first["maxSummaryDepth"] == 1
     assert first["contextItems"] == 9
     assert first["freshTailMessages"] == 8  # freshTailCount 8 from openclaw.json
     assert first["freshTailTokens"] == sum(10 + i for i in range(16, 24))
     assert items[1]["active"] is False and items[1]["archivedAt"] == stamp(5)
     empty = items[2]
-    assert empty["messageCount"] == 0 and empty["earliestMessageAt"] is None and empty["maxSummaryDepth"] is None
+    assert (
+        empty["messageCount"] == 0 and empty["earliestMessageAt"] is None and empty["maxSummaryDepth"] is None
+    )
     assert body["pagination"] == {"limit": 50, "returned": 3, "hasMore": False, "nextCursor": None}
 
 
 def test_conversations_show(state_dir: Path) -> None:
     data = run(state_dir, "conversations", "show", "--session-key", "agent:main:main")["data"]
-    assert list(data) == ["conversation", "summaryDepths", "context", "telemetry", "maintenance", "bootstrap", "focusBriefs", "largeFiles"]
+    assert list(data) == [
+        "conversation",
+        "summaryDepths",
+        "context",
+        "telemetry",
+        "maintenance",
+        "bootstrap",
+        "focusBriefs",
+        "largeFiles",
+    ]
     assert data["conversation"]["conversationId"] == 1  # the active row wins
     assert [c["itemType"] for c in data["context"]] == ["summary", "message"]
     assert data["context"][1]["count"] == 8
     assert data["telemetry"]["cacheState"] == "hot" and data["telemetry"]["provider"] == "anthropic"
     assert data["maintenance"]["pending"] is True and data["maintenance"]["running"] is False
     assert data["maintenance"]["contextThreshold"] == 0.75
-    assert data["bootstrap"]["sessionFilePath"] == "/tmp/sess-main.jsonl" and data["bootstrap"]["forkBounded"] is False
+    assert (
+        data["bootstrap"]["sessionFilePath"] == "/tmp/sess-main.jsonl"
+        and data["bootstrap"]["forkBounded"] is False
+    )
     assert data["focusBriefs"] == {"count": 0, "activeBrief": None}
     assert data["largeFiles"]["count"] == 1 and data["largeFiles"]["bytes"] == 2048
     other = run(state_dir, "conversations", "show", "--conversation-id", "3")["data"]
@@ -75,10 +99,30 @@ def test_messages_list(state_dir: Path) -> None:
     assert data["conversation"]["sessionKey"] == "agent:main:main"
     assert [i["seq"] for i in data["items"]] == [24, 23, 22]
     item = data["items"][0]
-    assert list(item) == ["messageId", "conversationId", "seq", "role", "tokenCount", "createdAt", "largeContent", "preview"]
+    assert list(item) == [
+        "messageId",
+        "conversationId",
+        "seq",
+        "role",
+        "tokenCount",
+        "createdAt",
+        "largeContent",
+        "preview",
+    ]
     assert item["preview"] == "message 23 about topic 2 with extra spaces"
     assert body["pagination"]["hasMore"] is True and body["pagination"]["nextCursor"]
-    users = run(state_dir, "messages", "list", "--conversation-id", "1", "--role", "user", "--role", "tool", "--include-content")
+    users = run(
+        state_dir,
+        "messages",
+        "list",
+        "--conversation-id",
+        "1",
+        "--role",
+        "user",
+        "--role",
+        "tool",
+        "--include-content",
+    )
     assert {i["role"] for i in users["data"]["items"]} == {"user", "tool"}
     assert users["data"]["items"][0]["content"].startswith("message ")
     assert "\n" in users["data"]["items"][0]["content"]
@@ -88,11 +132,14 @@ def test_preview_rules(tmp_path: Path) -> None:
     db = tmp_path / "lcm.db"
     with Store.open(db) as store:
         cid = store.create_conversation("s")
-        store.add_messages(cid, [
-            {"role": "user", "content": "x" * 300, "created_at": stamp(0)},
-            {"role": "user", "content": "\u00a0 a\u2003\u2003b \ufeff", "created_at": stamp(1)},
-            {"role": "user", "content": "😀" * 200, "created_at": stamp(2)},
-        ])
+        store.add_messages(
+            cid,
+            [
+                {"role": "user", "content": "x" * 300, "created_at": stamp(0)},
+                {"role": "user", "content": "\u00a0 a\u2003\u2003b \ufeff", "created_at": stamp(1)},
+                {"role": "user", "content": "😀" * 200, "created_at": stamp(2)},
+            ],
+        )
     items = lcm("--db", str(db), "messages", "list", "--conversation-id", str(cid)).json["data"]["items"]
     emoji, spaces, long = items
     assert long["preview"] == "x" * 239 + "…"
@@ -122,9 +169,14 @@ def test_summaries_list_and_filters(state_dir: Path) -> None:
     assert leaf_b["parentCount"] == 1 and leaf_b["childCount"] == 0 and leaf_b["sourceMessageCount"] == 8
     assert data["items"][0]["childCount"] == 2 and data["items"][0]["model"] == "test-model"
     assert "content" not in leaf_b
-    scoped = run(state_dir, "summaries", "list", "--session-key", "agent:main:main", "--kind", "leaf", "--depth", "0")
+    scoped = run(
+        state_dir, "summaries", "list", "--session-key", "agent:main:main", "--kind", "leaf", "--depth", "0"
+    )
     assert scoped["data"]["conversationId"] == 1
-    assert [i["summaryId"] for i in scoped["data"]["items"]] == ["sum_bbbbbbbbbbbbbbbb", "sum_aaaaaaaaaaaaaaaa"]
+    assert [i["summaryId"] for i in scoped["data"]["items"]] == [
+        "sum_bbbbbbbbbbbbbbbb",
+        "sum_aaaaaaaaaaaaaaaa",
+    ]
     none = run(state_dir, "summaries", "list", "--depth", "7")
     assert none["data"]["items"] == [] and none["pagination"]["returned"] == 0
 
@@ -136,7 +188,14 @@ def test_summaries_show(state_dir: Path) -> None:
     assert [p["summaryId"] for p in data["parents"]] == ["sum_cccccccccccccccc"]
     assert data["children"] == []
     assert [m["seq"] for m in data["sourceMessages"]] == list(range(9, 17))
-    assert list(data["sourceMessages"][0]) == ["messageId", "seq", "role", "tokenCount", "createdAt", "content"]
+    assert list(data["sourceMessages"][0]) == [
+        "messageId",
+        "seq",
+        "role",
+        "tokenCount",
+        "createdAt",
+        "content",
+    ]
     top = run(state_dir, "summaries", "show", "sum_cccccccccccccccc")["data"]
     assert [c["summaryId"] for c in top["children"]] == ["sum_aaaaaaaaaaaaaaaa", "sum_bbbbbbbbbbbbbbbb"]
     assert top["sourceMessages"] == [] and top["parents"] == []
@@ -145,7 +204,9 @@ def test_summaries_show(state_dir: Path) -> None:
 def test_cross_conversation_links_are_not_reported(state_dir: Path) -> None:
     db = state_dir / "lcm.db"
     conn = sqlite3.connect(db)
-    conn.execute("INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES ('sum_aaaaaaaaaaaaaaaa', 25, 99)")
+    conn.execute(
+        "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES ('sum_aaaaaaaaaaaaaaaa', 25, 99)"
+    )
     conn.commit()
     conn.close()
     data = run(state_dir, "summaries", "show", "sum_aaaaaaaaaaaaaaaa")["data"]
@@ -160,7 +221,11 @@ def test_session_key_precedence(tmp_path: Path) -> None:
         newer_archived = store.create_conversation("b", session_key="k", active=False, created_at=stamp(10))
         tie = store.create_conversation("c", session_key="k", active=False, created_at=stamp(10))
         assert old < newer_archived < tie
-    pick = lambda: lcm("--db", str(db), "conversations", "show", "--session-key", "  k  ").json["data"]["conversation"]["conversationId"]
+
+    def pick() -> int:
+        data = lcm("--db", str(db), "conversations", "show", "--session-key", "  k  ").json["data"]
+        return data["conversation"]["conversationId"]
+
     assert pick() == tie  # newest created_at, then highest id
     with Store.open(db) as store:
         live = store.create_conversation("d", session_key="k", active=True, created_at=stamp(-100))

@@ -77,20 +77,27 @@ def test_sqlite_file_without_lcm_tables(tmp_path: Path) -> None:
     assert "conversations" in out.error["message"]
 
 
-def test_locked_database_gives_database_busy_after_a_bounded_wait(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_locked_database_gives_database_busy_after_a_bounded_wait(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Another process takes an exclusive lock in rollback-journal mode, which blocks readers.
     conn = sqlite3.connect(db_path)
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import sqlite3, sys, time\n"
-            f"c = sqlite3.connect({str(db_path)!r}, isolation_level=None)\n"
-            "c.execute('BEGIN EXCLUSIVE')\n"
-            "print('locked', flush=True)\n"
-            "time.sleep(30)\n"
-        )],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sqlite3, sys, time\n"
+                f"c = sqlite3.connect({str(db_path)!r}, isolation_level=None)\n"
+                "c.execute('BEGIN EXCLUSIVE')\n"
+                "print('locked', flush=True)\n"
+                "time.sleep(30)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"

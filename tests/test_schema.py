@@ -144,24 +144,14 @@ def connect(tmp_path: Path) -> Iterator[object]:
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:
-    return {
-        row[0]
-        for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-    }
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def columns(
-    conn: sqlite3.Connection, table: str
-) -> dict[str, tuple[str, int, object, int]]:
-    return {
-        row[1]: (row[2], row[3], row[4], row[5])
-        for row in conn.execute(f"PRAGMA table_info({table})")
-    }
+def columns(conn: sqlite3.Connection, table: str) -> dict[str, tuple[str, int, object, int]]:
+    return {row[1]: (row[2], row[3], row[4], row[5]) for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def index_shape(
-    conn: sqlite3.Connection, name: str
-) -> tuple[str, tuple[str, ...], bool, bool]:
+def index_shape(conn: sqlite3.Connection, name: str) -> tuple[str, tuple[str, ...], bool, bool]:
     table = conn.execute(
         "SELECT tbl_name FROM sqlite_master WHERE type='index' AND name=?", (name,)
     ).fetchone()[0]
@@ -251,8 +241,7 @@ def test_checks_and_foreign_keys_are_enforced(connect) -> None:
         )
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute(
-            "INSERT INTO conversation_compaction_telemetry (conversation_id, cache_state)"
-            " VALUES (1, 'warm')"
+            "INSERT INTO conversation_compaction_telemetry (conversation_id, cache_state) VALUES (1, 'warm')"
         )
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute(
@@ -264,19 +253,11 @@ def test_checks_and_foreign_keys_are_enforced(connect) -> None:
 def test_one_active_conversation_per_session_key(connect) -> None:
     conn = connect()
     schema.migrate(conn)
-    conn.execute(
-        "INSERT INTO conversations (session_id, session_key, active) VALUES ('a', 'k', 0)"
-    )
-    conn.execute(
-        "INSERT INTO conversations (session_id, session_key, active) VALUES ('b', 'k', 0)"
-    )
-    conn.execute(
-        "INSERT INTO conversations (session_id, session_key, active) VALUES ('c', 'k', 1)"
-    )
+    conn.execute("INSERT INTO conversations (session_id, session_key, active) VALUES ('a', 'k', 0)")
+    conn.execute("INSERT INTO conversations (session_id, session_key, active) VALUES ('b', 'k', 0)")
+    conn.execute("INSERT INTO conversations (session_id, session_key, active) VALUES ('c', 'k', 1)")
     with pytest.raises(sqlite3.IntegrityError):
-        conn.execute(
-            "INSERT INTO conversations (session_id, session_key, active) VALUES ('d', 'k', 1)"
-        )
+        conn.execute("INSERT INTO conversations (session_id, session_key, active) VALUES ('d', 'k', 1)")
 
 
 # --------------------------------------------------------------------------
@@ -287,26 +268,17 @@ def test_one_active_conversation_per_session_key(connect) -> None:
 def test_migrate_is_idempotent(connect) -> None:
     conn = connect()
     schema.migrate(conn)
-    before = conn.execute(
-        "SELECT type, name, sql FROM sqlite_master ORDER BY name"
-    ).fetchall()
+    before = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
     assert schema.migrate(conn) == []
     assert schema.pending_migrations(conn) == []
-    after = conn.execute(
-        "SELECT type, name, sql FROM sqlite_master ORDER BY name"
-    ).fetchall()
+    after = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
     assert before == after
     # Running every migration body a second time changes nothing either.
     conn.execute("BEGIN")
     for migration in schema.SCHEMA_MIGRATIONS:
         migration(conn)
     conn.execute("COMMIT")
-    assert (
-        conn.execute(
-            "SELECT type, name, sql FROM sqlite_master ORDER BY name"
-        ).fetchall()
-        == after
-    )
+    assert conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall() == after
 
 
 def test_applied_migrations_are_recorded_with_our_prefix(connect) -> None:
@@ -316,13 +288,9 @@ def test_applied_migrations_are_recorded_with_our_prefix(connect) -> None:
         "SELECT step_name, algorithm_version FROM lcm_migration_state ORDER BY step_name"
     ).fetchall()
     assert rows == [
-        ("lcm_cli." + m.__name__, 1)
-        for m in sorted(schema.SCHEMA_MIGRATIONS, key=lambda m: m.__name__)
+        ("lcm_cli." + m.__name__, 1) for m in sorted(schema.SCHEMA_MIGRATIONS, key=lambda m: m.__name__)
     ]
-    assert all(
-        m.__name__.startswith("m") and m.__name__[1:4].isdigit()
-        for m in schema.SCHEMA_MIGRATIONS
-    )
+    assert all(m.__name__.startswith("m") and m.__name__[1:4].isdigit() for m in schema.SCHEMA_MIGRATIONS)
 
 
 def test_migrate_refuses_an_open_transaction(connect) -> None:
@@ -416,9 +384,7 @@ def test_adopting_a_legacy_database_adds_what_is_missing_and_keeps_data(
         names = list(columns(conn, table))
         before[table] = (
             names,
-            conn.execute(
-                f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}"
-            ).fetchall(),
+            conn.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}").fetchall(),
         )
 
     assert schema.migrate(conn) == [m.__name__ for m in schema.SCHEMA_MIGRATIONS]
@@ -430,17 +396,10 @@ def test_adopting_a_legacy_database_adds_what_is_missing_and_keeps_data(
     # Every old row and value survives, read back by column name.
     for table, order in CORE_TABLES.items():
         names, rows = before[table]
-        assert (
-            conn.execute(
-                f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}"
-            ).fetchall()
-            == rows
-        )
+        assert conn.execute(f"SELECT {', '.join(names)} FROM {table} ORDER BY {order}").fetchall() == rows
     for table, count in legacy.row_counts.items():
         if table != "lcm_migration_state":
-            assert (
-                conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == count
-            ), table
+            assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == count, table
     # Columns added by ALTER carry their defaults on old rows.
     assert {row[0] for row in conn.execute("SELECT active FROM conversations")} <= {
         0,
@@ -450,9 +409,7 @@ def test_adopting_a_legacy_database_adds_what_is_missing_and_keeps_data(
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     # lossless-claw's own backfill records are untouched.
-    steps = {
-        row[0] for row in conn.execute("SELECT step_name FROM lcm_migration_state")
-    }
+    steps = {row[0] for row in conn.execute("SELECT step_name FROM lcm_migration_state")}
     lossless_steps = {s for s in steps if not s.startswith("lcm_cli.")}
     assert lossless_steps == (
         {"backfillSummaryDepths", "backfillSummaryMetadata", "backfillToolCallColumns"}
@@ -462,18 +419,14 @@ def test_adopting_a_legacy_database_adds_what_is_missing_and_keeps_data(
     assert schema.migrate(conn) == []
 
 
-def test_adopting_0_1_fills_new_columns_with_their_defaults(
-    tmp_path: Path, connect
-) -> None:
+def test_adopting_0_1_fills_new_columns_with_their_defaults(tmp_path: Path, connect) -> None:
     make_legacy_db(tmp_path / "lcm.db", "0.1")
     conn = connect()
     schema.migrate(conn)
     assert conn.execute(
         "SELECT DISTINCT active, session_key, archived_at, archive_cause FROM conversations"
     ).fetchall() == [(1, None, None, None)]
-    assert conn.execute("SELECT DISTINCT model FROM summaries").fetchall() == [
-        ("unknown",)
-    ]
+    assert conn.execute("SELECT DISTINCT model FROM summaries").fetchall() == [("unknown",)]
     assert conn.execute(
         "SELECT COUNT(*) FROM messages WHERE identity_hash IS NULL AND large_content IS NULL"
     ).fetchone() == (9,)
@@ -486,22 +439,17 @@ def test_adopting_0_1_fills_new_columns_with_their_defaults(
     ]
 
 
-def test_adopting_0_5_drops_the_global_unique_session_key_index(
-    tmp_path: Path, connect
-) -> None:
+def test_adopting_0_5_drops_the_global_unique_session_key_index(tmp_path: Path, connect) -> None:
     make_legacy_db(tmp_path / "lcm.db", "0.5")
     conn = connect()
-    assert conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = 'conversations_session_key_idx'"
-    ).fetchone()
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'conversations_session_key_idx'").fetchone()
     schema.migrate(conn)
     assert not conn.execute(
         "SELECT 1 FROM sqlite_master WHERE name = 'conversations_session_key_idx'"
     ).fetchone()
     # An archived duplicate of a key is now allowed.
     conn.execute(
-        "INSERT INTO conversations (session_id, session_key, active)"
-        " VALUES ('old', 'agent:main:main', 0)"
+        "INSERT INTO conversations (session_id, session_key, active) VALUES ('old', 'agent:main:main', 0)"
     )
 
 
@@ -519,9 +467,7 @@ def test_fts_tables_are_created_when_supported(connect) -> None:
     assert ("summaries_fts_cjk" in names) == HAS_TRIGRAM
     assert set(columns(conn, "messages_fts")) == {"content"}
     assert set(columns(conn, "summaries_fts")) == {"summary_id", "content"}
-    sql = conn.execute(
-        "SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"
-    ).fetchone()[0]
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0]
     assert "porter unicode61" in sql and "content_rowid" not in sql
 
 
@@ -531,9 +477,7 @@ def test_fts_tables_are_seeded_when_newly_created(tmp_path: Path, connect) -> No
     conn = connect()
     schema.migrate(conn)
     assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (9,)
-    hits = conn.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'fixture'"
-    ).fetchall()
+    hits = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'fixture'").fetchall()
     assert hits == [(4,)]
     assert conn.execute(
         "SELECT summary_id FROM summaries_fts WHERE summaries_fts MATCH 'stale' ORDER BY 1"
@@ -549,9 +493,9 @@ def test_existing_fts_tables_are_kept_not_rebuilt(tmp_path: Path, connect) -> No
     # A row only the index has: a rebuild from base rows would lose it.
     conn.execute("INSERT INTO messages_fts (rowid, content) VALUES (999, 'sentinel')")
     schema.migrate(conn)
-    assert conn.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'sentinel'"
-    ).fetchall() == [(999,)]
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'sentinel'").fetchall() == [
+        (999,)
+    ]
 
 
 @pytest.mark.skipif(not HAS_FTS5, reason="this SQLite build has no FTS5")
@@ -568,13 +512,11 @@ def test_a_legacy_external_content_fts_table_is_rebuilt(connect) -> None:
         " content_rowid='message_id')"
     )
     schema.migrate(conn)
-    sql = conn.execute(
-        "SELECT sql FROM sqlite_master WHERE name = 'messages_fts'"
-    ).fetchone()[0]
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0]
     assert "content_rowid" not in sql
-    assert conn.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'rebuilt'"
-    ).fetchall() == [(1,)]
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'rebuilt'").fetchall() == [
+        (1,)
+    ]
 
 
 def test_feature_probes_leave_no_trace(connect) -> None:

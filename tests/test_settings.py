@@ -35,30 +35,78 @@ from lcm_cli.engine.settings_model import LcmSettings, load_settings
 STATE = "/state"
 
 TOP_LEVEL_ORDER = [
-    "enabled", "hostFallbackMode", "databasePath", "largeFilesDir", "ignoreSessionPatterns",
-    "statelessSessionPatterns", "skipStatelessSessions", "contextThreshold",
-    "contextThresholdOverrides", "freshTailCount", "freshTailMaxTokens", "promptAwareEviction",
-    "stubLargeToolPayloads", "newSessionRetainDepth", "leafMinFanout", "condensedMinFanout",
-    "condensedMinFanoutHard", "sweepMaxDepth", "incrementalMaxDepth", "leafChunkTokens",
-    "summaryPrefixTargetTokens", "maxSweepIterations", "sweepDeadlineMs",
-    "compactUntilUnderDeadlineMs", "bootstrapMaxTokens", "leafTargetTokens",
-    "condensedTargetTokens", "maxExpandTokens", "largeFileTokenThreshold", "summaryProvider",
-    "summaryModel", "largeFileSummaryProvider", "largeFileSummaryModel", "expansionProvider",
-    "expansionModel", "delegationTimeoutMs", "summaryTimeoutMs", "summaryCallWindowMs",
-    "summaryMaxCallsPerWindow", "summarySpendBackoffMs", "timezone", "pruneHeartbeatOk",
-    "transcriptGcEnabled", "enableSummaryThinking", "proactiveThresholdCompactionMode",
-    "autoRotateSessionFiles", "independentLogFile", "maxAssemblyTokenBudget",
-    "summaryMaxOverageFactor", "fallbackMaxTokens", "customInstructions",
-    "circuitBreakerThreshold", "circuitBreakerCooldownMs", "replayFloodThresholdExternal",
-    "replayFloodThresholdInternal", "fallbackProviders", "cacheAwareCompaction",
-    "dynamicLeafChunkTokens", "stripInjectedContextTags",
+    "enabled",
+    "hostFallbackMode",
+    "databasePath",
+    "largeFilesDir",
+    "ignoreSessionPatterns",
+    "statelessSessionPatterns",
+    "skipStatelessSessions",
+    "contextThreshold",
+    "contextThresholdOverrides",
+    "freshTailCount",
+    "freshTailMaxTokens",
+    "promptAwareEviction",
+    "stubLargeToolPayloads",
+    "newSessionRetainDepth",
+    "leafMinFanout",
+    "condensedMinFanout",
+    "condensedMinFanoutHard",
+    "sweepMaxDepth",
+    "incrementalMaxDepth",
+    "leafChunkTokens",
+    "summaryPrefixTargetTokens",
+    "maxSweepIterations",
+    "sweepDeadlineMs",
+    "compactUntilUnderDeadlineMs",
+    "bootstrapMaxTokens",
+    "leafTargetTokens",
+    "condensedTargetTokens",
+    "maxExpandTokens",
+    "largeFileTokenThreshold",
+    "summaryProvider",
+    "summaryModel",
+    "largeFileSummaryProvider",
+    "largeFileSummaryModel",
+    "expansionProvider",
+    "expansionModel",
+    "delegationTimeoutMs",
+    "summaryTimeoutMs",
+    "summaryCallWindowMs",
+    "summaryMaxCallsPerWindow",
+    "summarySpendBackoffMs",
+    "timezone",
+    "pruneHeartbeatOk",
+    "transcriptGcEnabled",
+    "enableSummaryThinking",
+    "proactiveThresholdCompactionMode",
+    "autoRotateSessionFiles",
+    "independentLogFile",
+    "maxAssemblyTokenBudget",
+    "summaryMaxOverageFactor",
+    "fallbackMaxTokens",
+    "customInstructions",
+    "circuitBreakerThreshold",
+    "circuitBreakerCooldownMs",
+    "replayFloodThresholdExternal",
+    "replayFloodThresholdInternal",
+    "fallbackProviders",
+    "cacheAwareCompaction",
+    "dynamicLeafChunkTokens",
+    "stripInjectedContextTags",
 ]
 NESTED_ORDER = {
     "autoRotateSessionFiles": ["enabled", "createBackups", "sizeBytes", "startup", "runtime"],
     "independentLogFile": ["enabled", "file", "maxFileBytes"],
-    "cacheAwareCompaction": ["enabled", "cacheTTLSeconds", "maxColdCacheCatchupPasses",
-                             "hotCachePressureFactor", "hotCacheBudgetHeadroomRatio",
-                             "coldCacheObservationThreshold", "criticalBudgetPressureRatio"],
+    "cacheAwareCompaction": [
+        "enabled",
+        "cacheTTLSeconds",
+        "maxColdCacheCatchupPasses",
+        "hotCachePressureFactor",
+        "hotCacheBudgetHeadroomRatio",
+        "coldCacheObservationThreshold",
+        "criticalBudgetPressureRatio",
+    ],
     "dynamicLeafChunkTokens": ["enabled", "max"],
 }
 
@@ -109,8 +157,13 @@ def expected_defaults() -> dict[str, Any]:
         "transcriptGcEnabled": False,
         "enableSummaryThinking": True,
         "proactiveThresholdCompactionMode": "deferred",
-        "autoRotateSessionFiles": {"enabled": True, "createBackups": False, "sizeBytes": 2097152,
-                                   "startup": "rotate", "runtime": "rotate"},
+        "autoRotateSessionFiles": {
+            "enabled": True,
+            "createBackups": False,
+            "sizeBytes": 2097152,
+            "startup": "rotate",
+            "runtime": "rotate",
+        },
         "independentLogFile": {"enabled": True, "maxFileBytes": 104857600},
         "summaryMaxOverageFactor": 3,
         "fallbackMaxTokens": 512,
@@ -120,19 +173,28 @@ def expected_defaults() -> dict[str, Any]:
         "replayFloodThresholdExternal": 3,
         "replayFloodThresholdInternal": 32,
         "fallbackProviders": [],
-        "cacheAwareCompaction": {"enabled": True, "cacheTTLSeconds": 300,
-                                 "maxColdCacheCatchupPasses": 2, "hotCachePressureFactor": 4,
-                                 "hotCacheBudgetHeadroomRatio": 0.2,
-                                 "coldCacheObservationThreshold": 3,
-                                 "criticalBudgetPressureRatio": 0.9},
+        "cacheAwareCompaction": {
+            "enabled": True,
+            "cacheTTLSeconds": 300,
+            "maxColdCacheCatchupPasses": 2,
+            "hotCachePressureFactor": 4,
+            "hotCacheBudgetHeadroomRatio": 0.2,
+            "coldCacheObservationThreshold": 3,
+            "criticalBudgetPressureRatio": 0.9,
+        },
         "dynamicLeafChunkTokens": {"enabled": True, "max": 40000},
-        "stripInjectedContextTags": ["active_memory_plugin", "relevant-memories",
-                                     "relevant_memories", "hindsight_memories"],
+        "stripInjectedContextTags": [
+            "active_memory_plugin",
+            "relevant-memories",
+            "relevant_memories",
+            "hindsight_memories",
+        ],
     }
 
 
-def effective(plugin: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-              state_dir: str | None = STATE) -> dict[str, Any]:
+def effective(
+    plugin: dict[str, Any] | None = None, env: dict[str, str] | None = None, state_dir: str | None = STATE
+) -> dict[str, Any]:
     """Resolve with both implementations and insist they agree."""
     out = resolve_effective(plugin or {}, env or {}, state_dir)
     twin = load_settings(plugin or {}, env or {}, state_dir).to_effective_dict()
@@ -189,9 +251,11 @@ def test_defaults() -> None:
 
 def test_key_order() -> None:
     out = effective()
-    expected_top = [k for k in TOP_LEVEL_ORDER
-                    if k not in ("freshTailMaxTokens", "summaryPrefixTargetTokens",
-                                 "maxAssemblyTokenBudget")]
+    expected_top = [
+        k
+        for k in TOP_LEVEL_ORDER
+        if k not in ("freshTailMaxTokens", "summaryPrefixTargetTokens", "maxAssemblyTokenBudget")
+    ]
     assert list(out) == expected_top
     for name, order in NESTED_ORDER.items():
         keys = [k for k in order if not (name == "independentLogFile" and k == "file")]
@@ -199,8 +263,12 @@ def test_key_order() -> None:
 
 
 def test_key_order_with_every_optional_value_set() -> None:
-    env = {"LCM_FRESH_TAIL_MAX_TOKENS": "100", "LCM_SUMMARY_PREFIX_TARGET_TOKENS": "5000",
-           "LCM_MAX_ASSEMBLY_TOKEN_BUDGET": "30000", "LCM_LOG_FILE": "/tmp/x.log"}
+    env = {
+        "LCM_FRESH_TAIL_MAX_TOKENS": "100",
+        "LCM_SUMMARY_PREFIX_TARGET_TOKENS": "5000",
+        "LCM_MAX_ASSEMBLY_TOKEN_BUDGET": "30000",
+        "LCM_LOG_FILE": "/tmp/x.log",
+    }
     out = effective(env=env)
     assert list(out) == TOP_LEVEL_ORDER
     for name, order in NESTED_ORDER.items():
@@ -282,8 +350,7 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (E, None, {"LCM_CONTEXT_THRESHOLD": ".5"}, "contextThreshold", 0.5),
     (E, None, {"LCM_CONTEXT_THRESHOLD": "1e-1"}, "contextThreshold", 0.1),
     (E, None, {"LCM_CONTEXT_THRESHOLD": "1"}, "contextThreshold", 1),
-    (E, {"contextThreshold": 0.6}, {"LCM_CONTEXT_THRESHOLD": "Infinity"}, "contextThreshold",
-     0.6),
+    (E, {"contextThreshold": 0.6}, {"LCM_CONTEXT_THRESHOLD": "Infinity"}, "contextThreshold", 0.6),
     (E, {"contextThreshold": 0.6}, {"LCM_CONTEXT_THRESHOLD": "abc"}, "contextThreshold", 0.6),
     (P, {"contextThreshold": "0.3"}, None, "contextThreshold", 0.3),
     (E, None, {"LCM_SUMMARY_MAX_OVERAGE_FACTOR": "2.5x"}, "summaryMaxOverageFactor", 2.5),
@@ -291,8 +358,7 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (E, None, {"LCM_DELEGATION_TIMEOUT_MS": ""}, "delegationTimeoutMs", 0),
     (E, None, {"LCM_DELEGATION_TIMEOUT_MS": "1.5"}, "delegationTimeoutMs", 1.5),
     (E, None, {"LCM_DELEGATION_TIMEOUT_MS": " 0x10 "}, "delegationTimeoutMs", 16),
-    (E, {"delegationTimeoutMs": 5}, {"LCM_DELEGATION_TIMEOUT_MS": "12abc"},
-     "delegationTimeoutMs", 5),
+    (E, {"delegationTimeoutMs": 5}, {"LCM_DELEGATION_TIMEOUT_MS": "12abc"}, "delegationTimeoutMs", 5),
     # booleans, true unless exactly "false"
     (E, None, {"LCM_ENABLED": "false"}, "enabled", False),
     (E, None, {"LCM_ENABLED": "FALSE"}, "enabled", True),
@@ -300,10 +366,8 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (E, None, {"LCM_ENABLED": "0"}, "enabled", True),
     (E, {"enabled": False}, {"LCM_ENABLED": ""}, "enabled", True),
     (E, None, {"LCM_LOG_FILE_ENABLED": "false"}, "independentLogFile.enabled", False),
-    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_ENABLED": "no"}, "autoRotateSessionFiles.enabled",
-     True),
-    (E, None, {"LCM_CACHE_AWARE_COMPACTION_ENABLED": "false"}, "cacheAwareCompaction.enabled",
-     False),
+    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_ENABLED": "no"}, "autoRotateSessionFiles.enabled", True),
+    (E, None, {"LCM_CACHE_AWARE_COMPACTION_ENABLED": "false"}, "cacheAwareCompaction.enabled", False),
     (P, {"enabled": "false"}, None, "enabled", False),
     (P, {"enabled": 0}, None, "enabled", True),
     (P, {"enabled": "no"}, None, "enabled", True),
@@ -312,20 +376,28 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (E, None, {"LCM_PRUNE_HEARTBEAT_OK": "true"}, "pruneHeartbeatOk", True),
     (E, None, {"LCM_PRUNE_HEARTBEAT_OK": "1"}, "pruneHeartbeatOk", False),
     (E, None, {"LCM_PRUNE_HEARTBEAT_OK": "TRUE"}, "pruneHeartbeatOk", False),
-    (E, {"skipStatelessSessions": True}, {"LCM_SKIP_STATELESS_SESSIONS": "yes"},
-     "skipStatelessSessions", False),
+    (
+        E,
+        {"skipStatelessSessions": True},
+        {"LCM_SKIP_STATELESS_SESSIONS": "yes"},
+        "skipStatelessSessions",
+        False,
+    ),
     (E, None, {"LCM_ENABLE_SUMMARY_THINKING": "1"}, "enableSummaryThinking", False),
-    (E, None, {"LCM_DYNAMIC_LEAF_CHUNK_TOKENS_ENABLED": ""}, "dynamicLeafChunkTokens.enabled",
-     False),
+    (E, None, {"LCM_DYNAMIC_LEAF_CHUNK_TOKENS_ENABLED": ""}, "dynamicLeafChunkTokens.enabled", False),
     (E, None, {"LCM_PROMPT_AWARE_EVICTION_ENABLED": "true"}, "promptAwareEviction", True),
     (E, None, {"LCM_STUB_LARGE_TOOL_PAYLOADS": "true"}, "stubLargeToolPayloads", True),
     (E, None, {"LCM_TRANSCRIPT_GC_ENABLED": "true"}, "transcriptGcEnabled", True),
-    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_CREATE_BACKUPS": "true"},
-     "autoRotateSessionFiles.createBackups", True),
+    (
+        E,
+        None,
+        {"LCM_AUTO_ROTATE_SESSION_FILES_CREATE_BACKUPS": "true"},
+        "autoRotateSessionFiles.createBackups",
+        True,
+    ),
     (P, {"promptAwareEviction": "true"}, None, "promptAwareEviction", True),
     (P, {"skipStatelessSessions": False}, None, "skipStatelessSessions", False),
-    (P, {"dynamicLeafChunkTokens": {"enabled": "false"}}, None, "dynamicLeafChunkTokens.enabled",
-     False),
+    (P, {"dynamicLeafChunkTokens": {"enabled": "false"}}, None, "dynamicLeafChunkTokens.enabled", False),
     # strings
     (E, None, {"LCM_SUMMARY_MODEL": "  gpt  "}, "summaryModel", "gpt"),
     (E, {"summaryModel": "x"}, {"LCM_SUMMARY_MODEL": ""}, "summaryModel", ""),
@@ -349,27 +421,47 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (E, {"timezone": "Asia/Tokyo"}, {"TZ": ""}, "timezone", ""),
     (P, {"timezone": " Asia/Tokyo "}, None, "timezone", "Asia/Tokyo"),
     # enums: trimmed, case-insensitive
-    (E, None, {"LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE": " INLINE "},
-     "proactiveThresholdCompactionMode", "inline"),
-    (E, {"proactiveThresholdCompactionMode": "inline"},
-     {"LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE": "bogus"}, "proactiveThresholdCompactionMode",
-     "inline"),
-    (P, {"proactiveThresholdCompactionMode": "Inline"}, None, "proactiveThresholdCompactionMode",
-     "inline"),
-    (P, {"proactiveThresholdCompactionMode": "bogus"}, None, "proactiveThresholdCompactionMode",
-     "deferred"),
-    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_STARTUP": "WARN"}, "autoRotateSessionFiles.startup",
-     "warn"),
-    (P, {"autoRotateSessionFiles": {"runtime": " Off "}}, None, "autoRotateSessionFiles.runtime",
-     "off"),
+    (
+        E,
+        None,
+        {"LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE": " INLINE "},
+        "proactiveThresholdCompactionMode",
+        "inline",
+    ),
+    (
+        E,
+        {"proactiveThresholdCompactionMode": "inline"},
+        {"LCM_PROACTIVE_THRESHOLD_COMPACTION_MODE": "bogus"},
+        "proactiveThresholdCompactionMode",
+        "inline",
+    ),
+    (P, {"proactiveThresholdCompactionMode": "Inline"}, None, "proactiveThresholdCompactionMode", "inline"),
+    (P, {"proactiveThresholdCompactionMode": "bogus"}, None, "proactiveThresholdCompactionMode", "deferred"),
+    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_STARTUP": "WARN"}, "autoRotateSessionFiles.startup", "warn"),
+    (P, {"autoRotateSessionFiles": {"runtime": " Off "}}, None, "autoRotateSessionFiles.runtime", "off"),
     # hostFallbackMode: only exactly capture-only
     (E, None, {"LCM_HOST_FALLBACK_MODE": " capture-only "}, "hostFallbackMode", "capture-only"),
-    (E, {"hostFallbackMode": "capture-only"}, {"LCM_HOST_FALLBACK_MODE": "CAPTURE-ONLY"},
-     "hostFallbackMode", "error"),
-    (E, {"hostFallbackMode": "capture-only"}, {"LCM_HOST_FALLBACK_MODE": "bogus"},
-     "hostFallbackMode", "error"),
-    (E, {"hostFallbackMode": "capture-only"}, {"LCM_HOST_FALLBACK_MODE": "  "},
-     "hostFallbackMode", "capture-only"),
+    (
+        E,
+        {"hostFallbackMode": "capture-only"},
+        {"LCM_HOST_FALLBACK_MODE": "CAPTURE-ONLY"},
+        "hostFallbackMode",
+        "error",
+    ),
+    (
+        E,
+        {"hostFallbackMode": "capture-only"},
+        {"LCM_HOST_FALLBACK_MODE": "bogus"},
+        "hostFallbackMode",
+        "error",
+    ),
+    (
+        E,
+        {"hostFallbackMode": "capture-only"},
+        {"LCM_HOST_FALLBACK_MODE": "  "},
+        "hostFallbackMode",
+        "capture-only",
+    ),
     (P, {"hostFallbackMode": " capture-only "}, None, "hostFallbackMode", "capture-only"),
     (P, {"hostFallbackMode": "Capture-Only"}, None, "hostFallbackMode", "error"),
     # positive ints clamped up: floor, then at least 1
@@ -380,15 +472,18 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (P, {"maxSweepIterations": -3}, None, "maxSweepIterations", 1),
     (P, {"maxSweepIterations": "abc"}, None, "maxSweepIterations", 12),
     (P, {"summaryPrefixTargetTokens": 0.5}, None, "summaryPrefixTargetTokens", 1),
-    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_SIZE_BYTES": "0"}, "autoRotateSessionFiles.sizeBytes",
-     1),
-    (P, {"independentLogFile": {"maxFileBytes": 10.5}}, None, "independentLogFile.maxFileBytes",
-     10),
+    (E, None, {"LCM_AUTO_ROTATE_SESSION_FILES_SIZE_BYTES": "0"}, "autoRotateSessionFiles.sizeBytes", 1),
+    (P, {"independentLogFile": {"maxFileBytes": 10.5}}, None, "independentLogFile.maxFileBytes", 10),
     (E, None, {"LCM_SUMMARY_CALL_WINDOW_MS": "-1"}, "summaryCallWindowMs", 1),
     (P, {"summarySpendBackoffMs": "2.5"}, None, "summarySpendBackoffMs", 2),
     # strict positive ints
-    (E, {"replayFloodThresholdExternal": 7}, {"LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL": "0"},
-     "replayFloodThresholdExternal", 7),
+    (
+        E,
+        {"replayFloodThresholdExternal": 7},
+        {"LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL": "0"},
+        "replayFloodThresholdExternal",
+        7,
+    ),
     (E, None, {"LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL": "5x"}, "replayFloodThresholdInternal", 5),
     (P, {"replayFloodThresholdExternal": 2.5}, None, "replayFloodThresholdExternal", 3),
     (P, {"replayFloodThresholdInternal": 0}, None, "replayFloodThresholdInternal", 32),
@@ -400,61 +495,126 @@ COERCIONS: list[tuple[str, dict[str, Any] | None, dict[str, str] | None, str, An
     (P, {"fallbackMaxTokens": 100.5}, None, "fallbackMaxTokens", 512),
     (P, {"fallbackMaxTokens": "128"}, None, "fallbackMaxTokens", 128),
     # deprecated cache-aware clamps
-    (E, None, {"LCM_HOT_CACHE_PRESSURE_FACTOR": "0.5"},
-     "cacheAwareCompaction.hotCachePressureFactor", 1),
-    (P, {"cacheAwareCompaction": {"hotCachePressureFactor": 2.5}}, None,
-     "cacheAwareCompaction.hotCachePressureFactor", 2.5),
-    (E, None, {"LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO": "2"},
-     "cacheAwareCompaction.hotCacheBudgetHeadroomRatio", 0.95),
-    (P, {"cacheAwareCompaction": {"hotCacheBudgetHeadroomRatio": -1}}, None,
-     "cacheAwareCompaction.hotCacheBudgetHeadroomRatio", 0),
-    (E, None, {"LCM_COLD_CACHE_OBSERVATION_THRESHOLD": "2.9"},
-     "cacheAwareCompaction.coldCacheObservationThreshold", 2),
-    (P, {"cacheAwareCompaction": {"coldCacheObservationThreshold": 0}}, None,
-     "cacheAwareCompaction.coldCacheObservationThreshold", 1),
-    (E, None, {"LCM_CRITICAL_BUDGET_PRESSURE_RATIO": "1.5"},
-     "cacheAwareCompaction.criticalBudgetPressureRatio", 1),
-    (P, {"cacheAwareCompaction": {"criticalBudgetPressureRatio": -0.5}}, None,
-     "cacheAwareCompaction.criticalBudgetPressureRatio", 0),
+    (E, None, {"LCM_HOT_CACHE_PRESSURE_FACTOR": "0.5"}, "cacheAwareCompaction.hotCachePressureFactor", 1),
+    (
+        P,
+        {"cacheAwareCompaction": {"hotCachePressureFactor": 2.5}},
+        None,
+        "cacheAwareCompaction.hotCachePressureFactor",
+        2.5,
+    ),
+    (
+        E,
+        None,
+        {"LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO": "2"},
+        "cacheAwareCompaction.hotCacheBudgetHeadroomRatio",
+        0.95,
+    ),
+    (
+        P,
+        {"cacheAwareCompaction": {"hotCacheBudgetHeadroomRatio": -1}},
+        None,
+        "cacheAwareCompaction.hotCacheBudgetHeadroomRatio",
+        0,
+    ),
+    (
+        E,
+        None,
+        {"LCM_COLD_CACHE_OBSERVATION_THRESHOLD": "2.9"},
+        "cacheAwareCompaction.coldCacheObservationThreshold",
+        2,
+    ),
+    (
+        P,
+        {"cacheAwareCompaction": {"coldCacheObservationThreshold": 0}},
+        None,
+        "cacheAwareCompaction.coldCacheObservationThreshold",
+        1,
+    ),
+    (
+        E,
+        None,
+        {"LCM_CRITICAL_BUDGET_PRESSURE_RATIO": "1.5"},
+        "cacheAwareCompaction.criticalBudgetPressureRatio",
+        1,
+    ),
+    (
+        P,
+        {"cacheAwareCompaction": {"criticalBudgetPressureRatio": -0.5}},
+        None,
+        "cacheAwareCompaction.criticalBudgetPressureRatio",
+        0,
+    ),
     (E, None, {"LCM_CACHE_TTL_SECONDS": "-4"}, "cacheAwareCompaction.cacheTTLSeconds", -4),
     (P, {"cacheAwareCompaction": [1]}, None, "cacheAwareCompaction.cacheTTLSeconds", 300),
     # pattern lists
     (E, None, {"LCM_IGNORE_SESSION_PATTERNS": " a , ,b "}, "ignoreSessionPatterns", ["a", "b"]),
-    (E, {"ignoreSessionPatterns": ["x"]}, {"LCM_IGNORE_SESSION_PATTERNS": ""},
-     "ignoreSessionPatterns", []),
+    (E, {"ignoreSessionPatterns": ["x"]}, {"LCM_IGNORE_SESSION_PATTERNS": ""}, "ignoreSessionPatterns", []),
     (P, {"statelessSessionPatterns": " a, b "}, None, "statelessSessionPatterns", ["a", "b"]),
-    (P, {"ignoreSessionPatterns": [" a ", "", 3, None, "b"]}, None, "ignoreSessionPatterns",
-     ["a", "b"]),
+    (P, {"ignoreSessionPatterns": [" a ", "", 3, None, "b"]}, None, "ignoreSessionPatterns", ["a", "b"]),
     (P, {"ignoreSessionPatterns": 5}, None, "ignoreSessionPatterns", []),
     # stripInjectedContextTags
     (E, None, {"LCM_STRIP_INJECTED_CONTEXT_TAGS": ""}, "stripInjectedContextTags", []),
     (E, None, {"LCM_STRIP_INJECTED_CONTEXT_TAGS": "  "}, "stripInjectedContextTags", []),
     (E, None, {"LCM_STRIP_INJECTED_CONTEXT_TAGS": ","}, "stripInjectedContextTags", []),
-    (E, {"stripInjectedContextTags": ["z"]}, {"LCM_STRIP_INJECTED_CONTEXT_TAGS": "x, y"},
-     "stripInjectedContextTags", ["x", "y"]),
+    (
+        E,
+        {"stripInjectedContextTags": ["z"]},
+        {"LCM_STRIP_INJECTED_CONTEXT_TAGS": "x, y"},
+        "stripInjectedContextTags",
+        ["x", "y"],
+    ),
     (P, {"stripInjectedContextTags": []}, None, "stripInjectedContextTags", []),
     (P, {"stripInjectedContextTags": "a,b"}, None, "stripInjectedContextTags", ["a", "b"]),
-    (P, {"stripInjectedContextTags": "  "}, None, "stripInjectedContextTags",
-     ["active_memory_plugin", "relevant-memories", "relevant_memories", "hindsight_memories"]),
+    (
+        P,
+        {"stripInjectedContextTags": "  "},
+        None,
+        "stripInjectedContextTags",
+        ["active_memory_plugin", "relevant-memories", "relevant_memories", "hindsight_memories"],
+    ),
     # fallbackProviders
-    (E, None, {"LCM_FALLBACK_PROVIDERS": "p/m, x/y/z"}, "fallbackProviders",
-     [{"provider": "p", "model": "m"}, {"provider": "x", "model": "y/z"}]),
-    (E, {"fallbackProviders": [{"provider": "a", "model": "b"}]},
-     {"LCM_FALLBACK_PROVIDERS": "/m,p/, q"}, "fallbackProviders",
-     [{"provider": "a", "model": "b"}]),
-    (E, None, {"LCM_FALLBACK_PROVIDERS": " p / m "}, "fallbackProviders",
-     [{"provider": "p", "model": "m"}]),
-    (P, {"fallbackProviders": [{"provider": " a ", "model": " b "}, {"provider": "", "model": "c"},
-                               "a/b", {"provider": "p"}]}, None, "fallbackProviders",
-     [{"provider": "a", "model": "b"}]),
+    (
+        E,
+        None,
+        {"LCM_FALLBACK_PROVIDERS": "p/m, x/y/z"},
+        "fallbackProviders",
+        [{"provider": "p", "model": "m"}, {"provider": "x", "model": "y/z"}],
+    ),
+    (
+        E,
+        {"fallbackProviders": [{"provider": "a", "model": "b"}]},
+        {"LCM_FALLBACK_PROVIDERS": "/m,p/, q"},
+        "fallbackProviders",
+        [{"provider": "a", "model": "b"}],
+    ),
+    (E, None, {"LCM_FALLBACK_PROVIDERS": " p / m "}, "fallbackProviders", [{"provider": "p", "model": "m"}]),
+    (
+        P,
+        {
+            "fallbackProviders": [
+                {"provider": " a ", "model": " b "},
+                {"provider": "", "model": "c"},
+                "a/b",
+                {"provider": "p"},
+            ]
+        },
+        None,
+        "fallbackProviders",
+        [{"provider": "a", "model": "b"}],
+    ),
     (P, {"fallbackProviders": "a/b"}, None, "fallbackProviders", []),
 ]
 
 
-@pytest.mark.parametrize(("side", "plugin", "env", "path", "expected"), COERCIONS,
-                         ids=[f"{c[0]}-{c[3]}-{i}" for i, c in enumerate(COERCIONS)])
-def test_coercion(side: str, plugin: dict[str, Any] | None, env: dict[str, str] | None,
-                  path: str, expected: Any) -> None:
+@pytest.mark.parametrize(
+    ("side", "plugin", "env", "path", "expected"),
+    COERCIONS,
+    ids=[f"{c[0]}-{c[3]}-{i}" for i, c in enumerate(COERCIONS)],
+)
+def test_coercion(
+    side: str, plugin: dict[str, Any] | None, env: dict[str, str] | None, path: str, expected: Any
+) -> None:
     got = value(plugin, env, path)
     if expected is MISSING:
         assert got is MISSING
@@ -464,57 +624,85 @@ def test_coercion(side: str, plugin: dict[str, Any] | None, env: dict[str, str] 
 
 def test_overrides_are_normalized() -> None:
     rules = [
-        {"name": " big ", "match": {"sessionPattern": " agent:* ", "model": " m ",
-                                    "modelContextWindowMax": "200000",
-                                    "modelContextWindowMin": 1000.0},
-         "contextThreshold": "0.6", "freshTailCount": "8", "leafChunkTokens": 1e3},
+        {
+            "name": " big ",
+            "match": {
+                "sessionPattern": " agent:* ",
+                "model": " m ",
+                "modelContextWindowMax": "200000",
+                "modelContextWindowMin": 1000.0,
+            },
+            "contextThreshold": "0.6",
+            "freshTailCount": "8",
+            "leafChunkTokens": 1e3,
+        },
         {"name": "  ", "match": {"model": "x"}, "contextThreshold": 1},
     ]
-    assert same(value({"contextThresholdOverrides": rules}, None, "contextThresholdOverrides"), [
-        {"name": "big", "match": {"model": "m", "modelContextWindowMin": 1000,
-                                  "modelContextWindowMax": 200000, "sessionPattern": "agent:*"},
-         "contextThreshold": 0.6, "freshTailCount": 8, "leafChunkTokens": 1000},
-        {"match": {"model": "x"}, "contextThreshold": 1},
-    ])
+    assert same(
+        value({"contextThresholdOverrides": rules}, None, "contextThresholdOverrides"),
+        [
+            {
+                "name": "big",
+                "match": {
+                    "model": "m",
+                    "modelContextWindowMin": 1000,
+                    "modelContextWindowMax": 200000,
+                    "sessionPattern": "agent:*",
+                },
+                "contextThreshold": 0.6,
+                "freshTailCount": 8,
+                "leafChunkTokens": 1000,
+            },
+            {"match": {"model": "x"}, "contextThreshold": 1},
+        ],
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # aliases (config.md §3)
 
 
-@pytest.mark.parametrize(("plugin", "env", "expected"), [
-    ({}, {"LCM_SWEEP_MAX_DEPTH": "3", "LCM_INCREMENTAL_MAX_DEPTH": "4"}, 3),
-    ({"sweepMaxDepth": 5}, {"LCM_INCREMENTAL_MAX_DEPTH": "4"}, 4),
-    ({}, {"LCM_SWEEP_MAX_DEPTH": "x", "LCM_INCREMENTAL_MAX_DEPTH": "2"}, 2),
-    ({"sweepMaxDepth": 5, "incrementalMaxDepth": 6}, {}, 5),
-    ({"incrementalMaxDepth": 6}, {}, 6),
-    ({"sweepMaxDepth": "deep", "incrementalMaxDepth": -1}, {}, -1),
-    ({}, {}, 1),
-])
+@pytest.mark.parametrize(
+    ("plugin", "env", "expected"),
+    [
+        ({}, {"LCM_SWEEP_MAX_DEPTH": "3", "LCM_INCREMENTAL_MAX_DEPTH": "4"}, 3),
+        ({"sweepMaxDepth": 5}, {"LCM_INCREMENTAL_MAX_DEPTH": "4"}, 4),
+        ({}, {"LCM_SWEEP_MAX_DEPTH": "x", "LCM_INCREMENTAL_MAX_DEPTH": "2"}, 2),
+        ({"sweepMaxDepth": 5, "incrementalMaxDepth": 6}, {}, 5),
+        ({"incrementalMaxDepth": 6}, {}, 6),
+        ({"sweepMaxDepth": "deep", "incrementalMaxDepth": -1}, {}, -1),
+        ({}, {}, 1),
+    ],
+)
 def test_sweep_depth_alias(plugin: dict[str, Any], env: dict[str, str], expected: int) -> None:
     out = effective(plugin, env)
     assert out["sweepMaxDepth"] == expected
     assert out["incrementalMaxDepth"] == expected
 
 
-@pytest.mark.parametrize(("plugin", "env", "expected"), [
-    ({"largeFileThresholdTokens": 30000, "largeFileTokenThreshold": 40000}, {}, 30000),
-    ({"largeFileTokenThreshold": 40000}, {}, 40000),
-    ({"largeFileThresholdTokens": "x", "largeFileTokenThreshold": 40000}, {}, 40000),
-    ({"largeFileThresholdTokens": 30000}, {"LCM_LARGE_FILE_TOKEN_THRESHOLD": "50000"}, 50000),
-])
-def test_large_file_threshold_alias(plugin: dict[str, Any], env: dict[str, str],
-                                    expected: int) -> None:
+@pytest.mark.parametrize(
+    ("plugin", "env", "expected"),
+    [
+        ({"largeFileThresholdTokens": 30000, "largeFileTokenThreshold": 40000}, {}, 30000),
+        ({"largeFileTokenThreshold": 40000}, {}, 40000),
+        ({"largeFileThresholdTokens": "x", "largeFileTokenThreshold": 40000}, {}, 40000),
+        ({"largeFileThresholdTokens": 30000}, {"LCM_LARGE_FILE_TOKEN_THRESHOLD": "50000"}, 50000),
+    ],
+)
+def test_large_file_threshold_alias(plugin: dict[str, Any], env: dict[str, str], expected: int) -> None:
     assert effective(plugin, env)["largeFileTokenThreshold"] == expected
 
 
-@pytest.mark.parametrize(("plugin", "env", "expected"), [
-    ({"dbPath": " /a.db ", "databasePath": "/b.db"}, {}, "/a.db"),
-    ({"dbPath": "  ", "databasePath": "/b.db"}, {}, "/b.db"),
-    ({"dbPath": 3, "databasePath": "/b.db"}, {}, "/b.db"),
-    ({"databasePath": "/b.db"}, {"LCM_DATABASE_PATH": "/env.db"}, "/env.db"),
-    ({"dbPath": "", "databasePath": ""}, {}, "/state/lcm.db"),
-])
+@pytest.mark.parametrize(
+    ("plugin", "env", "expected"),
+    [
+        ({"dbPath": " /a.db ", "databasePath": "/b.db"}, {}, "/a.db"),
+        ({"dbPath": "  ", "databasePath": "/b.db"}, {}, "/b.db"),
+        ({"dbPath": 3, "databasePath": "/b.db"}, {}, "/b.db"),
+        ({"databasePath": "/b.db"}, {"LCM_DATABASE_PATH": "/env.db"}, "/env.db"),
+        ({"dbPath": "", "databasePath": ""}, {}, "/state/lcm.db"),
+    ],
+)
 def test_database_path_alias(plugin: dict[str, Any], env: dict[str, str], expected: str) -> None:
     assert effective(plugin, env)["databasePath"] == expected
 
@@ -523,31 +711,38 @@ def test_database_path_alias(plugin: dict[str, Any], env: dict[str, str], expect
 # derived defaults
 
 
-@pytest.mark.parametrize(("plugin", "env", "bootstrap", "dynamic_max"), [
-    ({}, {}, 6000, 40000),
-    ({"leafChunkTokens": 30000}, {}, 9000, 60000),
-    ({"leafChunkTokens": 100}, {}, 6000, 200),
-    ({}, {"LCM_LEAF_CHUNK_TOKENS": "33333"}, 9999, 66666),
-    ({"leafChunkTokens": 7.5}, {}, 6000, 15),
-    ({"leafChunkTokens": 20000, "bootstrapMaxTokens": 123}, {}, 123, 40000),
-    ({"dynamicLeafChunkTokens": {"max": 10}}, {}, 6000, 20000),
-    ({"dynamicLeafChunkTokens": {"max": 50000}}, {}, 6000, 50000),
-    ({}, {"LCM_DYNAMIC_LEAF_CHUNK_TOKENS_MAX": "5"}, 6000, 20000),
-    ({"leafChunkTokens": -10}, {}, 6000, -10),
-])
-def test_derived_defaults(plugin: dict[str, Any], env: dict[str, str], bootstrap: int,
-                          dynamic_max: int) -> None:
+@pytest.mark.parametrize(
+    ("plugin", "env", "bootstrap", "dynamic_max"),
+    [
+        ({}, {}, 6000, 40000),
+        ({"leafChunkTokens": 30000}, {}, 9000, 60000),
+        ({"leafChunkTokens": 100}, {}, 6000, 200),
+        ({}, {"LCM_LEAF_CHUNK_TOKENS": "33333"}, 9999, 66666),
+        ({"leafChunkTokens": 7.5}, {}, 6000, 15),
+        ({"leafChunkTokens": 20000, "bootstrapMaxTokens": 123}, {}, 123, 40000),
+        ({"dynamicLeafChunkTokens": {"max": 10}}, {}, 6000, 20000),
+        ({"dynamicLeafChunkTokens": {"max": 50000}}, {}, 6000, 50000),
+        ({}, {"LCM_DYNAMIC_LEAF_CHUNK_TOKENS_MAX": "5"}, 6000, 20000),
+        ({"leafChunkTokens": -10}, {}, 6000, -10),
+    ],
+)
+def test_derived_defaults(
+    plugin: dict[str, Any], env: dict[str, str], bootstrap: int, dynamic_max: int
+) -> None:
     out = effective(plugin, env)
     assert same(out["bootstrapMaxTokens"], bootstrap)
     assert same(out["dynamicLeafChunkTokens"]["max"], dynamic_max)
 
 
-@pytest.mark.parametrize(("state_dir", "expected"), [
-    ("/st", "/st"),
-    (" /st/ ", "/st"),
-    ("/a//b/../c/", "/a/c"),
-    ("rel/x", "rel/x"),
-])
+@pytest.mark.parametrize(
+    ("state_dir", "expected"),
+    [
+        ("/st", "/st"),
+        (" /st/ ", "/st"),
+        ("/a//b/../c/", "/a/c"),
+        ("rel/x", "rel/x"),
+    ],
+)
 def test_state_dir_paths(state_dir: str, expected: str) -> None:
     out = effective(state_dir=state_dir)
     assert out["databasePath"] == f"{expected}/lcm.db"
@@ -576,27 +771,44 @@ def test_timezone_falls_back_to_the_system_zone() -> None:
 # diagnostics (cli-contract.md §14.1)
 
 
-@pytest.mark.parametrize(("plugin", "env", "expected"), [
-    ({}, {}, ("default", "default", False, False)),
-    ({"ignoreSessionPatterns": ["a"]}, {}, ("plugin-config", "default", False, False)),
-    ({"ignoreSessionPatterns": []}, {}, ("plugin-config", "default", False, False)),
-    ({"ignoreSessionPatterns": "  "}, {}, ("default", "default", False, False)),
-    ({"ignoreSessionPatterns": 5}, {}, ("default", "default", False, False)),
-    ({"ignoreSessionPatterns": ["a"]}, {"LCM_IGNORE_SESSION_PATTERNS": ""},
-     ("env", "default", True, False)),
-    ({"ignoreSessionPatterns": []}, {"LCM_IGNORE_SESSION_PATTERNS": "x"},
-     ("env", "default", False, False)),
-    ({"ignoreSessionPatterns": ["", " "]}, {"LCM_IGNORE_SESSION_PATTERNS": "x"},
-     ("env", "default", False, False)),
-    ({"statelessSessionPatterns": "b,c"}, {"LCM_STATELESS_SESSION_PATTERNS": "a"},
-     ("default", "env", False, True)),
-    ({}, {"LCM_STATELESS_SESSION_PATTERNS": "a"}, ("default", "env", False, False)),
-])
-def test_diagnostics(plugin: dict[str, Any], env: dict[str, str],
-                     expected: tuple[str, str, bool, bool]) -> None:
+@pytest.mark.parametrize(
+    ("plugin", "env", "expected"),
+    [
+        ({}, {}, ("default", "default", False, False)),
+        ({"ignoreSessionPatterns": ["a"]}, {}, ("plugin-config", "default", False, False)),
+        ({"ignoreSessionPatterns": []}, {}, ("plugin-config", "default", False, False)),
+        ({"ignoreSessionPatterns": "  "}, {}, ("default", "default", False, False)),
+        ({"ignoreSessionPatterns": 5}, {}, ("default", "default", False, False)),
+        (
+            {"ignoreSessionPatterns": ["a"]},
+            {"LCM_IGNORE_SESSION_PATTERNS": ""},
+            ("env", "default", True, False),
+        ),
+        (
+            {"ignoreSessionPatterns": []},
+            {"LCM_IGNORE_SESSION_PATTERNS": "x"},
+            ("env", "default", False, False),
+        ),
+        (
+            {"ignoreSessionPatterns": ["", " "]},
+            {"LCM_IGNORE_SESSION_PATTERNS": "x"},
+            ("env", "default", False, False),
+        ),
+        (
+            {"statelessSessionPatterns": "b,c"},
+            {"LCM_STATELESS_SESSION_PATTERNS": "a"},
+            ("default", "env", False, True),
+        ),
+        ({}, {"LCM_STATELESS_SESSION_PATTERNS": "a"}, ("default", "env", False, False)),
+    ],
+)
+def test_diagnostics(
+    plugin: dict[str, Any], env: dict[str, str], expected: tuple[str, str, bool, bool]
+) -> None:
     diagnostics = resolve_diagnostics(plugin, env)
     assert list(diagnostics) == [
-        "ignoreSessionPatternsSource", "statelessSessionPatternsSource",
+        "ignoreSessionPatternsSource",
+        "statelessSessionPatternsSource",
         "ignoreSessionPatternsEnvOverridesPluginConfig",
         "statelessSessionPatternsEnvOverridesPluginConfig",
     ]
@@ -620,18 +832,27 @@ BAD_OVERRIDES: list[tuple[Any, str]] = [
     ([{"match": {"name": "x"}, "contextThreshold": 0.5}], "[0].match has no matcher"),
     ([{"match": {"model": "  "}, "contextThreshold": 0.5}], "[0].match.model needs a non-blank"),
     ([{"match": {"model": 3}, "contextThreshold": 0.5}], "[0].match.model needs"),
-    ([{"match": {"sessionPattern": None}, "contextThreshold": 0.5}],
-     "[0].match.sessionPattern needs"),
-    ([{"match": {"modelContextWindowMin": 0}, "contextThreshold": 0.5}],
-     "[0].match.modelContextWindowMin needs a positive integer"),
-    ([{"match": {"modelContextWindowMin": 1.5}, "contextThreshold": 0.5}],
-     "[0].match.modelContextWindowMin needs"),
-    ([{"match": {"modelContextWindowMax": "abc"}, "contextThreshold": 0.5}],
-     "[0].match.modelContextWindowMax needs"),
-    ([{"match": {"modelContextWindowMax": True}, "contextThreshold": 0.5}],
-     "[0].match.modelContextWindowMax needs"),
-    ([{"match": {"modelContextWindowMin": 10, "modelContextWindowMax": "5"},
-       "contextThreshold": 0.5}], "[0].match.modelContextWindowMin is greater than"),
+    ([{"match": {"sessionPattern": None}, "contextThreshold": 0.5}], "[0].match.sessionPattern needs"),
+    (
+        [{"match": {"modelContextWindowMin": 0}, "contextThreshold": 0.5}],
+        "[0].match.modelContextWindowMin needs a positive integer",
+    ),
+    (
+        [{"match": {"modelContextWindowMin": 1.5}, "contextThreshold": 0.5}],
+        "[0].match.modelContextWindowMin needs",
+    ),
+    (
+        [{"match": {"modelContextWindowMax": "abc"}, "contextThreshold": 0.5}],
+        "[0].match.modelContextWindowMax needs",
+    ),
+    (
+        [{"match": {"modelContextWindowMax": True}, "contextThreshold": 0.5}],
+        "[0].match.modelContextWindowMax needs",
+    ),
+    (
+        [{"match": {"modelContextWindowMin": 10, "modelContextWindowMax": "5"}, "contextThreshold": 0.5}],
+        "[0].match.modelContextWindowMin is greater than",
+    ),
     ([{**GOOD_RULE, "freshTailCount": 0}], "[0].freshTailCount needs a positive integer"),
     ([{**GOOD_RULE, "leafChunkTokens": "x"}], "[0].leafChunkTokens needs a positive integer"),
     ([{"match": {"model": "m"}}], "[0].contextThreshold needs a finite number"),
@@ -667,25 +888,31 @@ def test_runtime_validation_message_and_default_details() -> None:
     with pytest.raises(ConfigRuntimeError) as caught:
         validate_runtime(bad)
     assert caught.value.details == {}
-    assert caught.value.message == ("Lossless config failed runtime validation: "
-                                    "contextThresholdOverrides is not an array")
+    assert caught.value.message == (
+        "Lossless config failed runtime validation: contextThresholdOverrides is not an array"
+    )
     with pytest.raises(ConfigRuntimeError) as caught:
         validate_runtime(bad, {"path": "contextThresholdOverrides"}, prefix="After the change")
     assert caught.value.message.startswith("After the change: contextThresholdOverrides")
     assert caught.value.to_dict()["details"] == {"path": "contextThresholdOverrides"}
 
 
-@pytest.mark.parametrize("config", [
-    {},
-    None,
-    {"contextThresholdOverrides": []},
-    {"contextThresholdOverrides": [GOOD_RULE]},
-    {"contextThresholdOverrides": [{"match": {"modelContextWindowMin": "5",
-                                              "modelContextWindowMax": 5},
-                                    "contextThreshold": "0"}]},
-    # Only the overrides are checked at runtime; other bad values fall through.
-    {"freshTailCount": "lots", "enabled": "maybe", "unknownKey": 1},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        None,
+        {"contextThresholdOverrides": []},
+        {"contextThresholdOverrides": [GOOD_RULE]},
+        {
+            "contextThresholdOverrides": [
+                {"match": {"modelContextWindowMin": "5", "modelContextWindowMax": 5}, "contextThreshold": "0"}
+            ]
+        },
+        # Only the overrides are checked at runtime; other bad values fall through.
+        {"freshTailCount": "lots", "enabled": "maybe", "unknownKey": 1},
+    ],
+)
 def test_runtime_validation_passes(config: dict[str, Any] | None) -> None:
     validate_runtime(config)
 
@@ -695,8 +922,7 @@ def test_runtime_validation_passes(config: dict[str, Any] | None) -> None:
 
 
 def test_effective_value_aliases_and_missing() -> None:
-    out = effective({"dbPath": "/a.db", "largeFileTokenThreshold": 4000,
-                     "incrementalMaxDepth": 3})
+    out = effective({"dbPath": "/a.db", "largeFileTokenThreshold": 4000, "incrementalMaxDepth": 3})
     assert effective_value(out, "dbPath") == "/a.db"
     assert effective_value(out, "databasePath") == "/a.db"
     assert effective_value(out, "largeFileThresholdTokens") == 4000
@@ -723,9 +949,11 @@ def test_effective_value_distinguishes_null_from_missing() -> None:
 
 
 def test_load_settings_types_and_nested_models() -> None:
-    settings_obj = load_settings({"leafChunkTokens": 30000, "dbPath": "/a.db",
-                                  "fallbackProviders": [{"provider": "p", "model": "m"}]},
-                                 {"LCM_LOG_FILE": "/l.log"}, STATE)
+    settings_obj = load_settings(
+        {"leafChunkTokens": 30000, "dbPath": "/a.db", "fallbackProviders": [{"provider": "p", "model": "m"}]},
+        {"LCM_LOG_FILE": "/l.log"},
+        STATE,
+    )
     assert isinstance(settings_obj, LcmSettings)
     assert settings_obj.database_path == "/a.db"
     assert settings_obj.bootstrap_max_tokens == 9000
@@ -741,8 +969,7 @@ def test_settings_model_fields_follow_the_effective_order() -> None:
     assert aliases == TOP_LEVEL_ORDER
 
 
-def test_direct_construction_reads_the_process_environment(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_direct_construction_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LCM_FRESH_TAIL_COUNT", "9")
     monkeypatch.setenv("OPENCLAW_STATE_DIR", "/proc-state")
     out = LcmSettings().to_effective_dict()  # type: ignore[call-arg]
@@ -757,29 +984,74 @@ def test_pydantic_env_parsing_is_not_used(monkeypatch: pytest.MonkeyPatch) -> No
     assert load_settings({}, dict(os.environ), STATE).fresh_tail_count == 64
 
 
-_ENV_TEXT = st.sampled_from([
-    "", " ", "0", "1", "-1", "12abc", "1.9", " 42 ", "0x10", "1e3", "true", "false", "TRUE",
-    "Infinity", "abc", "a, ,b", "p/m, x/y", "/m", "inline", " WARN ", "capture-only", "\u00a05",
-    "63", "64", "0.95", "2.5", ",", "9007199254740993", "Europe/Paris",
-]) | st.text(max_size=6)
-_SCALAR = (st.none() | st.booleans() | st.integers(-5, 70000)
-           | st.floats(allow_nan=False, allow_infinity=False, width=32) | _ENV_TEXT)
-_JSONISH = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
-                        | st.dictionaries(st.sampled_from(["provider", "model", "x"]), inner,
-                                          max_size=2), max_leaves=5)
+_ENV_TEXT = st.sampled_from(
+    [
+        "",
+        " ",
+        "0",
+        "1",
+        "-1",
+        "12abc",
+        "1.9",
+        " 42 ",
+        "0x10",
+        "1e3",
+        "true",
+        "false",
+        "TRUE",
+        "Infinity",
+        "abc",
+        "a, ,b",
+        "p/m, x/y",
+        "/m",
+        "inline",
+        " WARN ",
+        "capture-only",
+        "\u00a05",
+        "63",
+        "64",
+        "0.95",
+        "2.5",
+        ",",
+        "9007199254740993",
+        "Europe/Paris",
+    ]
+) | st.text(max_size=6)
+_SCALAR = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 70000)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
+    | _ENV_TEXT
+)
+_JSONISH = st.recursive(
+    _SCALAR,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["provider", "model", "x"]), inner, max_size=2)
+    ),
+    max_leaves=5,
+)
 _MATCH = st.dictionaries(
-    st.sampled_from(["model", "sessionPattern", "modelContextWindowMin",
-                     "modelContextWindowMax"]),
-    st.sampled_from(["m", " ", "", 0, 1, 5, "5", 1.5, None, 100000]), max_size=3)
+    st.sampled_from(["model", "sessionPattern", "modelContextWindowMin", "modelContextWindowMax"]),
+    st.sampled_from(["m", " ", "", 0, 1, 5, "5", 1.5, None, 100000]),
+    max_size=3,
+)
 _RULE = st.fixed_dictionaries(
     {"match": _MATCH},
-    optional={"contextThreshold": st.sampled_from([0, 0.5, 1, "0.3", 1.5, None, "x"]),
-              "name": st.sampled_from(["n", " ", 3]),
-              "freshTailCount": st.sampled_from([1, 0, "4", 2.5]),
-              "leafChunkTokens": st.sampled_from([1, 0, "4", 2.5])})
+    optional={
+        "contextThreshold": st.sampled_from([0, 0.5, 1, "0.3", 1.5, None, "x"]),
+        "name": st.sampled_from(["n", " ", 3]),
+        "freshTailCount": st.sampled_from([1, 0, "4", 2.5]),
+        "leafChunkTokens": st.sampled_from([1, 0, "4", 2.5]),
+    },
+)
 
-_PLUGIN_PATHS = [k.path for k in CONFIG_KEYS if k.coercion is not Coercion.OBJECT
-                 and k.coercion is not Coercion.THRESHOLD_OVERRIDES]
+_PLUGIN_PATHS = [
+    k.path
+    for k in CONFIG_KEYS
+    if k.coercion is not Coercion.OBJECT and k.coercion is not Coercion.THRESHOLD_OVERRIDES
+]
 
 
 @st.composite
@@ -796,13 +1068,15 @@ def _plugin_configs(draw: st.DrawFn) -> dict[str, Any]:
     return config
 
 
-@settings(max_examples=200, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(plugin=_plugin_configs(),
-       env=st.dictionaries(st.sampled_from(env_var_names()), _ENV_TEXT, max_size=10),
-       state_dir=st.sampled_from(["/st", " /st/ ", "", "a/../b"]))
-def test_settings_model_matches_the_resolver(plugin: dict[str, Any], env: dict[str, str],
-                                             state_dir: str) -> None:
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    plugin=_plugin_configs(),
+    env=st.dictionaries(st.sampled_from(env_var_names()), _ENV_TEXT, max_size=10),
+    state_dir=st.sampled_from(["/st", " /st/ ", "", "a/../b"]),
+)
+def test_settings_model_matches_the_resolver(
+    plugin: dict[str, Any], env: dict[str, str], state_dir: str
+) -> None:
     try:
         expected: Any = json.dumps(resolve_effective(plugin, env, state_dir))
     except ConfigRuntimeError as exc:
@@ -828,6 +1102,5 @@ def test_plain_modules_do_not_import_pydantic() -> None:
         " 'sqlite_utils')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []

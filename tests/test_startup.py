@@ -25,8 +25,8 @@ raise SystemExit(code)
 def loaded_modules(*args: str) -> list[str]:
     result = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    line = [l for l in result.stderr.splitlines() if l.startswith("HEAVY=")][-1]
-    return json.loads(line[len("HEAVY="):])
+    line = [text for text in result.stderr.splitlines() if text.startswith("HEAVY=")][-1]
+    return json.loads(line[len("HEAVY=") :])
 
 
 def test_version_loads_nothing_heavy() -> None:
@@ -35,7 +35,12 @@ def test_version_loads_nothing_heavy() -> None:
 
 @pytest.mark.parametrize(
     "words",
-    [["status"], ["conversations", "list"], ["messages", "tail", "--conversation-id", "1"], ["summaries", "list"]],
+    [
+        ["status"],
+        ["conversations", "list"],
+        ["messages", "tail", "--conversation-id", "1"],
+        ["summaries", "list"],
+    ],
     ids=" ".join,
 )
 def test_json_reads_skip_rich_sqlite_utils_and_pydantic(state_dir: Path, words: list[str]) -> None:
@@ -57,5 +62,7 @@ def test_installed_console_script_end_to_end(state_dir: Path) -> None:
 
 
 def test_python_dash_m_entry_point(state_dir: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "lcm_cli", "--version"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "lcm_cli", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0 and json.loads(result.stdout)["command"] == "version"

@@ -19,9 +19,7 @@ from tests.support.legacy_schema import make_legacy_db
 
 SQLITE_TS = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
 ISO_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-UUID4 = re.compile(
-    r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
-)
+UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 @pytest.fixture
@@ -48,9 +46,7 @@ def context(store: Store, conversation_id: int) -> list[tuple[int, str, object]]
 
 
 def summary_row(store: Store, summary_id: str) -> dict[str, object]:
-    cursor = store.conn.execute(
-        "SELECT * FROM summaries WHERE summary_id = ?", (summary_id,)
-    )
+    cursor = store.conn.execute("SELECT * FROM summaries WHERE summary_id = ?", (summary_id,))
     names = [d[0] for d in cursor.description]
     return dict(zip(names, cursor.fetchone(), strict=True))
 
@@ -59,9 +55,7 @@ def fts_hits(store: Store, table: str, query: str) -> list[object]:
     key = "rowid" if table == "messages_fts" else "summary_id"
     return [
         row[0]
-        for row in store.conn.execute(
-            f"SELECT {key} FROM {table} WHERE {table} MATCH ? ORDER BY 1", (query,)
-        )
+        for row in store.conn.execute(f"SELECT {key} FROM {table} WHERE {table} MATCH ? ORDER BY 1", (query,))
     ]
 
 
@@ -89,9 +83,7 @@ def test_transaction_commits_and_rolls_back(store: Store, conv: int) -> None:
     with pytest.raises(RuntimeError), store.transaction():
         store.add_message(conv, "user", "dropped")
         raise RuntimeError
-    assert [r[0] for r in store.conn.execute("SELECT content FROM messages")] == [
-        "kept"
-    ]
+    assert [r[0] for r in store.conn.execute("SELECT content FROM messages")] == ["kept"]
     assert not store.conn.in_transaction
 
 
@@ -103,9 +95,7 @@ def test_nested_transactions_join_the_outer_one(store: Store, conv: int) -> None
             raise ValueError
         store.add_message(conv, "user", "after")
         assert store.conn.in_transaction
-    rows = store.conn.execute(
-        "SELECT seq, content FROM messages ORDER BY seq"
-    ).fetchall()
+    rows = store.conn.execute("SELECT seq, content FROM messages ORDER BY seq").fetchall()
     assert rows == [(1, "outer"), (2, "after")]
     # The undone insert never happened, so its id is free again.
     assert context(store, conv) == [(0, "message", 1), (1, "message", 2)]
@@ -270,9 +260,7 @@ def test_bulk_insert(store: Store) -> None:
             }
             for i in range(2500)
         ]
-        ids = store.add_messages(cid, rows[:1000]) + store.add_messages(
-            cid, rows[1000:]
-        )
+        ids = store.add_messages(cid, rows[:1000]) + store.add_messages(cid, rows[1000:])
         assert ids == list(range(ids[0], ids[0] + 2500))
         all_ids += ids
     assert len(set(all_ids)) == 10_000
@@ -294,28 +282,21 @@ def test_bulk_insert(store: Store) -> None:
         ]
         assert ordinals == list(range(2500))
     assert store.conn.execute(
-        "SELECT COUNT(*) FROM messages WHERE token_count = length(content) / 4"
-        " + (length(content) % 4 > 0)"
+        "SELECT COUNT(*) FROM messages WHERE token_count = length(content) / 4 + (length(content) % 4 > 0)"
     ).fetchone() == (10_000,)
     if store.has_messages_fts:
-        assert store.conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (
-            10_000,
-        )
+        assert store.conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (10_000,)
     assert store.add_messages(conversations[0], []) == []
 
 
 def test_message_ids_are_never_reused(store: Store, conv: int) -> None:
-    first = store.add_messages(
-        conv, [{"role": "user", "content": "a"}] * 3, in_context=False
-    )
+    first = store.add_messages(conv, [{"role": "user", "content": "a"}] * 3, in_context=False)
     store.conn.execute("DELETE FROM messages WHERE message_id = ?", (first[-1],))
-    (again,) = store.add_messages(
-        conv, [{"role": "user", "content": "b"}], in_context=False
-    )
+    (again,) = store.add_messages(conv, [{"role": "user", "content": "b"}], in_context=False)
     assert again == first[-1] + 1
-    assert store.conn.execute(
-        "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
-    ).fetchone() == (again,)
+    assert store.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone() == (
+        again,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -341,9 +322,7 @@ def test_leaf_summary_metadata(store: Store, conv: int) -> None:
     ids = make_messages(store, conv, 4)
     # Source order is the caller's order, not id order.
     order = [ids[1], ids[0], ids[3], ids[2]]
-    sid = store.add_leaf_summary(
-        conv, order, "Four turns.", file_ids=["file_b", "file_a", "file_b"]
-    )
+    sid = store.add_leaf_summary(conv, order, "Four turns.", file_ids=["file_b", "file_a", "file_b"])
     assert re.fullmatch(r"sum_[0-9a-f]{16}", sid)
     row = summary_row(store, sid)
     token_sum = store.conn.execute(
@@ -422,9 +401,7 @@ def test_condensed_summary_metadata(store: Store, conv: int) -> None:
     )
 
 
-def test_condensed_range_falls_back_to_source_creation_time(
-    store: Store, conv: int
-) -> None:
+def test_condensed_range_falls_back_to_source_creation_time(store: Store, conv: int) -> None:
     store.conn.execute(
         "INSERT INTO summaries (summary_id, conversation_id, kind, content, token_count,"
         " created_at) VALUES ('old', ?, 'leaf', 'x', 1, '2025-12-31 23:00:00')",
@@ -486,9 +463,7 @@ def test_replace_context_with_leaf_then_condensed(store: Store, conv: int) -> No
 def test_replace_context_by_ordinals_resequences_gaps(store: Store, conv: int) -> None:
     ids = make_messages(store, conv, 6)
     # Soft-reset pruning leaves a gap at ordinal 1.
-    store.conn.execute(
-        "DELETE FROM context_items WHERE conversation_id = ? AND ordinal = 1", (conv,)
-    )
+    store.conn.execute("DELETE FROM context_items WHERE conversation_id = ? AND ordinal = 1", (conv,))
     leaf = store.add_leaf_summary(conv, ids[2:4], "middle")
     assert store.replace_context_with_summary(conv, leaf, ordinals=[2, 3]) == 1
     assert context(store, conv) == [
@@ -518,9 +493,7 @@ def test_replace_context_rejects_bad_runs(store: Store, conv: int) -> None:
 
 
 def test_append_context_item(store: Store, conv: int) -> None:
-    (mid,) = store.add_messages(
-        conv, [{"role": "user", "content": "x"}], in_context=False
-    )
+    (mid,) = store.add_messages(conv, [{"role": "user", "content": "x"}], in_context=False)
     sid = store.add_leaf_summary(conv, [mid], "s")
     assert store.append_context_item(conv, summary_id=sid) == 0
     assert store.append_context_item(conv, message_id=mid) == 1
@@ -543,8 +516,7 @@ def test_fts_rows_follow_writes(store: Store, conv: int) -> None:
     c = store.add_message(
         conv,
         "tool",
-        "[LCM File: file_1 | log.txt]\nUse lcm_describe to expand\nExploration Summary:\n"
-        "albatross sightings",
+        "[LCM File: file_1 | log.txt]\nUse lcm_describe to expand\nExploration Summary:\nalbatross sightings",
     )
     assert fts_hits(store, "messages_fts", "penguin") == [a]
     assert fts_hits(store, "messages_fts", "albatross") == [c]
@@ -582,16 +554,13 @@ def test_large_file(store: Store, conv: int) -> None:
     )
     assert re.fullmatch(r"file_[0-9a-f]{16}", fid)
     assert store.conn.execute(
-        "SELECT conversation_id, file_name, line_count, storage_uri FROM large_files"
-        " WHERE file_id = ?",
+        "SELECT conversation_id, file_name, line_count, storage_uri FROM large_files WHERE file_id = ?",
         (fid,),
     ).fetchone() == (conv, "f.txt", 2, "/data/1/f.txt")
 
 
 def test_bootstrap_state_upsert(store: Store, conv: int) -> None:
-    store.upsert_bootstrap_state(
-        conv, "/s/a.jsonl", last_seen_size=100, last_seen_mtime_ms=5
-    )
+    store.upsert_bootstrap_state(conv, "/s/a.jsonl", last_seen_size=100, last_seen_mtime_ms=5)
     store.upsert_bootstrap_state(
         conv,
         "/s/a.jsonl",
@@ -611,9 +580,7 @@ def test_bootstrap_state_upsert(store: Store, conv: int) -> None:
 
 def test_maintenance_and_telemetry(store: Store, conv: int) -> None:
     store.set_maintenance(conv, pending=True, reason="threshold", token_budget=1000)
-    store.set_maintenance(
-        conv, running=True, last_failure_summary="timeout", context_threshold=0.75
-    )
+    store.set_maintenance(conv, running=True, last_failure_summary="timeout", context_threshold=0.75)
     row = store.conn.execute(
         "SELECT pending, reason, running, last_failure_summary, token_budget,"
         " context_threshold, maintenance_revision, retry_attempts"
@@ -669,9 +636,7 @@ def test_store_adopts_and_extends_a_legacy_database(tmp_path: Path, era: str) ->
     make_legacy_db(tmp_path / "lcm.db", era)
     with Store.open(tmp_path / "lcm.db") as s:
         mid = s.add_message(1, "user", "new turn")
-        assert s.conn.execute(
-            "SELECT seq FROM messages WHERE message_id = ?", (mid,)
-        ).fetchone() == (7,)
+        assert s.conn.execute("SELECT seq FROM messages WHERE message_id = ?", (mid,)).fetchone() == (7,)
         assert mid == 10
         # Appended after the existing frontier (ordinals 0..2).
         assert context(s, 1)[-1] == (3, "message", mid)

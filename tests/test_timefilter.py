@@ -41,8 +41,13 @@ STAMPS = [
 class Timeline:
     """The database and the instant of every listed row, per resource."""
 
-    def __init__(self, db: Path, conversation_id: int, summary_conversation_id: int,
-                 instants: dict[str, dict[Any, datetime]]) -> None:
+    def __init__(
+        self,
+        db: Path,
+        conversation_id: int,
+        summary_conversation_id: int,
+        instants: dict[str, dict[Any, datetime]],
+    ) -> None:
         self.db = db
         self.cid = conversation_id
         self.sum_cid = summary_conversation_id
@@ -50,7 +55,17 @@ class Timeline:
 
     def args(self, resource: str, *extra: str) -> list[str]:
         if resource == "messages":
-            return ["--db", str(self.db), "messages", "list", "--conversation-id", str(self.cid), "--limit", "500", *extra]
+            return [
+                "--db",
+                str(self.db),
+                "messages",
+                "list",
+                "--conversation-id",
+                str(self.cid),
+                "--limit",
+                "500",
+                *extra,
+            ]
         return ["--db", str(self.db), "summaries", "list", "--limit", "500", *extra]
 
     def ids(self, resource: str, *extra: str) -> list[Any]:
@@ -60,8 +75,11 @@ class Timeline:
         return [item[key] for item in out.json["data"]["items"]]
 
     def expected(self, resource: str, lower: datetime | None, upper: datetime | None) -> list[Any]:
-        rows = [(t, k) for k, t in self.instants[resource].items()
-                if (lower is None or t >= lower) and (upper is None or t < upper)]
+        rows = [
+            (t, k)
+            for k, t in self.instants[resource].items()
+            if (lower is None or t >= lower) and (upper is None or t < upper)
+        ]
         return [k for t, k in sorted(rows, reverse=True)]
 
 
@@ -70,23 +88,44 @@ def build_timeline(db: Path) -> Timeline:
         cid = store.create_conversation("sess-time", session_key="agent:time")
         other = store.create_conversation("sess-other")
         sums = store.create_conversation("sess-summaries")  # holds the summaries and their sources
-        ids = store.add_messages(cid, [{"role": "user", "content": f"m{i}", "created_at": text} for i, (text, _) in enumerate(STAMPS)])
+        ids = store.add_messages(
+            cid,
+            [{"role": "user", "content": f"m{i}", "created_at": text} for i, (text, _) in enumerate(STAMPS)],
+        )
         # Another conversation's message inside every window: never listed.
-        store.add_messages(other, [{"role": "user", "content": "elsewhere", "created_at": "2026-07-01 09:02:30"}])
+        store.add_messages(
+            other, [{"role": "user", "content": "elsewhere", "created_at": "2026-07-01 09:02:30"}]
+        )
         summaries: dict[Any, datetime] = {}
         with store.transaction():
             for i, (text, instant) in enumerate(STAMPS):
-                source = store.add_message(sums, "user", f"source {i}", created_at="2026-07-01 08:00:00", in_context=False)
+                source = store.add_message(
+                    sums, "user", f"source {i}", created_at="2026-07-01 08:00:00", in_context=False
+                )
                 via_latest = i % 2 == 0
-                sid = store.add_leaf_summary(sums, [source], f"s{i}", summary_id=f"sum_{i:02d}",
-                                             created_at=DECOY_CREATED_AT if via_latest else text)
+                sid = store.add_leaf_summary(
+                    sums,
+                    [source],
+                    f"s{i}",
+                    summary_id=f"sum_{i:02d}",
+                    created_at=DECOY_CREATED_AT if via_latest else text,
+                )
                 latest = text if via_latest else None
-                store.conn.execute("UPDATE summaries SET earliest_at = ?, latest_at = ? WHERE summary_id = ?", (latest, latest, sid))
+                store.conn.execute(
+                    "UPDATE summaries SET earliest_at = ?, latest_at = ? WHERE summary_id = ?",
+                    (latest, latest, sid),
+                )
                 summaries[sid] = instant
             # latest_at (08:00) wins over a created_at inside the windows.
-            source = store.add_message(sums, "user", "decoy source", created_at="2026-07-01 08:00:00", in_context=False)
-            store.add_leaf_summary(sums, [source], "decoy", summary_id="sum_decoy", created_at="2026-07-01 09:02:30")
-            store.conn.execute("UPDATE summaries SET latest_at = '2026-07-01T08:00:00.000Z' WHERE summary_id = 'sum_decoy'")
+            source = store.add_message(
+                sums, "user", "decoy source", created_at="2026-07-01 08:00:00", in_context=False
+            )
+            store.add_leaf_summary(
+                sums, [source], "decoy", summary_id="sum_decoy", created_at="2026-07-01 09:02:30"
+            )
+            store.conn.execute(
+                "UPDATE summaries SET latest_at = '2026-07-01T08:00:00.000Z' WHERE summary_id = 'sum_decoy'"
+            )
             summaries["sum_decoy"] = at(-3600)
     messages = dict(zip(ids, (instant for _, instant in STAMPS)))
     return Timeline(db, cid, sums, {"messages": messages, "summaries": summaries})
@@ -158,8 +197,12 @@ BOUNDS: list[tuple[list[str], datetime | None, datetime | None]] = [
 
 
 @pytest.mark.parametrize("resource", RESOURCES)
-@pytest.mark.parametrize(("options", "lower", "upper"), BOUNDS, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
-def test_bounds(timeline: Timeline, resource: str, options: list[str], lower: datetime | None, upper: datetime | None) -> None:
+@pytest.mark.parametrize(
+    ("options", "lower", "upper"), BOUNDS, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+)
+def test_bounds(
+    timeline: Timeline, resource: str, options: list[str], lower: datetime | None, upper: datetime | None
+) -> None:
     assert timeline.ids(resource, *options) == timeline.expected(resource, lower, upper)
 
 
@@ -170,7 +213,7 @@ def test_fraction_of_one_to_nine_digits(timeline: Timeline, resource: str, digit
     after = f"2026-07-01T09:00:30.{fraction}Z"
     assert timeline.ids(resource, "--after", after) == timeline.expected(resource, at(30.5), None)
     before = f"2026-07-01T09:03:00.{'123456789'[:digits]}Z"  # truncated to at most .123
-    upper = at(180 + int("123456789"[:min(digits, 3)].ljust(3, "0")) / 1000)
+    upper = at(180 + int("123456789"[: min(digits, 3)].ljust(3, "0")) / 1000)
     assert timeline.ids(resource, "--before", before) == timeline.expected(resource, None, upper)
 
 
@@ -179,13 +222,36 @@ def test_filter_combines_with_selector_and_other_filters(timeline: Timeline, res
     if resource == "messages":
         got = timeline.ids(resource, "--after", "2026-07-01T09:01:00Z", "--role", "user")
         assert got == timeline.expected(resource, at(60), None)
-        out = lcm("--db", str(timeline.db), "messages", "list", "--session-key", "agent:time", "--before", "2026-07-01T09:01:00Z")
-        assert [i["messageId"] for i in out.json["data"]["items"]] == timeline.expected(resource, None, at(60))
+        out = lcm(
+            "--db",
+            str(timeline.db),
+            "messages",
+            "list",
+            "--session-key",
+            "agent:time",
+            "--before",
+            "2026-07-01T09:01:00Z",
+        )
+        assert [i["messageId"] for i in out.json["data"]["items"]] == timeline.expected(
+            resource, None, at(60)
+        )
     else:
-        got = timeline.ids(resource, "--conversation-id", str(timeline.sum_cid), "--kind", "leaf", "--depth", "0",
-                           "--between", "2026-07-01T09:01:00Z..2026-07-01T09:04:00Z")
+        got = timeline.ids(
+            resource,
+            "--conversation-id",
+            str(timeline.sum_cid),
+            "--kind",
+            "leaf",
+            "--depth",
+            "0",
+            "--between",
+            "2026-07-01T09:01:00Z..2026-07-01T09:04:00Z",
+        )
         assert got == timeline.expected(resource, at(60), at(240))
-        assert timeline.ids(resource, "--conversation-id", str(timeline.cid), "--after", "2026-07-01T09:00:00Z") == []
+        assert (
+            timeline.ids(resource, "--conversation-id", str(timeline.cid), "--after", "2026-07-01T09:00:00Z")
+            == []
+        )
         assert timeline.ids(resource, "--kind", "condensed", "--after", "2026-07-01T09:00:00Z") == []
 
 
@@ -257,8 +323,17 @@ def test_malformed_timestamps(db_path: Path, command: list[str], value: str) -> 
     assert_time_error(lcm(*base, "--between", f"2026-07-01T08:00:00Z..{value}"), value)
 
 
-@pytest.mark.parametrize("value", ["2024-02-29T00:00:00Z", "2026-12-31T23:59:59.999999999Z", "2026-07-01T00:00:00+14:00",
-                                   "2026-07-01T23:59:59-12:00", "2000-02-29T12:00Z", "1970-01-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2024-02-29T00:00:00Z",
+        "2026-12-31T23:59:59.999999999Z",
+        "2026-07-01T00:00:00+14:00",
+        "2026-07-01T23:59:59-12:00",
+        "2000-02-29T12:00Z",
+        "1970-01-01T00:00:00Z",
+    ],
+)
 def test_real_calendar_instants_accepted(db_path: Path, value: str) -> None:
     for option in ("--after", "--before"):
         out = lcm("--db", str(db_path), *MESSAGES_ARGS, option, value)
@@ -295,11 +370,17 @@ def test_validation_order_around_time_filters(db_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("command", "kind"),
-    [(["conversations", "list"], "conversations.list"), (["messages", "tail", "--conversation-id", "1"], "messages.tail"),
-     (["status"], "status"), (["conversations", "show", "--conversation-id", "1"], "conversations.show")],
+    [
+        (["conversations", "list"], "conversations.list"),
+        (["messages", "tail", "--conversation-id", "1"], "messages.tail"),
+        (["status"], "status"),
+        (["conversations", "show", "--conversation-id", "1"], "conversations.show"),
+    ],
 )
 @pytest.mark.parametrize("option", ["--after", "--before", "--between", "--recency"])
-def test_time_options_unsupported_elsewhere(db_path: Path, command: list[str], kind: str, option: str) -> None:
+def test_time_options_unsupported_elsewhere(
+    db_path: Path, command: list[str], kind: str, option: str
+) -> None:
     out = lcm("--db", str(db_path), *command, option, "garbage")
     assert out.code == 2
     assert out.error["code"] == "INVALID_ARGUMENT"
@@ -336,7 +417,9 @@ def test_between_bad_split_has_no_details(db_path: Path, value: str) -> None:
 
 def test_between_with_three_dots_splits_into_a_bad_second_part(db_path: Path) -> None:
     """'A...B' splits on the first '..' into 'A' and '.B'; '.B' is then a malformed timestamp."""
-    out = lcm("--db", str(db_path), *MESSAGES_ARGS, "--between", "2026-07-01T09:00:00Z...2026-07-01T10:00:00Z")
+    out = lcm(
+        "--db", str(db_path), *MESSAGES_ARGS, "--between", "2026-07-01T09:00:00Z...2026-07-01T10:00:00Z"
+    )
     assert_time_error(out, ".2026-07-01T10:00:00Z")
 
 
@@ -381,7 +464,9 @@ def test_lower_not_before_upper(db_path: Path, command: list[str], options: list
 
 
 def test_one_millisecond_range_is_fine(timeline: Timeline) -> None:
-    got = timeline.ids("messages", "--after", "2026-07-01T09:00:30.500Z", "--before", "2026-07-01T09:00:30.501Z")
+    got = timeline.ids(
+        "messages", "--after", "2026-07-01T09:00:30.500Z", "--before", "2026-07-01T09:00:30.501Z"
+    )
     assert got == timeline.expected("messages", at(30.5), at(30.501))
     assert len(got) == 1
 
@@ -390,8 +475,29 @@ def test_one_millisecond_range_is_fine(timeline: Timeline) -> None:
 # --recency
 
 GOOD_DURATIONS = ["1s", "2H", "3w", "10M", "1D", "999999s", "01h", "1W", "60m", "1d"]
-BAD_DURATIONS = ["0d", "0s", "00h", "0w", "1.5h", "h", "1", "1x", "-1h", "+1h", " 1h", "1h ", "1 h", "1hh", "1ms",
-                 "1y", "one h", "1e2s", "١h", "0x1h", "PT1H"]
+BAD_DURATIONS = [
+    "0d",
+    "0s",
+    "00h",
+    "0w",
+    "1.5h",
+    "h",
+    "1",
+    "1x",
+    "-1h",
+    "+1h",
+    " 1h",
+    "1h ",
+    "1 h",
+    "1hh",
+    "1ms",
+    "1y",
+    "one h",
+    "1e2s",
+    "١h",
+    "0x1h",
+    "PT1H",
+]
 
 
 @pytest.mark.parametrize("command", [MESSAGES_ARGS, SUMMARIES_ARGS], ids=["messages", "summaries"])
@@ -419,7 +525,12 @@ def recent(tmp_path: Path) -> tuple[Path, dict[str, dict[Any, str]]]:
     Built per test so the ages are fresh when `--recency` reads the clock."""
     db = tmp_path / "recent.db"
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    ages = {"30s": timedelta(seconds=30), "2h": timedelta(hours=2), "2d": timedelta(days=2), "20d": timedelta(days=20)}
+    ages = {
+        "30s": timedelta(seconds=30),
+        "2h": timedelta(hours=2),
+        "2d": timedelta(days=2),
+        "20d": timedelta(days=20),
+    }
     sql = lambda m: m.strftime("%Y-%m-%d %H:%M:%S")  # noqa: E731
     iso = lambda m: m.strftime("%Y-%m-%dT%H:%M:%S.000Z")  # noqa: E731
     names: dict[str, dict[Any, str]] = {"messages": {}, "summaries": {}}
@@ -430,11 +541,20 @@ def recent(tmp_path: Path) -> tuple[Path, dict[str, dict[Any, str]]]:
             text = (sql if i % 2 else iso)(now - age)
             (mid,) = store.add_messages(cid, [{"role": "user", "content": label, "created_at": text}])
             names["messages"][mid] = label
-            source = store.add_message(cid, "user", "src", created_at=sql(now - timedelta(days=400)), in_context=False)
+            source = store.add_message(
+                cid, "user", "src", created_at=sql(now - timedelta(days=400)), in_context=False
+            )
             via_latest = i in (0, 3)
-            sid = store.add_leaf_summary(cid, [source], label, summary_id=f"sum_{label}",
-                                         created_at=sql(now - timedelta(days=500)) if via_latest else text)
-            store.conn.execute("UPDATE summaries SET latest_at = ? WHERE summary_id = ?", (text if via_latest else None, sid))
+            sid = store.add_leaf_summary(
+                cid,
+                [source],
+                label,
+                summary_id=f"sum_{label}",
+                created_at=sql(now - timedelta(days=500)) if via_latest else text,
+            )
+            store.conn.execute(
+                "UPDATE summaries SET latest_at = ? WHERE summary_id = ?", (text if via_latest else None, sid)
+            )
             names["summaries"][sid] = label
     return db, names
 
@@ -455,7 +575,9 @@ def recent(tmp_path: Path) -> tuple[Path, dict[str, dict[Any, str]]]:
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else "",
 )
-def test_recency_selects_recent_rows(recent: tuple[Path, dict[str, dict[Any, str]]], command: list[str], options: list[str], labels: set[str]) -> None:
+def test_recency_selects_recent_rows(
+    recent: tuple[Path, dict[str, dict[Any, str]]], command: list[str], options: list[str], labels: set[str]
+) -> None:
     db, names = recent
     resource = command[0]
     key = "messageId" if resource == "messages" else "summaryId"
@@ -478,17 +600,28 @@ def test_recency_with_before(recent: tuple[Path, dict[str, dict[Any, str]]], com
 # divergences from the reference (bugs)
 
 
-@pytest.mark.parametrize("options", [
-    ["--after", ""], ["--before", ""], ["--between", ""], ["--recency", ""],
-    ["--between", "", "--after", "2026-07-01T09:02:00Z"], ["--after", "", "--recency", "1h"],
-], ids=lambda o: " ".join(repr(x) for x in o))
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--after", ""],
+        ["--before", ""],
+        ["--between", ""],
+        ["--recency", ""],
+        ["--between", "", "--after", "2026-07-01T09:02:00Z"],
+        ["--after", "", "--recency", "1h"],
+    ],
+    ids=lambda o: " ".join(repr(x) for x in o),
+)
 def test_empty_time_option_means_absent(timeline: Timeline, options: list[str]) -> None:
     out = lcm(*timeline.args("messages", *options))
     assert out.code == 0, out.stderr
 
 
-@pytest.mark.parametrize("options", [["--after", "2026-07-01T09:00:00Z\n"], ["--before", "2026-07-01T09:00:00Z\n"],
-                                     ["--recency", "1h\n"]], ids=["after", "before", "recency"])
+@pytest.mark.parametrize(
+    "options",
+    [["--after", "2026-07-01T09:00:00Z\n"], ["--before", "2026-07-01T09:00:00Z\n"], ["--recency", "1h\n"]],
+    ids=["after", "before", "recency"],
+)
 def test_trailing_newline_rejected(db_path: Path, options: list[str]) -> None:
     assert_time_error(lcm("--db", str(db_path), *MESSAGES_ARGS, *options), options[1])
 
@@ -499,19 +632,29 @@ def test_non_ascii_digits_rejected(db_path: Path) -> None:
 
 
 def test_after_year_999_keeps_every_row(timeline: Timeline) -> None:
-    assert timeline.ids("messages", "--after", "0999-01-01T00:00:00Z") == timeline.expected("messages", None, None)
+    assert timeline.ids("messages", "--after", "0999-01-01T00:00:00Z") == timeline.expected(
+        "messages", None, None
+    )
 
 
 def test_after_year_0_is_accepted(timeline: Timeline) -> None:
-    assert timeline.ids("messages", "--after", "0000-01-01T00:00:00Z") == timeline.expected("messages", None, None)
+    assert timeline.ids("messages", "--after", "0000-01-01T00:00:00Z") == timeline.expected(
+        "messages", None, None
+    )
 
 
-@pytest.mark.parametrize(("options", "keeps_all"), [
-    (["--after", "0001-01-01T00:00:00+01:00"], True),  # 0000-12-31T23:00Z: before every row
-    (["--before", "9999-12-31T23:59:59-01:00"], False),  # '+010000-...' is no julianday: no row
-    (["--recency", "5000000d"], False),  # ~year -11663: '-011663-...' is no julianday: no row
-], ids=["after-year-0", "before-year-10000", "recency-5000000d"])
-def test_bounds_outside_python_datetime_do_not_crash(timeline: Timeline, options: list[str], keeps_all: bool) -> None:
+@pytest.mark.parametrize(
+    ("options", "keeps_all"),
+    [
+        (["--after", "0001-01-01T00:00:00+01:00"], True),  # 0000-12-31T23:00Z: before every row
+        (["--before", "9999-12-31T23:59:59-01:00"], False),  # '+010000-...' is no julianday: no row
+        (["--recency", "5000000d"], False),  # ~year -11663: '-011663-...' is no julianday: no row
+    ],
+    ids=["after-year-0", "before-year-10000", "recency-5000000d"],
+)
+def test_bounds_outside_python_datetime_do_not_crash(
+    timeline: Timeline, options: list[str], keeps_all: bool
+) -> None:
     out = lcm(*timeline.args("messages", *options))
     assert out.code == 0, out.stderr
     expected = timeline.expected("messages", None, None) if keeps_all else []

@@ -22,7 +22,10 @@ def config_show(ctx: typer.Context) -> None:
 
 
 @config.command("get", epilog=GLOBALS_EPILOG)
-def config_get(ctx: typer.Context, path: Annotated[str, typer.Argument(metavar="PATH", help="Dot path, e.g. freshTailCount.")]) -> None:
+def config_get(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(metavar="PATH", help="Dot path, e.g. freshTailCount.")],
+) -> None:
     """One key: whether it is set, its stored value and its effective value.
 
     Example: lcm config get autoRotateSessionFiles.sizeBytes
@@ -34,7 +37,9 @@ def config_get(ctx: typer.Context, path: Annotated[str, typer.Argument(metavar="
 def config_set(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(metavar="PATH", help="Dot path, e.g. freshTailCount.")],
-    json_value: Annotated[str, typer.Argument(metavar="JSON_VALUE", help="The new value as JSON: 32, true, '\"text\"'.")],
+    json_value: Annotated[
+        str, typer.Argument(metavar="JSON_VALUE", help="The new value as JSON: 32, true, '\"text\"'.")
+    ],
 ) -> None:
     """Set one key after validating it; backs the file up and replaces it atomically.
 

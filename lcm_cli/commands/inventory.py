@@ -14,4 +14,6 @@ def commands(ctx: typer.Context) -> None:
     """
     from lcm_cli.inventory import build_inventory
 
-    emit(ctx, {"ok": True, "command": "commands", "data": build_inventory(ctx.find_root().command), "meta": {}})
+    emit(
+        ctx, {"ok": True, "command": "commands", "data": build_inventory(ctx.find_root().command), "meta": {}}
+    )

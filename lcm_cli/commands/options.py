@@ -12,11 +12,17 @@ import typer
 
 ConversationId = Annotated[
     Optional[str],
-    typer.Option("--conversation-id", metavar="ID", help="Conversation id (digits), from `lcm conversations list`."),
+    typer.Option(
+        "--conversation-id", metavar="ID", help="Conversation id (digits), from `lcm conversations list`."
+    ),
 ]
 SessionKey = Annotated[
     Optional[str],
-    typer.Option("--session-key", metavar="KEY", help="OpenClaw session key; the active conversation wins, then the newest."),
+    typer.Option(
+        "--session-key",
+        metavar="KEY",
+        help="OpenClaw session key; the active conversation wins, then the newest.",
+    ),
 ]
 After = Annotated[
     Optional[str],
@@ -28,7 +34,9 @@ Before = Annotated[
 ]
 Between = Annotated[
     Optional[str],
-    typer.Option("--between", metavar="A..B", help="Both bounds at once: START..END (START inclusive, END exclusive)."),
+    typer.Option(
+        "--between", metavar="A..B", help="Both bounds at once: START..END (START inclusive, END exclusive)."
+    ),
 ]
 Recency = Annotated[
     Optional[str],
@@ -44,7 +52,9 @@ Cursor = Annotated[
 ]
 Role = Annotated[
     Optional[list[str]],
-    typer.Option("--role", metavar="ROLE", help="Only this role (system, user, assistant, tool); repeatable."),
+    typer.Option(
+        "--role", metavar="ROLE", help="Only this role (system, user, assistant, tool); repeatable."
+    ),
 ]
 IncludeContent = Annotated[
     bool,

@@ -8,8 +8,20 @@ from typing import Annotated
 import typer
 
 from lcm_cli.commands.options import (
-    GLOBALS_EPILOG, After, Before, Between, ConversationId, Count, Cursor, Depth, IncludeContent, Kind,
-    Limit, Recency, Role, SessionKey,
+    GLOBALS_EPILOG,
+    After,
+    Before,
+    Between,
+    ConversationId,
+    Count,
+    Cursor,
+    Depth,
+    IncludeContent,
+    Kind,
+    Limit,
+    Recency,
+    Role,
+    SessionKey,
 )
 from lcm_cli.commands.runner import run
 
@@ -44,7 +56,9 @@ def conversations_list(ctx: typer.Context, limit: Limit = None, cursor: Cursor =
 
 
 @conversations.command("show", epilog=GLOBALS_EPILOG)
-def conversations_show(ctx: typer.Context, conversation_id: ConversationId = None, session_key: SessionKey = None) -> None:
+def conversations_show(
+    ctx: typer.Context, conversation_id: ConversationId = None, session_key: SessionKey = None
+) -> None:
     """One conversation: figures, summary depths, context, telemetry, maintenance, bootstrap.
 
     Example: lcm conversations show --session-key agent:main:main
@@ -70,20 +84,38 @@ def messages_list(
 
     Example: lcm messages list --conversation-id 1 --role user --recency 2d
     """
-    run(ctx, "messages.list", {
-        "conversation_id": conversation_id, "session_key": session_key, "after": after,
-        "before": before, "between": between, "recency": recency, "limit": limit,
-        "cursor": cursor, "role": role or [], "include_content": include_content,
-    })
+    run(
+        ctx,
+        "messages.list",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "after": after,
+            "before": before,
+            "between": between,
+            "recency": recency,
+            "limit": limit,
+            "cursor": cursor,
+            "role": role or [],
+            "include_content": include_content,
+        },
+    )
 
 
 @messages.command("tail", epilog=GLOBALS_EPILOG)
-def messages_tail(ctx: typer.Context, conversation_id: ConversationId = None, session_key: SessionKey = None, count: Count = None) -> None:
+def messages_tail(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    count: Count = None,
+) -> None:
     """The fresh tail: newest raw messages in context, oldest first, with full content.
 
     Example: lcm messages tail --session-key agent:main:main --count 10
     """
-    run(ctx, "messages.tail", {"conversation_id": conversation_id, "session_key": session_key, "count": count})
+    run(
+        ctx, "messages.tail", {"conversation_id": conversation_id, "session_key": session_key, "count": count}
+    )
 
 
 @summaries.command("list", epilog=GLOBALS_EPILOG)
@@ -105,15 +137,32 @@ def summaries_list(
 
     Example: lcm summaries list --conversation-id 1 --kind condensed
     """
-    run(ctx, "summaries.list", {
-        "conversation_id": conversation_id, "session_key": session_key, "after": after,
-        "before": before, "between": between, "recency": recency, "limit": limit,
-        "cursor": cursor, "include_content": include_content, "depth": depth, "kind": kind,
-    })
+    run(
+        ctx,
+        "summaries.list",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "after": after,
+            "before": before,
+            "between": between,
+            "recency": recency,
+            "limit": limit,
+            "cursor": cursor,
+            "include_content": include_content,
+            "depth": depth,
+            "kind": kind,
+        },
+    )
 
 
 @summaries.command("show", epilog=GLOBALS_EPILOG)
-def summaries_show(ctx: typer.Context, summary_id: Annotated[str, typer.Argument(metavar="SUMMARY_ID", help="A summary id such as sum_0123456789abcdef.")]) -> None:
+def summaries_show(
+    ctx: typer.Context,
+    summary_id: Annotated[
+        str, typer.Argument(metavar="SUMMARY_ID", help="A summary id such as sum_0123456789abcdef.")
+    ],
+) -> None:
     """One summary with full content, its parents (summaries that consume it), its children
     (its source summaries) and its source messages.
 

@@ -87,7 +87,8 @@ def plugin_config_of(root: dict[str, Any] | None, config_path: str) -> dict[str,
                 f"`{label}` in {config_path} must be a JSON object.",
                 {"configPath": config_path, "key": label},
             )
-    return node
+    plugin: dict[str, Any] = node
+    return plugin
 
 
 def check_includes(root: dict[str, Any], config_path: str) -> None:

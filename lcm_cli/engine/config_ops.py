@@ -91,7 +91,9 @@ def get_config(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation("config.set", summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic).")
+@operation(
+    "config.set", summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic)."
+)
 def set_config(ctx: Context, req: Request) -> Result:
     """Validate everything first; only then back up and atomically rewrite the file."""
     from lcm_cli.engine.config_schema import MANIFEST_SCHEMA, schema_node_for, validate

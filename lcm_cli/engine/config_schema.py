@@ -163,10 +163,12 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
                 errors.append({"path": f"{path}/{name}", "message": "required property missing"})
         min_props = schema.get("minProperties")
         if isinstance(min_props, int) and len(value) < min_props:
-            errors.append({
-                "path": path,
-                "message": f"has fewer properties than minProperties ({_number_text(min_props)})",
-            })
+            errors.append(
+                {
+                    "path": path,
+                    "message": f"has fewer properties than minProperties ({_number_text(min_props)})",
+                }
+            )
         for name in _own_keys(value):
             child = properties.get(name)
             if not isinstance(child, dict):
@@ -188,10 +190,12 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
             return
         min_length = schema.get("minLength")
         if isinstance(min_length, int) and _utf16_length(value) < min_length:
-            errors.append({
-                "path": path,
-                "message": f"shorter than minLength ({_number_text(min_length)})",
-            })
+            errors.append(
+                {
+                    "path": path,
+                    "message": f"shorter than minLength ({_number_text(min_length)})",
+                }
+            )
     elif kind == "boolean":
         if not isinstance(value, bool):
             errors.append({"path": path, "message": _EXPECTED["boolean"]})

@@ -88,8 +88,7 @@ def find_conversation(ctx: Context, selector: Selector) -> Any:
         what = "id" if selector.kind == "conversationId" else "session key"
         raise LcmError(
             "CONVERSATION_NOT_FOUND",
-            f"No conversation matched {what} {selector.value}. List them with "
-            "`lcm conversations list`.",
+            f"No conversation matched {what} {selector.value}. List them with `lcm conversations list`.",
             selector.to_dict(),
         )
     return row

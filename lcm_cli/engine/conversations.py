@@ -18,11 +18,14 @@ from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
 
-@operation("conversations.list", summary="List conversations, most recently updated first, with aggregate figures.")
+@operation(
+    "conversations.list", summary="List conversations, most recently updated first, with aggregate figures."
+)
 def list_conversations(ctx: Context, req: Request) -> Result:
     """One keyset page of conversations ordered by ``updated_at`` DESC, id DESC."""
     require_lcm_tables(ctx)
-    where, params = "", []
+    where = ""
+    params: list[Any] = []
     if req.cursor:
         clause, params = keyset_clause(
             "c.updated_at", "c.conversation_id", decode_cursor(req.cursor, "conversations")
@@ -39,7 +42,10 @@ def list_conversations(ctx: Context, req: Request) -> Result:
     return Result({"items": conversation_stats(ctx, page)}, pagination)
 
 
-@operation("conversations.show", summary="One conversation's figures, summary depths, context, maintenance and bootstrap state.")
+@operation(
+    "conversations.show",
+    summary="One conversation's figures, summary depths, context, maintenance and bootstrap state.",
+)
 def show_conversation(ctx: Context, req: Request) -> Result:
     """Everything known about one conversation, without transcript text."""
     assert req.selector is not None
@@ -73,7 +79,9 @@ def _context_by_type(ctx: Context, cid: int) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
-def _optional_row(ctx: Context, table: str, columns: list[tuple[str, str]], cid: int) -> dict[str, Any] | None:
+def _optional_row(
+    ctx: Context, table: str, columns: list[tuple[str, str]], cid: int
+) -> dict[str, Any] | None:
     """One row of an optional per-conversation table, missing columns as null."""
     if not ctx.probe.has_table(table):
         return None

@@ -26,7 +26,7 @@ class Cursor(NamedTuple):
 
     resource: str
     timestamp: str
-    id: int | str
+    id: int | float | str  # float only for integral ids beyond SQLite's 64-bit range
 
 
 def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:

@@ -18,26 +18,28 @@ def tail_limits(effective: Mapping[str, Any], count_override: int | None = None)
     if count_override is not None:
         count = count_override
     else:
-        raw = effective.get("freshTailCount", 0)
-        count = max(0, math.floor(raw)) if _finite(raw) else 0
-    cap = effective.get("freshTailMaxTokens")
-    max_tokens = math.floor(cap) if _finite(cap) and cap >= 0 else None
+        raw = _finite(effective.get("freshTailCount"))
+        count = max(0, math.floor(raw)) if raw is not None else 0
+    cap = _finite(effective.get("freshTailMaxTokens"))
+    max_tokens = math.floor(cap) if cap is not None and cap >= 0 else None
     return count, max_tokens
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _finite(value: Any) -> float | None:
+    """``value`` when it is a finite number (not a bool), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None
 
 
-def select_tail(rows_newest_first: Iterable[Any], count: int, max_tokens: int | None, tokens_of=None) -> list[Any]:
+def select_tail(rows_newest_first: Iterable[Any], count: int, max_tokens: int | None) -> list[Any]:
     """Apply the tail rule to rows given newest first; returns them oldest first."""
     picked: list[Any] = []
     total = 0
     for row in rows_newest_first:
         if len(picked) >= count:
             break
-        tokens = tokens_of(row) if tokens_of else row["token_count"]
-        tokens = tokens or 0
+        tokens = row["token_count"] or 0
         if picked and max_tokens is not None and total + tokens > max_tokens:
             break
         picked.append(row)

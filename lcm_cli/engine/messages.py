@@ -31,7 +31,10 @@ def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:
     return item
 
 
-@operation("messages.list", summary="Page through a conversation's messages, newest first, with role and time filters.")
+@operation(
+    "messages.list",
+    summary="Page through a conversation's messages, newest first, with role and time filters.",
+)
 def list_messages(ctx: Context, req: Request) -> Result:
     """One keyset page of messages ordered by ``created_at`` DESC, id DESC."""
     assert req.selector is not None
@@ -59,20 +62,21 @@ def list_messages(ctx: Context, req: Request) -> Result:
             ORDER BY julianday(m.created_at) DESC, m.message_id DESC LIMIT ?""",
         params + [req.limit + 1],
     )
-    page, pagination = paginate(
-        rows, req.limit, "messages", lambda r: (r["created_at"], r["message_id"])
-    )
+    page, pagination = paginate(rows, req.limit, "messages", lambda r: (r["created_at"], r["message_id"]))
     items = [message_item(r, include_content=req.include_content) for r in page]
     return Result({"conversation": identity_of(conversation), "items": items}, pagination)
 
 
-@operation("messages.tail", summary="The protected fresh tail: the newest raw messages in the conversation's context.")
+@operation(
+    "messages.tail",
+    summary="The protected fresh tail: the newest raw messages in the conversation's context.",
+)
 def tail_messages(ctx: Context, req: Request) -> Result:
     """The fresh tail with full content, oldest first, and the conversation's totals."""
     assert req.selector is not None
     conversation = find_conversation(ctx, req.selector)
     cid = conversation["conversation_id"]
-    count, max_tokens = tail_limits(ctx.effective, req.count)
+    count, max_tokens = tail_limits(ctx.effective, req.tail_count)
     sql = tail_candidates_sql(ctx.probe.col("messages", "large_content", prefix="m."), with_content=True)
     picked = select_tail(ctx.query(sql, (cid, count)), count, max_tokens) if count else []
     totals = ctx.query_one(

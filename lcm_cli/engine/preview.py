@@ -20,14 +20,14 @@ def make_preview(text: str | None) -> str:
     Callers pass the first 1024 characters when full content was not requested.
     """
     collapsed = _JS_SPACE.sub(" ", text or "").strip(" ")
-    if _utf16_len(collapsed) <= PREVIEW_MAX_UNITS:
-        return collapsed
+    if collapsed.isascii() or _utf16_len(collapsed) <= PREVIEW_MAX_UNITS:
+        if len(collapsed) <= PREVIEW_MAX_UNITS:
+            return collapsed
+        return collapsed[: PREVIEW_MAX_UNITS - 1] + "\u2026"
     units = 0
-    cut = 0
-    for cut, ch in enumerate(collapsed):
-        width = 2 if ord(ch) > 0xFFFF else 1
-        if units + width > PREVIEW_MAX_UNITS - 1:
-            break
-        units += width
-    # A surrogate pair split by the cut is dropped rather than emitted half.
-    return collapsed[:cut] + "\u2026"
+    for index, ch in enumerate(collapsed):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > PREVIEW_MAX_UNITS - 1:
+            # A surrogate pair split by the cut is dropped rather than emitted half.
+            return collapsed[:index] + "\u2026"
+    return collapsed

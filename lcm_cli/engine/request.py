@@ -78,7 +78,7 @@ class Request(NamedTuple):
     include_content: bool = False
     depth: int | None = None
     kind: str | None = None
-    count: int | None = None
+    tail_count: int | None = None  # `count` would shadow tuple.count
     args: tuple[str, ...] = ()
 
 
@@ -192,6 +192,6 @@ def validate_request(
         include_content=bool(raw.get("include_content")),
         depth=depth,
         kind=kind,
-        count=count,
+        tail_count=count,
         args=args,
     )

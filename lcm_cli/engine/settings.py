@@ -199,7 +199,7 @@ def parse_env_providers(text: str) -> list[dict[str, str]] | None:
         slash = item.find("/")
         if 0 < slash < len(item) - 1:
             provider = js_trim(item[:slash])
-            model = js_trim(item[slash + 1:])
+            model = js_trim(item[slash + 1 :])
             if provider and model:
                 entries.append({"provider": provider, "model": model})
     return entries or None
@@ -436,7 +436,7 @@ def _read_system_timezone() -> str:
     index = target.rfind(marker)
     if index < 0:
         return "UTC"
-    name = target[index + len(marker):]
+    name = target[index + len(marker) :]
     for prefix in ("posix/", "right/"):
         name = name.removeprefix(prefix)
     if not name or name.upper() in _UTC_NAMES:
@@ -508,10 +508,12 @@ class ConfigRuntimeError(LcmError):
     can re-wrap it with its own sentence; ``message`` is ``f"{prefix}: {reason}"``.
     """
 
-    def __init__(self, reason: str, details: Any = None,
-                 prefix: str = "Lossless config failed runtime validation") -> None:
-        super().__init__("CONFIG_VALIDATION_FAILED", f"{prefix}: {reason}",
-                         {} if details is None else details)
+    def __init__(
+        self, reason: str, details: Any = None, prefix: str = "Lossless config failed runtime validation"
+    ) -> None:
+        super().__init__(
+            "CONFIG_VALIDATION_FAILED", f"{prefix}: {reason}", {} if details is None else details
+        )
         self.reason = reason
 
 
@@ -558,22 +560,24 @@ def normalize_threshold_overrides(value: Any) -> list[dict[str, Any]]:
         if not isinstance(match, dict):
             raise ConfigRuntimeError(f"{where}.match is not an object")
         model = _override_string(match.get("model", MISSING), f"{where}.match.model")
-        pattern = _override_string(match.get("sessionPattern", MISSING),
-                                   f"{where}.match.sessionPattern")
-        low = _override_positive_int(match.get("modelContextWindowMin", MISSING),
-                                     f"{where}.match.modelContextWindowMin")
-        high = _override_positive_int(match.get("modelContextWindowMax", MISSING),
-                                      f"{where}.match.modelContextWindowMax")
+        pattern = _override_string(match.get("sessionPattern", MISSING), f"{where}.match.sessionPattern")
+        low = _override_positive_int(
+            match.get("modelContextWindowMin", MISSING), f"{where}.match.modelContextWindowMin"
+        )
+        high = _override_positive_int(
+            match.get("modelContextWindowMax", MISSING), f"{where}.match.modelContextWindowMax"
+        )
         if model is MISSING and pattern is MISSING and low is MISSING and high is MISSING:
-            raise ConfigRuntimeError(f"{where}.match has no matcher (model, sessionPattern, "
-                                     "modelContextWindowMin or modelContextWindowMax)")
+            raise ConfigRuntimeError(
+                f"{where}.match has no matcher (model, sessionPattern, "
+                "modelContextWindowMin or modelContextWindowMax)"
+            )
         if low is not MISSING and high is not MISSING and low > high:
-            raise ConfigRuntimeError(f"{where}.match.modelContextWindowMin is greater than "
-                                     "modelContextWindowMax")
-        fresh_tail = _override_positive_int(entry.get("freshTailCount", MISSING),
-                                            f"{where}.freshTailCount")
-        leaf_chunk = _override_positive_int(entry.get("leafChunkTokens", MISSING),
-                                            f"{where}.leafChunkTokens")
+            raise ConfigRuntimeError(
+                f"{where}.match.modelContextWindowMin is greater than modelContextWindowMax"
+            )
+        fresh_tail = _override_positive_int(entry.get("freshTailCount", MISSING), f"{where}.freshTailCount")
+        leaf_chunk = _override_positive_int(entry.get("leafChunkTokens", MISSING), f"{where}.leafChunkTokens")
         threshold = _override_threshold(entry.get("contextThreshold", MISSING), where)
 
         rule: dict[str, Any] = {}
@@ -599,8 +603,12 @@ def normalize_threshold_overrides(value: Any) -> list[dict[str, Any]]:
     return rules
 
 
-def validate_runtime(plugin_config: Mapping[str, Any] | None, details: Any = None, *,
-                     prefix: str = "Lossless config failed runtime validation") -> None:
+def validate_runtime(
+    plugin_config: Mapping[str, Any] | None,
+    details: Any = None,
+    *,
+    prefix: str = "Lossless config failed runtime validation",
+) -> None:
     """Raise :class:`ConfigRuntimeError` (an ``LcmError``, ``CONFIG_VALIDATION_FAILED``)
     when the plugin config fails the runtime's cross-field checks.
 
@@ -618,8 +626,9 @@ def validate_runtime(plugin_config: Mapping[str, Any] | None, details: Any = Non
 # the effective config
 
 
-def merge_sources(plugin_config: Mapping[str, Any] | None, env: Mapping[str, str],
-                  state_dir: str | None) -> dict[str, Any]:
+def merge_sources(
+    plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
+) -> dict[str, Any]:
     """Each field's value from env, else plugin config, else a self-contained default.
 
     Flat dot paths; optional unset fields, mirrors and defaults derived from other fields
@@ -664,8 +673,9 @@ def finish_flat(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve_flat(plugin_config: Mapping[str, Any] | None, env: Mapping[str, str],
-                 state_dir: str | None) -> dict[str, Any]:
+def resolve_flat(
+    plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
+) -> dict[str, Any]:
     """Every effective field by dot path, in output order; optional unset fields absent."""
     return finish_flat(merge_sources(plugin_config, env, state_dir))
 
@@ -692,8 +702,9 @@ def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve_effective(plugin_config: Mapping[str, Any] | None, env: Mapping[str, str],
-                      state_dir: str | None) -> dict[str, Any]:
+def resolve_effective(
+    plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
+) -> dict[str, Any]:
     """The full effective ``LcmConfig`` as a JSON-ready dict in output key order.
 
     ``state_dir`` stands in for ``OPENCLAW_STATE_DIR`` (blank means ``~/.openclaw``).
@@ -703,8 +714,7 @@ def resolve_effective(plugin_config: Mapping[str, Any] | None, env: Mapping[str,
     return nest(resolve_flat(plugin_config, env, state_dir))
 
 
-def resolve_diagnostics(plugin_config: Mapping[str, Any] | None,
-                        env: Mapping[str, str]) -> dict[str, Any]:
+def resolve_diagnostics(plugin_config: Mapping[str, Any] | None, env: Mapping[str, str]) -> dict[str, Any]:
     """Where the two session-pattern lists came from (cli-contract.md §14.1)."""
     plugin = plugin_config or {}
     out: dict[str, Any] = {}

@@ -220,9 +220,7 @@ class LcmSettings(BaseSettings):
     sweep_max_depth: JsNumber = Field(alias="sweepMaxDepth")
     incremental_max_depth: JsNumber = Field(alias="incrementalMaxDepth")
     leaf_chunk_tokens: JsNumber = Field(alias="leafChunkTokens")
-    summary_prefix_target_tokens: JsNumber | None = Field(
-        None, alias="summaryPrefixTargetTokens"
-    )
+    summary_prefix_target_tokens: JsNumber | None = Field(None, alias="summaryPrefixTargetTokens")
     max_sweep_iterations: JsNumber = Field(alias="maxSweepIterations")
     sweep_deadline_ms: JsNumber = Field(alias="sweepDeadlineMs")
     compact_until_under_deadline_ms: JsNumber = Field(alias="compactUntilUnderDeadlineMs")
@@ -291,8 +289,9 @@ class LcmSettings(BaseSettings):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
-def load_settings(plugin_config: Mapping[str, Any] | None, env: Mapping[str, str],
-                  state_dir: str | None) -> LcmSettings:
+def load_settings(
+    plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
+) -> LcmSettings:
     """Resolve the effective config from explicit inputs (not the process environment).
 
     ``state_dir`` stands in for ``OPENCLAW_STATE_DIR``. Raises

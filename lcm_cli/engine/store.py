@@ -84,9 +84,7 @@ def message_identity_hash(role: str, content: str) -> str:
 
 def new_summary_id(content: str) -> str:
     """A fresh summary id: ``sum_`` + 16 hex digits of SHA-256(content + random UUID)."""
-    return (
-        "sum_" + hashlib.sha256((content + str(uuid.uuid4())).encode()).hexdigest()[:16]
-    )
+    return "sum_" + hashlib.sha256((content + str(uuid.uuid4())).encode()).hexdigest()[:16]
 
 
 def new_file_id() -> str:
@@ -198,9 +196,7 @@ class Store:
         # a file made by a richer SQLite build may hold tables we cannot touch.
         self.has_messages_fts = usable and schema.table_exists(conn, "messages_fts")
         self.has_summaries_fts = usable and schema.table_exists(conn, "summaries_fts")
-        self.has_summaries_fts_cjk = trigram and schema.table_exists(
-            conn, "summaries_fts_cjk"
-        )
+        self.has_summaries_fts_cjk = trigram and schema.table_exists(conn, "summaries_fts_cjk")
 
     @classmethod
     def open(cls, path: str | Path) -> Store:
@@ -413,9 +409,7 @@ class Store:
                         seq,
                         role,
                         content,
-                        estimate_tokens(content)
-                        if token_count is None
-                        else token_count,
+                        estimate_tokens(content) if token_count is None else token_count,
                         identity_hash or message_identity_hash(role, content),
                         _json_text(row.get("sender_metadata")),
                         row.get("transcript_entry_id"),
@@ -425,9 +419,7 @@ class Store:
                     )
                 )
                 for ordinal, part in enumerate(row.get("parts") or ()):
-                    part_rows.append(
-                        self._part_row(part, message_id, session_id, ordinal)
-                    )
+                    part_rows.append(self._part_row(part, message_id, session_id, ordinal))
                 if self.has_messages_fts:
                     text = fts_message_text(content)
                     if text is not None:
@@ -436,24 +428,17 @@ class Store:
             if part_rows:
                 self.conn.executemany(_INSERT_PART, part_rows)
             if fts_rows:
-                self.conn.executemany(
-                    "INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", fts_rows
-                )
+                self.conn.executemany("INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", fts_rows)
             if in_context:
                 ordinal = self._next_ordinal(conversation_id)
                 self.conn.executemany(
                     _INSERT_CONTEXT,
-                    (
-                        (conversation_id, ordinal + i, "message", mid, None, now)
-                        for i, mid in enumerate(ids)
-                    ),
+                    ((conversation_id, ordinal + i, "message", mid, None, now) for i, mid in enumerate(ids)),
                 )
             return ids
 
     @staticmethod
-    def _part_row(
-        part: Mapping[str, Any], message_id: int, session_id: str, ordinal: int
-    ) -> tuple[Any, ...]:
+    def _part_row(part: Mapping[str, Any], message_id: int, session_id: str, ordinal: int) -> tuple[Any, ...]:
         unknown = part.keys() - _PART_KEYS
         if unknown:
             raise ValueError(f"unknown message part fields: {sorted(unknown)}")
@@ -588,8 +573,7 @@ class Store:
                 source_message_token_count=sum(s[9] for s in sources),
             )
             self.conn.executemany(
-                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal)"
-                " VALUES (?, ?, ?)",
+                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) VALUES (?, ?, ?)",
                 ((summary_id, source, ordinal) for ordinal, source in enumerate(ids)),
             )
             return summary_id
@@ -711,9 +695,7 @@ class Store:
                 (summary_id, conversation_id),
             )
             if kind is None:
-                raise ValueError(
-                    f"summary {summary_id!r} does not exist in conversation {conversation_id}"
-                )
+                raise ValueError(f"summary {summary_id!r} does not exist in conversation {conversation_id}")
             items = self.conn.execute(
                 "SELECT ordinal, message_id, summary_id FROM context_items"
                 " WHERE conversation_id = ? ORDER BY ordinal",
@@ -726,18 +708,12 @@ class Store:
                 positions = [i for i, item in enumerate(items) if item[0] in wanted]
                 if len(positions) != len(wanted):
                     present = {item[0] for item in items}
-                    raise ValueError(
-                        f"no context items at ordinals {sorted(wanted - present)}"
-                    )
+                    raise ValueError(f"no context items at ordinals {sorted(wanted - present)}")
             if not positions:
-                raise ValueError(
-                    f"no context items to replace with summary {summary_id!r}"
-                )
+                raise ValueError(f"no context items to replace with summary {summary_id!r}")
             first, last = positions[0], positions[-1]
             if last - first + 1 != len(positions):
-                raise ValueError(
-                    "the context items to replace are not one contiguous run"
-                )
+                raise ValueError("the context items to replace are not one contiguous run")
             start, end = items[first][0], items[last][0]
             self.conn.execute(
                 "DELETE FROM context_items WHERE conversation_id = ? AND ordinal BETWEEN ? AND ?",
@@ -757,9 +733,7 @@ class Store:
             self._resequence_context(conversation_id)
             return first
 
-    def _covered_positions(
-        self, summary_id: str, kind: str, items: Sequence[Sequence[Any]]
-    ) -> list[int]:
+    def _covered_positions(self, summary_id: str, kind: str, items: Sequence[Sequence[Any]]) -> list[int]:
         if kind == "leaf":
             covered = {
                 row[0]
@@ -791,12 +765,8 @@ class Store:
         # Two passes through negative temporaries: renumbering in place could
         # collide with a not-yet-moved row on the (conversation_id, ordinal) key.
         update = "UPDATE context_items SET ordinal = ? WHERE conversation_id = ? AND ordinal = ?"
-        self.conn.executemany(
-            update, ((-(i + 1), conversation_id, old) for i, old in enumerate(ordinals))
-        )
-        self.conn.executemany(
-            update, ((i, conversation_id, -(i + 1)) for i in range(len(ordinals)))
-        )
+        self.conn.executemany(update, ((-(i + 1), conversation_id, old) for i, old in enumerate(ordinals)))
+        self.conn.executemany(update, ((i, conversation_id, -(i + 1)) for i in range(len(ordinals))))
 
     # ----------------------------------------------------------------------
     # Newer tables: simple row writers
@@ -876,10 +846,7 @@ class Store:
             " last_processed_entry_id, fork_bounded, fork_source_message_count,"
             " soft_reset_pruned_at, updated_at"
         )
-        updates = ", ".join(
-            f"{name.strip()} = excluded.{name.strip()}"
-            for name in columns.split(",")[1:]
-        )
+        updates = ", ".join(f"{name.strip()} = excluded.{name.strip()}" for name in columns.split(",")[1:])
         with self.transaction():
             self.conn.execute(
                 f"INSERT INTO conversation_bootstrap_state ({columns})"
@@ -901,9 +868,7 @@ class Store:
             "conversation_compaction_maintenance",
             conversation_id,
             fields,
-            extra_update="maintenance_revision = maintenance_revision + 1"
-            if bump
-            else None,
+            extra_update="maintenance_revision = maintenance_revision + 1" if bump else None,
         )
 
     def set_telemetry(self, conversation_id: int, **fields: Any) -> None:
@@ -1034,8 +999,7 @@ class Store:
     def _next_ordinal(self, conversation_id: int) -> int:
         return int(
             self._scalar(
-                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM context_items"
-                " WHERE conversation_id = ?",
+                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM context_items WHERE conversation_id = ?",
                 (conversation_id,),
             )
         )

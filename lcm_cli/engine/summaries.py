@@ -90,7 +90,9 @@ def summary_items(ctx: Context, rows: list[Any], *, include_content: bool) -> li
     return items
 
 
-@operation("summaries.list", summary="Page through summaries (one conversation or all), newest coverage first.")
+@operation(
+    "summaries.list", summary="Page through summaries (one conversation or all), newest coverage first."
+)
 def list_summaries(ctx: Context, req: Request) -> Result:
     """One keyset page ordered by coverage time (``latest_at`` or ``created_at``) DESC, id DESC."""
     require_lcm_tables(ctx)
@@ -123,14 +125,15 @@ def list_summaries(ctx: Context, req: Request) -> Result:
             {clause} ORDER BY julianday({COVERAGE}) DESC, s.summary_id DESC LIMIT ?""",
         params + [req.limit + 1],
     )
-    page, pagination = paginate(
-        rows, req.limit, "summaries", lambda r: (r["coverage_at"], r["summary_id"])
-    )
+    page, pagination = paginate(rows, req.limit, "summaries", lambda r: (r["coverage_at"], r["summary_id"]))
     items = summary_items(ctx, list(page), include_content=req.include_content)
     return Result({"conversationId": conversation_id, "items": items}, pagination)
 
 
-@operation("summaries.show", summary="One summary with full content, the summaries that consume it, its sources and source messages.")
+@operation(
+    "summaries.show",
+    summary="One summary with full content, the summaries that consume it, its sources and source messages.",
+)
 def show_summary(ctx: Context, req: Request) -> Result:
     """A summary node and its neighbours in the DAG (same conversation only)."""
     require_lcm_tables(ctx)

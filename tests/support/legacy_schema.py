@@ -183,9 +183,7 @@ def _ddl(era: str, fts5: bool, trigram: bool) -> list[str]:
             " ON conversation_bootstrap_state (session_file_path, updated_at)",
         ]
     if v05 and not v09:
-        statements.append(
-            "CREATE UNIQUE INDEX conversations_session_key_idx ON conversations (session_key)"
-        )
+        statements.append("CREATE UNIQUE INDEX conversations_session_key_idx ON conversations (session_key)")
     if v09:
         statements += [
             """CREATE TABLE conversation_compaction_telemetry (
@@ -230,18 +228,15 @@ def _ddl(era: str, fts5: bool, trigram: bool) -> list[str]:
             "CREATE INDEX compaction_telemetry_state_idx"
             " ON conversation_compaction_telemetry (cache_state, updated_at)",
             "CREATE INDEX summary_messages_message_idx ON summary_messages (message_id)",
-            "CREATE INDEX summary_parents_parent_summary_idx"
-            " ON summary_parents (parent_summary_id)",
+            "CREATE INDEX summary_parents_parent_summary_idx ON summary_parents (parent_summary_id)",
             "CREATE UNIQUE INDEX conversations_active_session_key_idx ON conversations"
             " (session_key) WHERE session_key IS NOT NULL AND active = 1",
             "CREATE INDEX conversations_session_key_active_created_idx"
             " ON conversations (session_key, active, created_at)",
             "CREATE INDEX conversations_session_id_active_created_idx"
             " ON conversations (session_id, active, created_at)",
-            "CREATE INDEX messages_conv_identity_hash_idx"
-            " ON messages (conversation_id, identity_hash)",
-            "CREATE INDEX summaries_conv_depth_kind_idx"
-            " ON summaries (conversation_id, depth, kind)",
+            "CREATE INDEX messages_conv_identity_hash_idx ON messages (conversation_id, identity_hash)",
+            "CREATE INDEX summaries_conv_depth_kind_idx ON summaries (conversation_id, depth, kind)",
         ]
     # Created empty here and filled after the rows exist (see _populate).
     if v05 and fts5:
@@ -264,9 +259,7 @@ def _populate(conn: sqlite3.Connection, era: str) -> None:
     def insert(table: str, row: dict[str, object]) -> None:
         names = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        conn.execute(
-            f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(row.values())
-        )
+        conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(row.values()))
 
     conversations: list[dict[str, object]] = [
         {
@@ -325,9 +318,7 @@ def _populate(conn: sqlite3.Connection, era: str) -> None:
             "created_at": f"2026-01-0{conv} 10:{index:02d}:00",
         }
         if v09:
-            row["identity_hash"] = hashlib.sha256(
-                role.encode() + b"\x00" + content.encode()
-            ).hexdigest()
+            row["identity_hash"] = hashlib.sha256(role.encode() + b"\x00" + content.encode()).hexdigest()
         insert("messages", row)
     insert(
         "message_parts",
@@ -416,9 +407,7 @@ def _populate(conn: sqlite3.Connection, era: str) -> None:
     ]
     for row in summaries:
         if v05:
-            row["model"] = (
-                "anthropic/claude-haiku" if row["kind"] == "leaf" else "unknown"
-            )
+            row["model"] = "anthropic/claude-haiku" if row["kind"] == "leaf" else "unknown"
         insert("summaries", row)
     for summary_id, message_ids in (
         ("sum_legacyleaf0001", (1, 2)),
@@ -527,16 +516,13 @@ def _populate(conn: sqlite3.Connection, era: str) -> None:
     for table in ("summaries_fts", "summaries_fts_cjk"):
         if _table_exists(conn, table):
             conn.execute(
-                f"INSERT INTO {table} (summary_id, content)"
-                " SELECT summary_id, content FROM summaries"
+                f"INSERT INTO {table} (summary_id, content) SELECT summary_id, content FROM summaries"
             )
 
 
 def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
     return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-        ).fetchone()
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
         is not None
     )
 

@@ -109,14 +109,9 @@ def build_sample(path: Path) -> dict[str, object]:
         )
         store.add_messages(
             c2,
-            [
-                {"role": "user", "content": f"old {i}", "created_at": stamp(-50 + i)}
-                for i in range(3)
-            ],
+            [{"role": "user", "content": f"old {i}", "created_at": stamp(-50 + i)} for i in range(3)],
         )
-        c3 = store.create_conversation(
-            "sess-empty", created_at=stamp(1), updated_at=stamp(1)
-        )
+        c3 = store.create_conversation("sess-empty", created_at=stamp(1), updated_at=stamp(1))
     return {
         "c1": c1,
         "c2": c2,

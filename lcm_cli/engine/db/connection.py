@@ -18,7 +18,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
-def busy_timeout_ms(env: "os._Environ[str] | dict[str, str] | None" = None) -> int:
+def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int:
     """Bounded lock wait for readers: ``LCM_BUSY_TIMEOUT_MS`` or 5000 ms."""
     raw = (env if env is not None else os.environ).get("LCM_BUSY_TIMEOUT_MS", "")
     return int(raw) if raw.strip().isdigit() else DEFAULT_BUSY_TIMEOUT_MS
@@ -63,16 +63,12 @@ def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> s
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
     except sqlite3.Error as exc:
-        raise LcmError(
-            "DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details
-        ) from None
+        raise LcmError("DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details) from None
     try:
         conn.execute("PRAGMA query_only = ON")
     except sqlite3.Error as exc:
         conn.close()
-        raise LcmError(
-            "DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details
-        ) from None
+        raise LcmError("DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details) from None
     return conn
 
 

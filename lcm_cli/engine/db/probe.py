@@ -21,9 +21,7 @@ class SchemaProbe:
     def tables(self) -> set[str]:
         """Names of the tables and virtual tables in the main schema."""
         if self._tables is None:
-            rows = self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'"
-            ).fetchall()
+            rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
             self._tables = {row[0] for row in rows}
         return self._tables
 

@@ -335,8 +335,7 @@ _COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("tokens_accumulated_since_leaf_compaction", "INTEGER NOT NULL DEFAULT 0"),
         (
             "last_activity_band",
-            "TEXT NOT NULL DEFAULT 'low' "
-            "CHECK (last_activity_band IN ('low', 'medium', 'high'))",
+            "TEXT NOT NULL DEFAULT 'low' CHECK (last_activity_band IN ('low', 'medium', 'high'))",
         ),
         ("last_api_call_at", "TEXT"),
         ("last_cache_touch_at", "TEXT"),
@@ -364,8 +363,7 @@ _COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 # databases gain by ALTER TABLE.
 _INDEXES: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS messages_conv_seq_idx ON messages (conversation_id, seq)",
-    "CREATE INDEX IF NOT EXISTS messages_conv_identity_hash_idx"
-    " ON messages (conversation_id, identity_hash)",
+    "CREATE INDEX IF NOT EXISTS messages_conv_identity_hash_idx ON messages (conversation_id, identity_hash)",
     # Partial unique indexes: NULLs (legacy rows, runtime ingests) are exempt.
     "CREATE UNIQUE INDEX IF NOT EXISTS messages_conv_entry_unique_idx"
     " ON messages (conversation_id, transcript_entry_id)"
@@ -381,13 +379,10 @@ _INDEXES: tuple[str, ...] = (
     " ON conversations (session_key, active, created_at)",
     "CREATE INDEX IF NOT EXISTS conversations_session_id_active_created_idx"
     " ON conversations (session_id, active, created_at)",
-    "CREATE INDEX IF NOT EXISTS summaries_conv_created_idx"
-    " ON summaries (conversation_id, created_at)",
-    "CREATE INDEX IF NOT EXISTS summaries_conv_depth_kind_idx"
-    " ON summaries (conversation_id, depth, kind)",
+    "CREATE INDEX IF NOT EXISTS summaries_conv_created_idx ON summaries (conversation_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS summaries_conv_depth_kind_idx ON summaries (conversation_id, depth, kind)",
     "CREATE INDEX IF NOT EXISTS summary_messages_message_idx ON summary_messages (message_id)",
-    "CREATE INDEX IF NOT EXISTS summary_parents_parent_summary_idx"
-    " ON summary_parents (parent_summary_id)",
+    "CREATE INDEX IF NOT EXISTS summary_parents_parent_summary_idx ON summary_parents (parent_summary_id)",
     "CREATE INDEX IF NOT EXISTS message_parts_message_idx ON message_parts (message_id)",
     "CREATE INDEX IF NOT EXISTS message_parts_type_idx ON message_parts (part_type)",
     "CREATE INDEX IF NOT EXISTS context_items_conv_idx ON context_items (conversation_id, ordinal)",
@@ -398,8 +393,7 @@ _INDEXES: tuple[str, ...] = (
     " ON conversation_compaction_telemetry (cache_state, updated_at)",
     "CREATE INDEX IF NOT EXISTS focus_briefs_conversation_status_idx"
     " ON focus_briefs (conversation_id, status, created_at)",
-    "CREATE INDEX IF NOT EXISTS focus_brief_sources_summary_idx"
-    " ON focus_brief_sources (summary_id)",
+    "CREATE INDEX IF NOT EXISTS focus_brief_sources_summary_idx ON focus_brief_sources (summary_id)",
 )
 
 
@@ -438,8 +432,7 @@ FTS_TABLES: tuple[FtsTable, ...] = (
         "summaries_fts_cjk",
         "CREATE VIRTUAL TABLE summaries_fts_cjk USING fts5("
         "summary_id UNINDEXED, content, tokenize='trigram')",
-        "INSERT INTO summaries_fts_cjk(summary_id, content)"
-        " SELECT summary_id, content FROM summaries",
+        "INSERT INTO summaries_fts_cjk(summary_id, content) SELECT summary_id, content FROM summaries",
         ("summary_id", "content"),
         needs_trigram=True,
     ),
@@ -455,9 +448,7 @@ _FTS_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
 
 def table_exists(conn: sqlite3.Connection, name: str) -> bool:
     """True when a table (or virtual table) called ``name`` exists in ``main``."""
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone()
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
     return row is not None
 
 
@@ -620,17 +611,13 @@ def applied_migrations(conn: sqlite3.Connection) -> set[str]:
     return {row[0][len(STEP_PREFIX) :] for row in rows}
 
 
-def pending_migrations(
-    conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None
-) -> list[str]:
+def pending_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None) -> list[str]:
     """Names of the migrations :func:`migrate` would apply to this database now."""
     done = applied_migrations(conn)
     return [m.__name__ for m in _chosen(migrations) if m.__name__ not in done]
 
 
-def migrate(
-    conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None
-) -> list[str]:
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None) -> list[str]:
     """Apply every pending migration, each in its own transaction; return their names.
 
     ``conn`` must be writable and not inside a transaction. Safe to call on every
@@ -639,9 +626,7 @@ def migrate(
     re-checks its record after taking the write lock.
     """
     if conn.in_transaction:
-        raise RuntimeError(
-            "migrate() needs a connection that is not inside a transaction"
-        )
+        raise RuntimeError("migrate() needs a connection that is not inside a transaction")
     chosen = _chosen(migrations)
     done = applied_migrations(conn)
     applied: list[str] = []
