@@ -231,3 +231,40 @@ def test_session_key_precedence(tmp_path: Path) -> None:
         live = store.create_conversation("d", session_key="k", active=True, created_at=stamp(-100))
     assert pick() == live  # the active row beats newer archived ones
     assert lcm("--db", str(db), "conversations", "show", "--session-key", "K").code == 3  # case-sensitive
+
+
+def test_same_answers_without_lcms_read_path_indexes(tmp_path: Path) -> None:
+    """A file written only by lossless-claw lacks lcm's indexes: queries adapt, results match."""
+    import shutil
+
+    from tests.support.sample import build_sample
+
+    with_indexes = tmp_path / "with.db"
+    build_sample(with_indexes)
+    without = tmp_path / "without.db"
+    shutil.copy(with_indexes, without)
+    conn = sqlite3.connect(without)
+    names = [
+        r[0]
+        for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'lcm_%'")
+    ]
+    assert len(names) >= 5
+    for name in names:
+        conn.execute(f"DROP INDEX {name}")
+    conn.commit()
+    conn.close()
+    for words in (
+        ["status"],
+        ["conversations", "list"],
+        ["conversations", "show", "--conversation-id", "1"],
+        ["messages", "list", "--conversation-id", "1", "--limit", "5"],
+        ["messages", "tail", "--conversation-id", "1"],
+        ["summaries", "list", "--limit", "2"],
+        ["summaries", "list", "--conversation-id", "1"],
+    ):
+        a = lcm("--db", str(with_indexes), *words).json
+        b = lcm("--db", str(without), *words).json
+        a["meta"] = b["meta"] = None
+        if words == ["status"]:
+            a["data"]["databaseSizeBytes"] = b["data"]["databaseSizeBytes"] = None
+        assert a == b, words

@@ -110,32 +110,41 @@ def _in_clause(ids: Sequence[int]) -> str:
     return ",".join("?" for _ in ids)
 
 
+# lcm's covering index on messages (conversation_id, created_at, token_count); files
+# written only by lossless-claw lack it.
+MESSAGE_STATS_INDEX = "lcm_messages_conv_time_tokens_idx"
+
+
+def _message_stats(ctx: Context, ids: list[int]) -> list[Any]:
+    """Message count, tokens and time range per conversation, shaped for the indexes present.
+
+    With lcm's covering index: counts and sums from the index, the time range by two
+    index seeks per conversation. Without it: one grouped pass, the cheapest plan there.
+    """
+    marks = _in_clause(ids)
+    if not ctx.probe.has_index(MESSAGE_STATS_INDEX):
+        return ctx.query(
+            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+                       MIN(created_at) AS earliest, MAX(created_at) AS latest
+                FROM messages WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
+            ids,
+        )
+    return ctx.query(
+        f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+                   (SELECT MIN(created_at) FROM messages e WHERE e.conversation_id = m.conversation_id) AS earliest,
+                   (SELECT MAX(created_at) FROM messages l WHERE l.conversation_id = m.conversation_id) AS latest
+            FROM messages m WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
+        ids,
+    )
+
+
 def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]]:
     """List items (identity + message/summary/context/fresh-tail figures) for ``rows``."""
     ids = [row["conversation_id"] for row in rows]
     if not ids:
         return []
     marks = _in_clause(ids)
-    # Counts and sums in one grouped pass; the time range as per-conversation MIN/MAX,
-    # which an index on (conversation_id, created_at) answers with two seeks each.
-    messages = {
-        r["conversation_id"]: r
-        for r in ctx.query(
-            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens
-                FROM messages WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
-            ids,
-        )
-    }
-    ranges = {
-        r["conversation_id"]: r
-        for r in ctx.query(
-            f"""SELECT c.conversation_id,
-                  (SELECT MIN(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS earliest,
-                  (SELECT MAX(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id) AS latest
-                FROM conversations c WHERE c.conversation_id IN ({marks})""",
-            ids,
-        )
-    }
+    messages = {r["conversation_id"]: r for r in _message_stats(ctx, ids)}
     summaries = {
         r["conversation_id"]: r
         for r in ctx.query(
@@ -179,8 +188,8 @@ def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]
             {
                 "messageCount": m["n"] if m else 0,
                 "messageTokens": m["tokens"] if m else 0,
-                "earliestMessageAt": ranges[cid]["earliest"],
-                "latestMessageAt": ranges[cid]["latest"],
+                "earliestMessageAt": m["earliest"] if m else None,
+                "latestMessageAt": m["latest"] if m else None,
                 "summaryCount": s["n"] if s else 0,
                 "summaryTokens": s["tokens"] if s else 0,
                 "summarizedSourceTokens": s["sources"] if s else 0,

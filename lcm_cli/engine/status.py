@@ -7,7 +7,7 @@ from typing import Any
 
 from lcm_cli import __version__
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import require_lcm_tables
+from lcm_cli.engine.conversation_rows import MESSAGE_STATS_INDEX, require_lcm_tables
 from lcm_cli.engine.fresh_tail import tail_limits
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -39,6 +39,27 @@ def _max(values: list[Any]) -> Any:
     return max(present) if present else None
 
 
+def _message_totals(ctx: Context) -> Any:
+    """Count, tokens and raw-text time range of all messages, in one pass either way.
+
+    With lcm's covering index the pass reads the index, and the time range comes from
+    per-conversation index seeks; without it, one scan of the table answers everything.
+    """
+    if ctx.probe.has_index(MESSAGE_STATS_INDEX):
+        return ctx.query_one(
+            """SELECT COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+                 (SELECT MIN((SELECT MIN(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id))
+                    FROM conversations c) AS earliest,
+                 (SELECT MAX((SELECT MAX(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id))
+                    FROM conversations c) AS latest
+               FROM messages"""
+        )
+    return ctx.query_one(
+        """SELECT COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+                  MIN(created_at) AS earliest, MAX(created_at) AS latest FROM messages"""
+    )
+
+
 def global_status(ctx: Context) -> dict[str, Any]:
     """The ``status`` object: conversations, messages, summaries, context, maintenance.
 
@@ -57,12 +78,6 @@ def global_status(ctx: Context) -> dict[str, Any]:
         SELECT
           (SELECT COUNT(*) FROM conversations) AS conversations,
           {active} AS active,
-          (SELECT COUNT(*) FROM messages) AS message_count,
-          (SELECT COALESCE(SUM(token_count), 0) FROM messages) AS message_tokens,
-          (SELECT MIN((SELECT MIN(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id))
-             FROM conversations c) AS message_earliest,
-          (SELECT MAX((SELECT MAX(created_at) FROM messages m WHERE m.conversation_id = c.conversation_id))
-             FROM conversations c) AS message_latest,
           (SELECT COUNT(*) FROM context_items) AS context_items,
           (SELECT COALESCE(SUM(m.token_count), 0) FROM context_items ci
              JOIN messages m ON m.message_id = ci.message_id WHERE ci.item_type = 'message')
@@ -72,6 +87,7 @@ def global_status(ctx: Context) -> dict[str, Any]:
         """
     )
     assert row is not None
+    messages = _message_totals(ctx)
     # One pass over summaries: per (kind, depth) groups, totals summed from the groups.
     groups = ctx.query(
         """SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens,
@@ -95,10 +111,10 @@ def global_status(ctx: Context) -> dict[str, Any]:
     return {
         "conversations": {"total": row["conversations"], "active": row["active"]},
         "messages": {
-            "count": row["message_count"],
-            "tokens": row["message_tokens"],
-            "earliestAt": row["message_earliest"],
-            "latestAt": row["message_latest"],
+            "count": messages["n"],
+            "tokens": messages["tokens"],
+            "earliestAt": messages["earliest"],
+            "latestAt": messages["latest"],
         },
         "summaries": {
             "count": sum(g["count"] for g in groups),

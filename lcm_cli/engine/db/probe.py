@@ -15,6 +15,7 @@ class SchemaProbe:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._tables: set[str] | None = None
+        self._indexes: set[str] | None = None
         self._columns: dict[str, set[str]] = {}
 
     @property
@@ -24,6 +25,13 @@ class SchemaProbe:
             rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
             self._tables = {row[0] for row in rows}
         return self._tables
+
+    def has_index(self, index: str) -> bool:
+        """True when an index of that name exists (lcm's own read-path indexes may not)."""
+        if self._indexes is None:
+            rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+            self._indexes = {row[0] for row in rows}
+        return index in self._indexes
 
     def has_table(self, table: str) -> bool:
         """True when ``table`` exists."""
