@@ -14,8 +14,8 @@ import json
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError, invalid_argument
-from lcm_cli.engine.registry import OPERATIONS
-from lcm_cli.engine.request import FIELD_SCHEMAS
+from lcm_cli.engine.registry import OPERATIONS, command_words
+from lcm_cli.engine.request import FIELD_SCHEMAS, option_name
 
 VERSION_FLAGS = ("--version", "-v")
 HELP_FLAGS = ("--help", "-h")
@@ -36,11 +36,6 @@ GLOBAL_OPTIONS: dict[str, bool] = {
 DOOR_COMMANDS: dict[tuple[str, ...], tuple[str, ...]] = {("commands",): ()}
 
 
-def option_name(field: str) -> str:
-    """The CLI spelling of a request field (``include_content`` -> ``--include-content``)."""
-    return "--" + field.replace("_", "-")
-
-
 def is_flag(field: str) -> bool:
     """True for request fields given as bare flags."""
     return FIELD_SCHEMAS.get(field, {}).get("type") == "boolean"
@@ -57,7 +52,7 @@ class CommandShape(NamedTuple):
 def command_table() -> dict[tuple[str, ...], CommandShape]:
     """Every command's words mapped to its shape, from the operation registry."""
     table = {
-        tuple(name.split(".")): CommandShape(name, {option_name(f): f for f in spec.options}, spec.args)
+        command_words(name, spec): CommandShape(name, {option_name(f): f for f in spec.options}, spec.args)
         for name, spec in OPERATIONS.items()
     }
     for words, args in DOOR_COMMANDS.items():

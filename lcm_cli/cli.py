@@ -29,8 +29,8 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
+    from lcm_cli.commands import backup, inventory, migrate, read, root
     from lcm_cli.commands import config as config_cmds
-    from lcm_cli.commands import inventory, read, root
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
     app = typer.Typer(
@@ -46,6 +46,8 @@ def build_app() -> Any:
     app.add_typer(read.messages, name="messages")
     app.add_typer(read.summaries, name="summaries")
     app.add_typer(config_cmds.config, name="config")
+    app.add_typer(backup.backup, name="backup")
+    app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     return app
@@ -100,18 +102,29 @@ def _run(argv: list[str], fallback: Any) -> int:
 def _call(parsed: Parsed, fallback: Any) -> int:
     """Run the parsed command's operation and emit its envelope."""
     from lcm_cli.engine.api import call
+    from lcm_cli.engine.registry import OPERATIONS
 
     assert parsed.command is not None
     fmt = parsed.globals.get("--format", "json")
-    envelope = call(
-        parsed.command.name,
-        parsed.params,
-        args=parsed.args,
-        db=parsed.globals.get("--db"),
-        config=parsed.globals.get("--config"),
-        openclaw_dir=parsed.globals.get("--openclaw-dir"),
-        output_format=fmt,
-    )
+    progress = None
+    if OPERATIONS[parsed.command.name].long_running:
+        from lcm_cli.progress import terminal_progress
+
+        progress = terminal_progress()
+    try:
+        envelope = call(
+            parsed.command.name,
+            parsed.params,
+            args=parsed.args,
+            db=parsed.globals.get("--db"),
+            config=parsed.globals.get("--config"),
+            openclaw_dir=parsed.globals.get("--openclaw-dir"),
+            output_format=fmt,
+            progress=progress,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
     fallback.format = fmt
     fallback.emit(envelope)
     return 0

@@ -1,8 +1,8 @@
 """Error code -> exit status: the one table every door applies.
 
 Exit statuses follow the reference `lcm` contract: 0 success, 1 internal failure,
-2 invalid invocation, 3 something requested was not found, 4 config failures,
-5 database open or query failures.
+2 invalid invocation, 3 something requested was not found, 4 config or backup
+failures, 5 database open, query or lock failures.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ EXIT_STATUS: dict[str, int] = {
     "DATABASE_NOT_FOUND": 3,
     "CONFIG_NOT_FOUND": 3,
     "CONFIG_KEY_NOT_FOUND": 3,
+    "STATE_DIR_NOT_FOUND": 3,
+    "SESSIONS_DIR_NOT_FOUND": 3,
+    "BACKUP_NOT_FOUND": 3,
     "CONFIG_PARSE_FAILED": 4,
     "CONFIG_SHAPE_INVALID": 4,
     "CONFIG_VALIDATION_FAILED": 4,
@@ -28,8 +31,14 @@ EXIT_STATUS: dict[str, int] = {
     "CONFIG_WRITE_FAILED": 4,
     "CONFIG_SCHEMA_NOT_FOUND": 4,
     "CONFIG_SCHEMA_INVALID": 4,
+    "BACKUP_TARGET_EXISTS": 4,
+    "BACKUP_TARGET_UNWRITABLE": 4,
+    "BACKUP_NO_SPACE": 4,
+    "BACKUP_FAILED": 4,
+    "BACKUP_VERIFY_FAILED": 4,
     "DATABASE_OPEN_FAILED": 5,
     "DATABASE_BUSY": 5,
+    "DATABASE_IN_USE": 5,
     "DATABASE_QUERY_FAILED": 5,
     "INTERNAL_ERROR": 1,
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.engine.registry import OPERATIONS
+from lcm_cli.engine.registry import OPERATIONS, command_words
 from lcm_cli.engine.request import FIELD_SCHEMAS
 
 
@@ -51,28 +51,33 @@ def build_inventory(root: Any) -> dict[str, Any]:
     """Every leaf command with its arguments, options, operation name and example."""
     commands: list[dict[str, Any]] = []
 
+    by_words = {command_words(name, spec): name for name, spec in OPERATIONS.items()}
+
+    def describe(command: Any, words: list[str]) -> None:
+        name = by_words.get(tuple(words))
+        params = [p for p in command.params if not getattr(p, "hidden", False)]
+        entry: dict[str, Any] = {
+            "command": " ".join(words),
+            "operation": name,
+            "help": _first_line(command.help),
+            "arguments": [_describe_param(p) for p in params if not p.opts[0].startswith("-")],
+            "options": [_describe_param(p) for p in params if p.opts[0].startswith("-") and p.name != "help"],
+            "example": _example(command.help),
+        }
+        if name is not None:
+            entry["needsSelector"] = OPERATIONS[name].needs_selector
+            entry["readsDatabase"] = OPERATIONS[name].opens_db
+        commands.append(entry)
+
     def walk(group: Any, prefix: list[str]) -> None:
         for name in group.list_commands(None):
             sub = group.commands[name]
             if hasattr(sub, "list_commands"):
+                if getattr(sub, "invoke_without_command", False):
+                    describe(sub, prefix + [name])  # the group runs too (`lcm backup`)
                 walk(sub, prefix + [name])
-                continue
-            key = ".".join(prefix + [name])
-            params = [p for p in sub.params if not getattr(p, "hidden", False)]
-            entry: dict[str, Any] = {
-                "command": " ".join(prefix + [name]),
-                "operation": key if key in OPERATIONS else None,
-                "help": _first_line(sub.help),
-                "arguments": [_describe_param(p) for p in params if not p.opts[0].startswith("-")],
-                "options": [
-                    _describe_param(p) for p in params if p.opts[0].startswith("-") and p.name != "help"
-                ],
-                "example": _example(sub.help),
-            }
-            if entry["operation"]:
-                entry["needsSelector"] = OPERATIONS[key].needs_selector
-                entry["readsDatabase"] = OPERATIONS[key].opens_db
-            commands.append(entry)
+            else:
+                describe(sub, prefix + [name])
 
     walk(root, [])
     global_options = [

@@ -8,6 +8,7 @@ import typer.main
 
 from lcm_cli.argv import GLOBAL_OPTIONS, command_table, is_flag
 from lcm_cli.cli import build_app
+from lcm_cli.engine.request import FIELD_SCHEMAS
 
 
 def typer_leaves() -> dict[tuple[str, ...], Any]:
@@ -16,6 +17,8 @@ def typer_leaves() -> dict[tuple[str, ...], Any]:
     def walk(group: Any, prefix: tuple[str, ...]) -> None:
         for name, sub in group.commands.items():
             if hasattr(sub, "list_commands"):
+                if getattr(sub, "invoke_without_command", False):
+                    leaves[prefix + (name,)] = sub  # the group itself runs (`lcm backup`)
                 walk(sub, prefix + (name,))
             else:
                 leaves[prefix + (name,)] = sub
@@ -38,7 +41,8 @@ def test_options_flags_and_arguments_agree() -> None:
             field = shape.options[name]
             assert param.name == field, (path, name)
             assert bool(getattr(param, "is_flag", False)) == is_flag(field), (path, name)
-            assert bool(getattr(param, "multiple", False)) == (field == "role"), (path, name)
+            is_array = FIELD_SCHEMAS[field].get("type") == "array"
+            assert bool(getattr(param, "multiple", False)) == is_array, (path, name)
         arguments = [p.name for p in command.params if not p.opts[0].startswith("-")]
         assert tuple(arguments) == shape.args, path
 

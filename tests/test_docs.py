@@ -49,7 +49,12 @@ def _is_group(command: Any) -> bool:
     return hasattr(command, "list_commands")
 
 
-LEAVES = [p for p in PATHS if not _is_group(_command(p))]
+def _runs(command: Any) -> bool:
+    """True for a command that does something itself (a leaf, or a group like `lcm backup`)."""
+    return not _is_group(command) or bool(getattr(command, "invoke_without_command", False))
+
+
+LEAVES = [p for p in PATHS if _runs(_command(p))]
 
 
 def _title(path: tuple[str, ...]) -> str:
@@ -250,11 +255,13 @@ def parse_command_line(tokens: list[str], *, naming: bool = False) -> tuple[tupl
             break
     rest = words[len(path) :]
     wants_help = any(name in HELP_OPTIONS for name in options)
-    if _is_group(command):
+    if _is_group(command) and not _runs(command):
         if rest:
             problems.append(f"`{line}`: `{_title(path)}` has no command {rest[0]!r}")
         elif path and not wants_help:
             problems.append(f"`{line}`: `{_title(path)}` needs a subcommand")
+    elif _is_group(command) and rest:
+        problems.append(f"`{line}`: `{_title(path)}` has no command {rest[0]!r}")
     else:
         arguments = [p for p in command.params if not getattr(p, "opts", ["-"])[0].startswith("-")]
         if len(rest) != len(arguments) and not (wants_help or naming):

@@ -7,7 +7,7 @@ Every other door (typer commands, later ``lcm hook`` and ``lcm serve``) goes thr
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lcm_cli.engine.context import Context
@@ -27,6 +27,7 @@ def call(
     env: Mapping[str, str] | None = None,
     output_format: str | None = None,
     now_ms: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
 
@@ -45,6 +46,7 @@ def call(
         now_ms=now_ms,
     )
     ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+    ctx.progress = progress
     try:
         if spec.resolves_paths:
             ctx.resolve_paths(read_config=name != "config.set")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lcm_cli.engine import paths as path_rules
@@ -36,6 +36,8 @@ class Context:
         self._conn: sqlite3.Connection | None = None
         self._probe: SchemaProbe | None = None
         self.timeout_ms = busy_timeout_ms(dict(self.env))
+        # Long operations report (stage, done, total) here; a door may show a progress bar.
+        self.progress: Callable[[str, int, int], None] | None = None
 
     def resolve_paths(self, *, read_config: bool = True) -> None:
         """Resolve state dir and config path, read the config, then the database path.
@@ -103,6 +105,11 @@ class Context:
         """The first row of a read query, or None."""
         rows = self.query(sql, params)
         return rows[0] if rows else None
+
+    def report_progress(self, stage: str, done: int, total: int) -> None:
+        """Tell the door how far a long operation has come (no-op without a listener)."""
+        if self.progress is not None:
+            self.progress(stage, done, total)
 
     def close(self) -> None:
         """Close the database handle if it was opened."""

@@ -23,6 +23,13 @@ class OpSpec(NamedTuple):
     needs_selector: bool = False
     opens_db: bool = True
     resolves_paths: bool = True
+    words: tuple[str, ...] = ()  # CLI words when not the dotted name (`lcm backup` = backup.create)
+    long_running: bool = False  # shows a progress bar on a terminal
+
+
+def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
+    """The CLI words that run an operation."""
+    return spec.words or tuple(name.split("."))
 
 
 _TIME = ("after", "before", "between", "recency")
@@ -47,6 +54,18 @@ OPERATIONS: dict[str, OpSpec] = {
     "config.get": OpSpec("lcm_cli.engine.config_ops", args=("path",), opens_db=False),
     "config.set": OpSpec("lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False),
     "doctor": OpSpec("lcm_cli.engine.config_ops", opens_db=False, resolves_paths=False),
+    "migrate.sessions": OpSpec(
+        "lcm_cli.migrate.importer",
+        ("file", "sessions_dir", "since", "max_files", "apply", "verify", "json"),
+        words=("migrate-sessions",),
+        long_running=True,
+    ),
+    "backup.create": OpSpec(
+        "lcm_cli.engine.backup_ops", ("out", "quick", "keep"), words=("backup",), long_running=True
+    ),
+    "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
+    "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
+    "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",)),
 }
 
 

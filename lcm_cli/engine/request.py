@@ -20,22 +20,15 @@ FORMATS = ("json", "table", "tsv")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
-# Request field -> the CLI option that carries it (for messages and unsupported-option errors).
-OPTION_NAMES: dict[str, str] = {
-    "conversation_id": "--conversation-id",
-    "session_key": "--session-key",
-    "after": "--after",
-    "before": "--before",
-    "between": "--between",
-    "recency": "--recency",
-    "limit": "--limit",
-    "cursor": "--cursor",
-    "role": "--role",
-    "include_content": "--include-content",
-    "depth": "--depth",
-    "kind": "--kind",
-    "count": "--count",
-}
+# Fields whose CLI option is not simply ``--`` + the field name with dashes.
+OPTION_OVERRIDES: dict[str, str] = {"max_files": "--limit"}
+
+
+def option_name(field: str) -> str:
+    """The CLI option that carries a request field (``include_content`` -> ``--include-content``)."""
+    return OPTION_OVERRIDES.get(field) or "--" + field.replace("_", "-")
+
+
 # JSON Schema of each request field: what `lcm commands` (and later `lcm hook --list`) shows.
 _ISO = {"type": "string", "format": "date-time", "description": "ISO-8601 with a zone"}
 FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -52,7 +45,42 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "depth": {"type": "integer", "minimum": 0},
     "kind": {"enum": list(KINDS)},
     "count": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+    # migrate-sessions
+    "file": {"type": "array", "items": {"type": "string"}},
+    "sessions_dir": {"type": "array", "items": {"type": "string"}},
+    "since": {"type": "string", "description": "ISO-8601 timestamp or YYYY-MM-DD (UTC)"},
+    "max_files": {"type": "integer", "minimum": 0},
+    "apply": {"type": "boolean", "default": False},
+    "verify": {"type": "boolean", "default": False},
+    "json": {
+        "type": "boolean",
+        "default": False,
+        "description": "accepted for compatibility; JSON is the default",
+    },
+    # backup
+    "out": {"type": "string"},
+    "quick": {"type": "boolean", "default": False},
+    "keep": {"type": "integer", "minimum": 1},
+    "force": {"type": "boolean", "default": False},
 }
+# The fields validated in the reference's order below; any other field is checked by its schema.
+_ORDERED_FIELDS = frozenset(
+    (
+        "conversation_id",
+        "session_key",
+        "role",
+        "kind",
+        "after",
+        "before",
+        "between",
+        "recency",
+        "limit",
+        "depth",
+        "count",
+        "cursor",
+        "include_content",
+    )
+)
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -79,6 +107,7 @@ class Request(NamedTuple):
     depth: int | None = None
     kind: str | None = None
     tail_count: int | None = None  # `count` would shadow tuple.count
+    extra: dict[str, Any] | None = None  # fields outside the read commands' ordered set
     args: tuple[str, ...] = ()
 
 
@@ -124,7 +153,7 @@ def validate_request(
     """Check ``raw`` against what ``command`` accepts and return a :class:`Request`."""
     for name, value in raw.items():
         if name not in options and _supplied(value):
-            option = OPTION_NAMES.get(name, name)
+            option = option_name(name)
             raise invalid_argument(
                 f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`.",
                 {"option": option, "command": command},
@@ -182,6 +211,7 @@ def validate_request(
     count_raw = raw.get("count")
     count = None if count_raw is None else _integer("--count", count_raw, low=1, high=MAX_LIMIT)
 
+    extra = {name: _by_schema(name, value) for name, value in raw.items() if name not in _ORDERED_FIELDS}
     cursor = raw.get("cursor")
     return Request(
         selector=selector,
@@ -194,4 +224,28 @@ def validate_request(
         kind=kind,
         tail_count=count,
         args=args,
+        extra=extra,
     )
+
+
+def _by_schema(field: str, value: Any) -> Any:
+    """Check one non-ordered field against its schema; None (absent) passes through."""
+    schema = FIELD_SCHEMAS.get(field, {})
+    kind = schema.get("type")
+    option = option_name(field)
+    if value is None:
+        return None
+    if kind == "integer":
+        return _integer(option, value, low=schema.get("minimum", 0), high=schema.get("maximum"))
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise invalid_argument(f"{option} is a flag: true or false.", {"value": value})
+        return value
+    if kind == "array":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+            raise invalid_argument(f"{option} takes text values.", {"value": value})
+        return list(items)
+    if not isinstance(value, str):
+        raise invalid_argument(f"{option} takes a text value.", {"value": value})
+    return value

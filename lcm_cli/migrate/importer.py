@@ -1,0 +1,462 @@
+"""`lcm migrate-sessions`: backfill OpenClaw session transcripts into lcm.db, exactly once.
+
+Three modes over the same discovery: a dry run (default, read-only: what each file would
+add), ``--apply`` (back up, then one transaction per file) and ``--verify`` (read-only:
+is every transcript entry in the database?). Rows are written as lossless-claw's own
+importer writes them (compat/migrate-sessions.md): the conversation is the newest active
+one for the session id or a new one, entries already present (by transcript entry id) or
+adoptable (an unstamped row with the same role, content and identity hash) are skipped,
+new messages get the next seq and context ordinals, and the bootstrap checkpoint is
+upserted. We improve on it by setting ``session_key`` from the agent's sessions.json,
+reporting every skipped line, and streaming each file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections import Counter
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+from lcm_cli.engine.timefilter import parse_iso_timestamp
+from lcm_cli.migrate.discovery import discover_files, session_keys
+
+IMPORTED_TITLE = "Imported OpenClaw session "
+INSERT_BATCH = 500
+MAX_LISTED_LINES = 100  # skipped lines listed per file; every one is counted
+MAX_LISTED_MISSING = 100
+
+
+def parse_since(text: str) -> int:
+    """``--since``: an ISO-8601 timestamp (a missing zone means UTC) or a date, as epoch ms."""
+    value = text.strip()
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        value += "T00:00:00Z"
+    elif re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+", value):
+        value += "Z"
+    parsed = parse_iso_timestamp(value)
+    if parsed is None:
+        raise invalid_argument(
+            f"Invalid --since value {text!r}: expected a date (2026-05-01) or an ISO-8601 "
+            "timestamp (2026-05-01T12:00:00Z).",
+            {"value": text},
+        )
+    return parsed
+
+
+@operation(
+    "migrate.sessions", summary="Backfill OpenClaw session transcripts into lcm.db (dry run by default)."
+)
+def migrate_sessions(ctx: Context, req: Request) -> Result:
+    """Discover transcripts, then dry-run, verify or apply them."""
+    extra = req.extra or {}
+    apply, verify = bool(extra.get("apply")), bool(extra.get("verify"))
+    if apply and verify:
+        raise invalid_argument("--verify only reads; run it without --apply (or run --apply first).")
+    files_given = extra.get("file") or []
+    dirs_given = extra.get("sessions_dir") or []
+    if not files_given and not dirs_given and not os.path.isdir(ctx.state_dir):
+        raise LcmError(
+            "STATE_DIR_NOT_FOUND",
+            f"OpenClaw state dir {ctx.state_dir} does not exist. Pass --openclaw-dir, or name "
+            "transcripts with --file / --sessions-dir.",
+            {"stateDir": ctx.state_dir},
+        )
+    for directory in dirs_given:
+        if not os.path.isdir(directory):
+            raise LcmError(
+                "SESSIONS_DIR_NOT_FOUND",
+                f"--sessions-dir {directory} is not a directory.",
+                {"sessionsDir": os.path.abspath(directory)},
+            )
+    since = extra.get("since")
+    files = discover_files(
+        ctx.state_dir,
+        files_given,
+        dirs_given,
+        since_ms=parse_since(since) if since else None,
+        limit=extra.get("max_files"),
+    )
+    keys = session_keys(ctx.state_dir, dirs_given)
+    mode = "apply" if apply else "verify" if verify else "dry-run"
+    backup_path = None
+    if apply:
+        reports, backup_path = _apply(ctx, files, keys)
+    else:
+        reports = _read_only(ctx, files, keys, verify=verify)
+    by_status = Counter(r["status"] for r in reports)
+    data: dict[str, Any] = {
+        "mode": mode,
+        "apply": apply,
+        "dbPath": ctx.database_path,
+        "stateDir": ctx.state_dir,
+        "backupPath": backup_path,
+        "scannedFiles": len(reports),
+        "importedFiles": by_status["imported"],
+        "skippedFiles": by_status["skipped"] + by_status["up-to-date"],
+        "errorFiles": by_status["error"],
+        "importedMessages": sum(r["importedMessages"] for r in reports),
+        "skippedLines": sum(r["skippedLines"]["count"] for r in reports),
+    }
+    if verify:
+        data["completeFiles"] = by_status["complete"]
+        data["incompleteFiles"] = by_status["incomplete"]
+    data["files"] = reports
+    return Result(data)
+
+
+# --- per-file reports -----------------------------------------------------------------
+
+
+def _report(path: str) -> dict[str, Any]:
+    return {
+        "file": path,
+        "status": "error",
+        "sessionId": None,
+        "sessionKey": None,
+        "conversationId": None,
+        "conversation": None,
+        "candidateMessages": 0,
+        "importedMessages": 0,
+        "skippedMessages": 0,
+        "parts": 0,
+        "bytes": 0,
+        "skippedLines": {"count": 0, "byReason": {}, "lines": []},
+        "warnings": [],
+    }
+
+
+def _note_skipped_lines(report: dict[str, Any], skipped: list[Any]) -> None:
+    report["skippedLines"] = {
+        "count": len(skipped),
+        "byReason": dict(sorted(Counter(s.reason for s in skipped).items())),
+        "lines": [{"line": s.line, "reason": s.reason} for s in skipped[:MAX_LISTED_LINES]],
+    }
+
+
+def _fail(report: dict[str, Any], reason: str, error: str) -> dict[str, Any]:
+    report["status"] = "error"
+    report["reason"] = reason
+    report["error"] = error
+    return report
+
+
+def _scan(path: str, report: dict[str, Any], keys: dict[str, str]) -> Any:
+    """Scan one transcript into ``report``; None when the file cannot be read."""
+    from lcm_cli.migrate.transcript import scan_transcript
+
+    try:
+        transcript = scan_transcript(path)
+    except LcmError as exc:
+        _fail(report, "unreadable-file", exc.message)
+        return None
+    report["sessionId"] = transcript.session_id
+    report["sessionKey"] = keys.get(transcript.session_id)
+    report["candidateMessages"] = transcript.candidate_count
+    _note_skipped_lines(report, list(transcript.skipped))
+    return transcript
+
+
+# --- read-only modes: dry run and verify ----------------------------------------------
+
+
+def _read_only(ctx: Context, files: list[str], keys: dict[str, str], *, verify: bool) -> list[dict[str, Any]]:
+    conn = ctx.db if os.path.exists(ctx.database_path) else None
+    reports = []
+    for index, path in enumerate(files):
+        ctx.report_progress("verifying" if verify else "scanning", index, len(files))
+        report = _report(path)
+        transcript = _scan(path, report, keys)
+        if transcript is not None:
+            if verify:
+                _verify_file(conn, transcript, report)
+            else:
+                _dry_run_file(conn, transcript, report)
+        reports.append(report)
+    ctx.report_progress("done", len(files), len(files))
+    return reports
+
+
+def _conversation_for(conn: sqlite3.Connection | None, session_id: str) -> Any:
+    if conn is None:
+        return None
+    return conn.execute(
+        """SELECT conversation_id, session_key,
+                  (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS n
+           FROM conversations c WHERE session_id = ? AND active = 1
+           ORDER BY julianday(created_at) DESC, conversation_id DESC LIMIT 1""",
+        (session_id,),
+    ).fetchone()
+
+
+def _present_entry_ids(conn: sqlite3.Connection, conversation_ids: list[int]) -> set[str]:
+    if not conversation_ids:
+        return set()
+    marks = ",".join("?" for _ in conversation_ids)
+    rows = conn.execute(
+        f"""SELECT transcript_entry_id FROM messages
+            WHERE conversation_id IN ({marks}) AND transcript_entry_id IS NOT NULL""",
+        conversation_ids,
+    )
+    return {row[0] for row in rows}
+
+
+def _dry_run_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[str, Any]) -> None:
+    row = _conversation_for(conn, transcript.session_id)
+    existing = row[2] if row else 0
+    report["conversationId"] = row[0] if row else None
+    report["conversation"] = "existing" if row else "new"
+    present = _present_entry_ids(conn, [row[0]]) if (conn is not None and row) else set()
+    would, parts, size = 0, 0, 0
+    for message in transcript.iter_messages():
+        if message.entry_id is not None and message.entry_id in present:
+            continue
+        if message.entry_id is None and existing > 0:
+            continue
+        would += 1
+        parts += len(message.parts)
+        size += message.byte_size
+    if transcript.candidate_count == 0:
+        report.update(status="skipped", reason="no-persistable-messages")
+        report["warnings"].append("no importable messages in this file")
+    elif existing > 0 and not transcript.all_ids:
+        report.update(status="skipped", reason="existing-conversation-without-transcript-entry-ids")
+        report["skippedMessages"] = transcript.candidate_count
+    else:
+        report["status"] = "would-import" if would else "up-to-date"
+    report["wouldImportMessages"] = would
+    report["skippedMessages"] = report["skippedMessages"] or transcript.candidate_count - would
+    report["parts"] = parts
+    report["bytes"] = size
+
+
+def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[str, Any]) -> None:
+    ids = []
+    if conn is not None:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT conversation_id FROM conversations WHERE session_id = ?", (transcript.session_id,)
+            )
+        ]
+    present = _present_entry_ids(conn, ids) if conn is not None else set()
+    missing: list[dict[str, Any]] = []
+    without_id = 0
+    checked = 0
+    for message in transcript.iter_messages():
+        if message.entry_id is None:
+            without_id += 1
+            continue
+        checked += 1
+        if message.entry_id not in present:
+            missing.append({"entryId": message.entry_id, "line": message.line})
+    report["conversationId"] = ids[0] if len(ids) == 1 else (ids or None)
+    report["status"] = "complete" if not missing and not without_id else "incomplete"
+    report["verifiedEntries"] = checked
+    report["missingEntries"] = len(missing)
+    report["missing"] = missing[:MAX_LISTED_MISSING]
+    report["entriesWithoutId"] = without_id
+
+
+# --- apply ------------------------------------------------------------------------------
+
+
+def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
+    from lcm_cli.engine.store import Store
+
+    backup_path = None
+    if files and os.path.exists(ctx.database_path):
+        from lcm_cli.engine.backup import create_backup
+        from lcm_cli.engine.config_file import backup_stamp
+
+        # The reference importer's name, through lcm backup's online copy and checks.
+        out = f"{ctx.database_path}.migrate-sessions-{backup_stamp()}.bak"
+        backup_path = create_backup(ctx.database_path, out=out)["backupPath"]
+    reports: list[dict[str, Any]] = []
+    if not files:
+        return reports, backup_path
+    try:
+        store = Store.open(ctx.database_path)
+    except (OSError, sqlite3.Error) as exc:
+        raise LcmError(
+            "DATABASE_OPEN_FAILED",
+            f"Cannot open {ctx.database_path} for writing ({exc}). Check that the directory is "
+            "writable and the file is an SQLite database.",
+            {"databasePath": ctx.database_path},
+        ) from None
+    try:
+        for index, path in enumerate(files):
+            ctx.report_progress("importing", index, len(files))
+            report = _report(path)
+            transcript = _scan(path, report, keys)
+            if transcript is not None:
+                try:
+                    with store.transaction():
+                        _import_file(store, transcript, report)
+                except (sqlite3.Error, OSError, LcmError) as exc:
+                    # The transaction rolled back: this file is untouched; report and go on.
+                    for key in ("importedMessages", "parts", "bytes"):
+                        report[key] = 0
+                    _fail(report, "import-failed", getattr(exc, "message", None) or str(exc))
+            reports.append(report)
+        ctx.report_progress("done", len(files), len(files))
+    finally:
+        store.close()
+    return reports, backup_path
+
+
+def _key_is_free(conn: sqlite3.Connection, key: str, conversation_id: int | None) -> bool:
+    """True when no other ACTIVE conversation holds ``key`` (it is unique among active rows)."""
+    row = conn.execute(
+        "SELECT conversation_id FROM conversations WHERE session_key = ? AND active = 1 AND conversation_id IS NOT ?",
+        (key, conversation_id),
+    ).fetchone()
+    return row is None
+
+
+def _import_file(store: Any, transcript: Any, report: dict[str, Any]) -> None:
+    """Import one transcript inside the caller's transaction (all or nothing)."""
+    conn = store.conn
+    session_id = transcript.session_id
+    key = report["sessionKey"]
+    row = _conversation_for(conn, session_id)
+    if row is None:
+        usable_key = key if key and _key_is_free(conn, key, None) else None
+        conversation_id = store.create_conversation(
+            session_id, session_key=usable_key, title=IMPORTED_TITLE + session_id
+        )
+        existing = 0
+        report["conversation"] = "new"
+    else:
+        conversation_id, current_key, existing = row
+        usable_key = current_key
+        if current_key is None and key and _key_is_free(conn, key, conversation_id):
+            conn.execute(
+                "UPDATE conversations SET session_key = ? WHERE conversation_id = ?", (key, conversation_id)
+            )
+            usable_key = key
+        report["conversation"] = "existing"
+    if key and usable_key != key:
+        report["warnings"].append(f"session key {key} is held by another active conversation; left unset")
+    report["conversationId"] = conversation_id
+    report["sessionKey"] = usable_key
+
+    if transcript.candidate_count == 0:
+        report.update(status="skipped", reason="no-persistable-messages")
+        report["warnings"].append("no importable messages in this file")
+        return
+    if existing > 0 and not transcript.all_ids:
+        report.update(status="skipped", reason="existing-conversation-without-transcript-entry-ids")
+        report["skippedMessages"] = transcript.candidate_count
+        report["warnings"].append(
+            "the conversation already has messages and this transcript has no entry ids"
+        )
+        return
+
+    present = _present_entry_ids(conn, [conversation_id]) if existing else set()
+    seen: set[str] = set()
+    batch: list[dict[str, Any]] = []
+    last = None
+    imported = skipped = parts = size = 0
+    for message in transcript.iter_messages():
+        last = message
+        entry_id = message.entry_id
+        if entry_id is not None:
+            if entry_id in present:
+                skipped += 1
+                continue
+            if entry_id in seen:
+                skipped += 1
+                report["warnings"].append(
+                    f"duplicate entry id {entry_id} at line {message.line}; kept the first"
+                )
+                continue
+            seen.add(entry_id)
+            if existing and _adopt(conn, conversation_id, message):
+                skipped += 1
+                continue
+        batch.append(
+            {
+                "role": message.role,
+                "content": message.content,
+                "token_count": message.token_count,
+                "created_at": message.created_at,
+                "identity_hash": message.identity_hash,
+                "transcript_entry_id": entry_id,
+                "sender_metadata": message.sender_metadata,
+                "parts": message.parts,
+            }
+        )
+        imported += 1
+        parts += len(message.parts)
+        size += message.byte_size
+        if len(batch) >= INSERT_BATCH:
+            store.add_messages(conversation_id, batch)
+            batch = []
+    if batch:
+        store.add_messages(conversation_id, batch)
+    conn.execute(
+        """UPDATE conversations SET bootstrapped_at = COALESCE(bootstrapped_at, datetime('now')),
+           updated_at = datetime('now') WHERE conversation_id = ?""",
+        (conversation_id,),
+    )
+    _checkpoint(store, conversation_id, transcript, last)
+    report.update(
+        status="imported" if imported else "up-to-date",
+        importedMessages=imported,
+        skippedMessages=skipped,
+        parts=parts,
+        bytes=size,
+    )
+
+
+def _adopt(conn: sqlite3.Connection, conversation_id: int, message: Any) -> bool:
+    """Stamp the entry id on the earliest unstamped identical row (one the live plugin wrote)."""
+    row = conn.execute(
+        """SELECT message_id, openclaw_sender_metadata FROM messages
+           WHERE conversation_id = ? AND transcript_entry_id IS NULL AND role = ?
+             AND identity_hash = ? AND content = ?
+           ORDER BY seq LIMIT 1""",
+        (conversation_id, message.role, message.identity_hash, message.content),
+    ).fetchone()
+    if row is None:
+        return False
+    sender = row[1]
+    if message.role == "user" and sender is None:
+        sender = message.sender_metadata
+    conn.execute(
+        "UPDATE messages SET transcript_entry_id = ?, openclaw_sender_metadata = ? WHERE message_id = ?",
+        (message.entry_id, sender, row[0]),
+    )
+    return True
+
+
+def _checkpoint(store: Any, conversation_id: int, transcript: Any, last: Any) -> None:
+    """Upsert the bootstrap frontier the live plugin resumes from."""
+    previous = store.conn.execute(
+        """SELECT session_file_path, session_header_id, fork_bounded, fork_source_message_count
+           FROM conversation_bootstrap_state WHERE conversation_id = ?""",
+        (conversation_id,),
+    ).fetchone()
+    path = os.path.abspath(transcript.path)
+    if previous is not None and previous[0] == path:
+        fork_bounded, fork_count = bool(previous[2]), previous[3]
+    else:
+        fork_bounded, fork_count = False, transcript.candidate_count if previous is None else 0
+    store.upsert_bootstrap_state(
+        conversation_id,
+        path,
+        last_seen_size=transcript.size_bytes,
+        last_seen_mtime_ms=transcript.mtime_ms,
+        last_processed_offset=transcript.size_bytes,
+        last_processed_entry_hash=last.entry_hash if last is not None else None,
+        session_header_id=transcript.header_id or (previous[1] if previous is not None else None),
+        last_processed_entry_id=last.entry_id if last is not None else None,
+        fork_bounded=fork_bounded,
+        fork_source_message_count=fork_count,
+    )
