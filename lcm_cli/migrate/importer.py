@@ -173,10 +173,13 @@ def _read_only(ctx: Context, files: list[str], keys: dict[str, str], *, verify: 
         report = _report(path)
         transcript = _scan(path, report, keys)
         if transcript is not None:
-            if verify:
-                _verify_file(conn, transcript, report)
-            else:
-                _dry_run_file(conn, transcript, report)
+            try:
+                if verify:
+                    _verify_file(conn, transcript, report)
+                else:
+                    _dry_run_file(conn, transcript, report)
+            except LcmError as exc:  # e.g. the file was rewritten while we read it
+                _fail(report, "read-failed", exc.message)
         reports.append(report)
     ctx.report_progress("done", len(files), len(files))
     return reports
