@@ -374,3 +374,56 @@ def test_killed_importer_leaves_whole_files_and_a_rerun_completes(tmp_path: Path
     verified = lcm_process("--openclaw-dir", str(root), "migrate-sessions", "--verify").json["data"]
     assert verified["completeFiles"] == 12
     assert rows(db, "SELECT COUNT(*) FROM messages")[0][0] == sum(expected.values())
+
+
+def test_disk_full_midway_rolls_back_that_file_and_keeps_the_rest(tmp_path: Path) -> None:
+    """A file-size limit stands in for a full disk: SQLite's writes fail part-way."""
+    root = tmp_path / "state"
+    sessions = root / "agents" / "main" / "sessions"
+    write_transcript(sessions / "a-small.jsonl", session_id="a-small", messages=5, seed=1)
+    write_transcript(sessions / "b-large.jsonl", session_id="b-large", messages=3000, seed=2)
+    db = root / "lcm.db"
+    Store.open(db).close()  # the schema exists, so only the import itself needs space
+    limit = db.stat().st_size + 400_000
+
+    def limit_file_size() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # turn the signal into EFBIG errors
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    exe = Path(sys.executable).with_name("lcm")
+    result = subprocess.run(
+        [
+            str(exe),
+            "--openclaw-dir",
+            str(root),
+            "--db",
+            str(db),
+            "migrate-sessions",
+            "--apply",
+            "--limit",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit_file_size,
+        timeout=120,
+    )
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        counts = dict(
+            conn.execute(
+                "SELECT c.session_id, COUNT(m.message_id) FROM conversations c LEFT JOIN messages m USING (conversation_id) GROUP BY c.conversation_id"
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+    assert counts.get("b-large", 0) == 0  # rolled back whole
+    if result.returncode == 0:  # the run reported the failure per file
+        files = {Path(f["file"]).stem: f for f in json.loads(result.stdout)["data"]["files"]}
+        assert files["b-large"]["status"] == "error" and files["b-large"]["reason"] == "import-failed"
+        assert counts.get("a-small") == files["a-small"]["importedMessages"] > 0
+    else:  # or the backup/open step refused before writing anything
+        assert json.loads(result.stderr)["ok"] is False

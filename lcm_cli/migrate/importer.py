@@ -305,7 +305,12 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
                     # The transaction rolled back: this file is untouched; report and go on.
                     for key in ("importedMessages", "parts", "bytes"):
                         report[key] = 0
-                    _fail(report, "import-failed", getattr(exc, "message", None) or str(exc))
+                    message = getattr(exc, "message", None) or str(exc)
+                    if isinstance(exc, (sqlite3.OperationalError, OSError)) and (
+                        "disk" in message or "full" in message or "space" in message
+                    ):
+                        message += "; nothing of this file was kept. Free disk space and run --apply again"
+                    _fail(report, "import-failed", message)
             reports.append(report)
         ctx.report_progress("done", len(files), len(files))
     finally:
