@@ -28,6 +28,7 @@ from lcm_cli.migrate.discovery import discover_files, session_keys
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
+IMPORT_CACHE_KIB = 2048
 MAX_LISTED_LINES = 100  # skipped lines listed per file; every one is counted
 MAX_LISTED_MISSING = 100
 
@@ -292,6 +293,9 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
             "writable and the file is an SQLite database.",
             {"databasePath": ctx.database_path},
         ) from None
+    # A bounded page cache keeps peak memory flat however large the transcripts are
+    # (the writer default of 64 MiB would fill up with one big file's pages).
+    store.conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
     try:
         for index, path in enumerate(files):
             ctx.report_progress("importing", index, len(files))

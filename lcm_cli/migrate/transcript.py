@@ -15,6 +15,8 @@ Reading is streaming and two-pass so memory stays flat whatever the file size:
    messages in file order) and explains every line that will not be imported.
 2. :meth:`Transcript.iter_messages` re-reads only the chosen lines, one at a time, and
    turns each into a :class:`TranscriptMessage` ready for ``Store.add_messages``.
+   :meth:`Transcript.iter_candidates` gives what a dry run or a check needs (entry id,
+   line, size, part count of each) from the scan alone, without that second pass.
 
 Bad content never raises: it is reported in :attr:`Transcript.skipped` with its line
 number and a stable reason. Only a file that cannot be read raises ``LcmError``.
@@ -64,7 +66,7 @@ import stat
 import time
 import unicodedata
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import IO, Any, NamedTuple
 
@@ -120,6 +122,21 @@ class TranscriptMessage(NamedTuple):
         }
 
 
+class Candidate(NamedTuple):
+    """A message the import would write, as the scan knows it (nothing is re-read).
+
+    ``position`` is its place in import order (0 .. ``candidate_count`` - 1); ``entry_id``,
+    ``line`` and ``byte_size`` are those of its :class:`TranscriptMessage`, and ``parts``
+    is ``len(message.parts)``.
+    """
+
+    position: int
+    entry_id: str | None
+    line: int
+    byte_size: int
+    parts: int
+
+
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
 STRUCTURAL_ENTRY_TYPES = frozenset(
     {
@@ -154,7 +171,8 @@ def _trim_start(text: str) -> str:
 
 
 def _is_blank(text: str) -> bool:
-    return not text.strip(_JS_SPACE)
+    # A first or last character that is not a space settles it without copying the text.
+    return not text or (text[0] in _JS_SPACE and text[-1] in _JS_SPACE and not text.strip(_JS_SPACE))
 
 
 class _JsNumber:
@@ -162,14 +180,21 @@ class _JsNumber:
 
     Only tiny non-integral values (below 1e-4, which JavaScript writes positionally
     down to 1e-6 and with a one-digit exponent below) and overflowing literals
-    (Infinity, which JSON.stringify writes as null) need it.
+    (Infinity, which JSON.stringify writes as null) need it. The spelling is worked out
+    when first needed: most such numbers (token costs in usage records) never are.
     """
 
-    __slots__ = ("text", "value")
+    __slots__ = ("_text", "value")
 
     def __init__(self, value: float) -> None:
         self.value = value
-        self.text = _js_number_text(value)
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = _js_number_text(self.value)
+        return self._text
 
 
 def _js_number_text(value: float) -> str:
@@ -230,7 +255,8 @@ _MAX_ARRAY_INDEX = 4294967294
 
 def _is_array_index(key: str) -> bool:
     return (
-        key.isascii()
+        key[:1].isdigit()  # rules out almost every key at once
+        and key.isascii()
         and key.isdigit()
         and (key == "0" or key[0] != "0")
         and len(key) <= 10
@@ -249,7 +275,10 @@ def _js_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _js_ordered(items: Any) -> dict[str, Any]:
     entries = list(items)
-    index = sorted((e for e in entries if _is_array_index(e[0])), key=lambda e: int(e[0]))
+    index = [e for e in entries if _is_array_index(e[0])]
+    if not index:
+        return dict(entries)
+    index.sort(key=lambda e: int(e[0]))
     rest = [e for e in entries if not _is_array_index(e[0])]
     return dict(index + rest)
 
@@ -271,30 +300,37 @@ def _decoder(ordered: bool, big_ints: bool) -> json.JSONDecoder:
     return found
 
 
-# A quick look at the raw text decides whether the slower JavaScript-faithful decoding
-# paths are needed: integer-like object keys, or integers too long for a double.
-_SPECIAL_TEXT = re.compile(r'"(?:0|[1-9][0-9]{0,9})"[ \t\n\r]*:|[0-9]{16}')
-_INDEX_KEY_TEXT = re.compile(r'"(?:0|[1-9][0-9]{0,9})"[ \t\n\r]*:')
-_LONG_DIGITS_TEXT = re.compile(r"[0-9]{16}")
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _js_parse(text: str) -> Any:
-    """``JSON.parse(text)``: raises ValueError (or RecursionError) when it would throw."""
-    if _SPECIAL_TEXT.search(text) is None:
-        return _decoder(False, False).decode(text)
-    ordered = _INDEX_KEY_TEXT.search(text) is not None
-    big = _LONG_DIGITS_TEXT.search(text) is not None
+    """``JSON.parse(text)``: raises ValueError (or RecursionError) when it would throw.
+
+    A quick look at the text decides whether the slower JavaScript-faithful decoding
+    paths are needed: integer-like object keys, or integers too long for a double.
+    With every digit mapped to 0, a key ending in a digit and followed by its colon
+    (or by whitespace) and a run of 16 digits are fixed substrings. The test may pick
+    a slower path without need (same result), never the fast path wrongly.
+    """
+    folded = text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO)
+    ordered = (
+        b'0":' in folded or b'0" ' in folded or b'0"\n' in folded or b'0"\r' in folded or b'0"\t' in folded
+    )
+    big = b"0000000000000000" in folded
     return _decoder(ordered, big).decode(text)
 
 
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
 # The first pass only needs validity and structure, not how numbers print or keys
 # order, so it uses the plain (fastest) decoder; only NaN/Infinity must still fail.
 _SHAPE_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# JSONDecoder.decode without its wrapper (two regex matches and two Python frames per
+# call): the C scanner itself, for text that is already trimmed.
+_Scanner = Callable[[str, int], tuple[Any, int]]
+_SHAPE_SCAN: _Scanner = _SHAPE_DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _js_parse_line(data: bytes, text: str) -> Any:
-    """:func:`_js_parse` for a transcript line, deciding the decoding path from its bytes.
+    """:func:`_js_parse` for a trimmed transcript line, deciding the decoding path from its bytes.
 
     Mapping every digit to 0 turns both rare cases into fixed substrings, which is far
     cheaper than a regex over every line: an integer-like key (``"12":``) and a run
@@ -303,7 +339,15 @@ def _js_parse_line(data: bytes, text: str) -> Any:
     folded = data.translate(_DIGITS_TO_ZERO)
     ordered = b'0":' in folded
     big = b"0000000000000000" in folded
-    return _decoder(ordered, big).decode(text)
+    # JSONDecoder.decode without its wrapper: the text is trimmed (no JSON whitespace at
+    # either end), so the value must end exactly at its end.
+    try:
+        value, end = _decoder(ordered, big).scan_once(text, 0)  # type: ignore[attr-defined]
+    except StopIteration:
+        raise ValueError("Expecting value") from None
+    if end != len(text):
+        raise ValueError("Extra data")
+    return value
 
 
 _ABSENT: Any = object()
@@ -328,6 +372,9 @@ def _encode_special(value: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # the C one when built
+
+
 def _make_encoder() -> Callable[[Any], str]:
     encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_encode_special)
     make = getattr(json.encoder, "c_make_encoder", None)
@@ -345,7 +392,7 @@ def _make_encoder() -> Callable[[Any], str]:
 
     def encode(value: Any) -> str:
         if isinstance(value, str):
-            return str(json.encoder.encode_basestring(value))
+            return _encode_string(value)
         return "".join(iterencode(value, 0))
 
     return encode
@@ -355,19 +402,33 @@ _encode = _make_encoder()
 
 
 def _stringify(value: Any) -> str:
-    """``JSON.stringify(value)`` for a value read from JSON."""
+    """``JSON.stringify(value)`` for a value read from JSON.
+
+    The two fix-ups below act inside single string literals, so the serialization of a
+    container equals its members' serializations (each fixed up) joined as JSON.
+    """
     text = _encode(value)
     if "\\u0000\\u0001lcm-js-number:" in text:
         text = _NUMBER_MARK_JSON.sub(lambda m: m.group(1), text)
-    if not text.isascii() and _LONE_SURROGATE.search(text):
+    if not text.isascii() and _has_lone_surrogate(text):
         # Well-formed JSON.stringify escapes a lone surrogate rather than emitting it.
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    # Strict UTF-8 encoding fails exactly on a lone surrogate; in C it is several
+    # times faster than a regex scan, and the failure is rare.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _utf8_safe(text: str) -> str:
     """Text as Node writes it out as UTF-8: a lone surrogate becomes U+FFFD."""
-    if text.isascii() or _LONE_SURROGATE.search(text) is None:
+    if text.isascii() or not _has_lone_surrogate(text):
         return text
     return _LONE_SURROGATE.sub("\ufffd", text)
 
@@ -475,6 +536,9 @@ _DATE_TEXT = re.compile(
     r"(?:(?:[Tt]| +)([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?)?"
     r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
 )
+_PLAIN_UTC = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?Z"
+)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # time.gmtime/strftime are fast but pad years below 1000 differently per platform.
 _MIN_FAST_SECONDS = -30610224000  # 1000-01-01
@@ -507,6 +571,10 @@ def _date_from_text(text: str) -> str | None:
     others get ``Z`` appended (a space before the time becomes ``T``). V8's looser
     legacy forms (month names, slashes) are not recognised and give None.
     """
+    if _PLAIN_UTC.fullmatch(text) is not None and not text.startswith("0000"):
+        # What OpenClaw writes (toISOString): a valid UTC time whose day exists in
+        # every month, so it stands as written, fractions truncated.
+        return text[:10] + " " + text[11:19]
     value = _trim(text)
     if not value:
         return None
@@ -567,9 +635,7 @@ def _created_at(message: dict[str, Any], envelope_timestamp: str | None) -> str 
 _NOT_SPACE = f"[^{_JS_SPACE_CLASS}]"
 _CONVERSATION_INFO = "Conversation info (untrusted metadata)"
 _SENDER_INFO = "Sender (untrusted metadata)"
-_METADATA_BLOCK = re.compile(
-    r"(Conversation info \(untrusted metadata\)|Sender \(untrusted metadata\)):\r?\n```json\r?\n([\s\S]*?)\r?\n```"
-)
+_METADATA_HEADINGS = (_CONVERSATION_INFO + ":", _SENDER_INFO + ":")
 _RECAP_HEADERS = (
     "Chat history since last reply (untrusted, for context):",
     "Conversation context (untrusted, chronological, selected for current message):",
@@ -581,12 +647,7 @@ _CONTEXT_HEADINGS = (
     "Forwarded message context (untrusted metadata)",
     "Location (untrusted metadata)",
 )
-_CONTEXT_BLOCK = re.compile(
-    "(?:" + "|".join(re.escape(h) for h in _CONTEXT_HEADINGS) + r"):\r?\n```json\r?\n([\s\S]*?)\r?\n```"
-)
-_RECAP_BLOCK = re.compile(
-    "(?:" + "|".join(re.escape(h) for h in _RECAP_HEADERS) + r")\r?\n```json\r?\n([\s\S]*?)\r?\n```"
-)
+_CONTEXT_HEADINGS_COLON = tuple(h + ":" for h in _CONTEXT_HEADINGS)
 _RECAP_LINE_ID = re.compile(f"#{_NOT_SPACE}+ ")
 _RECAP_LINE_TIME = re.compile(
     f"[A-Za-z]{{3}} [0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}} [0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}} {_NOT_SPACE}+ "
@@ -643,10 +704,10 @@ def canonical_identity_content(role: str, content: str) -> str:
         return content
     prelude, candidate = _split_delivery_prelude(content)
     candidate = _trim_start(candidate)
-    match = _METADATA_BLOCK.match(candidate)
-    if match is None or match.group(1) != _CONVERSATION_INFO:
+    match = _fenced_json(candidate, _METADATA_HEADINGS)
+    if match is None or match[0] != 0:
         return content
-    record = _metadata_record(match.group(1), match.group(2))
+    record = _metadata_record(_CONVERSATION_INFO, match[1])
     if record is None:
         return content
     has_history = _has_history(record)
@@ -655,14 +716,16 @@ def canonical_identity_content(role: str, content: str) -> str:
     )
     if conversation_json is None:
         return content
-    remaining = candidate[match.end() :]
+    remaining = candidate[match[2] :]
     blocks = [_format_metadata_block(_CONVERSATION_INFO, conversation_json)]
     sender_candidate = _trim_start(remaining)
-    sender_match = _METADATA_BLOCK.match(sender_candidate)
-    sender_record = _metadata_record(sender_match.group(1), sender_match.group(2)) if sender_match else None
+    sender_match = _fenced_json(sender_candidate, _METADATA_HEADINGS)
+    sender_record = (
+        _metadata_record(_METADATA_HEADINGS[sender_match[0]][:-1], sender_match[1]) if sender_match else None
+    )
     sender_json = _canonical_metadata_json(sender_record, frozenset()) if sender_record is not None else None
-    if sender_match is not None and sender_match.group(1) == _SENDER_INFO and sender_json is not None:
-        after_blocks = sender_candidate[sender_match.end() :]
+    if sender_match is not None and sender_match[0] == 1 and sender_json is not None:
+        after_blocks = sender_candidate[sender_match[2] :]
         blocks.append(_format_metadata_block(_SENDER_INFO, sender_json))
     else:
         after_blocks = remaining
@@ -686,6 +749,32 @@ def canonical_identity_content(role: str, content: str) -> str:
     if _is_blank(remaining):
         return content
     return prelude + "\n\n".join(blocks) + "\n\n" + remaining
+
+
+def _fenced_json(text: str, headings: tuple[str, ...]) -> tuple[int, str, int] | None:
+    """A fenced JSON block opening ``text``: (which heading, the body, where it ends).
+
+    What the reference's regex gives (heading, line break, a json code fence, line
+    break, then a lazy body up to a line break and the closing fence), done with string
+    methods: a line break is LF or CRLF, and the body ends at the first LF followed by
+    three backticks, less a CR just before it. No heading is a prefix of another.
+    """
+    which = next((i for i, heading in enumerate(headings) if text.startswith(heading)), -1)
+    if which < 0:
+        return None
+    position = len(headings[which])
+    for part in ("\n", "```json", "\n"):
+        if part == "\n" and text.startswith("\r\n", position):
+            position += 2
+        elif text.startswith(part, position):
+            position += len(part)
+        else:
+            return None
+    close = text.find("\n```", position)
+    if close == -1:
+        return None
+    body_end = close - 1 if close > position and text[close - 1] == "\r" else close
+    return which, text[position:body_end], close + 4
 
 
 def _split_delivery_prelude(content: str) -> tuple[str, str]:
@@ -755,17 +844,17 @@ def _split_context_blocks(text: str) -> tuple[str, str]:
     while True:
         candidate = _trim_start(remaining)
         leading = remaining[: len(remaining) - len(candidate)]
-        match = _CONTEXT_BLOCK.match(candidate)
-        if match is None or not isinstance(_try_parse(match.group(1)), (dict, list)):
+        match = _fenced_json(candidate, _CONTEXT_HEADINGS_COLON)
+        if match is None or not isinstance(_try_parse(match[1]), (dict, list)):
             return blocks, remaining
-        blocks += leading + match.group(0)
-        remaining = candidate[match.end() :]
+        blocks += leading + candidate[: match[2]]
+        remaining = candidate[match[2] :]
 
 
 def _match_recap(candidate: str) -> int:
-    match = _RECAP_BLOCK.match(candidate)
+    match = _fenced_json(candidate, _RECAP_HEADERS)
     if match is not None:
-        parsed = _try_parse(match.group(1))
+        parsed = _try_parse(match[1])
         valid = (
             isinstance(parsed, list)
             and len(parsed) > 0
@@ -773,7 +862,7 @@ def _match_recap(candidate: str) -> int:
                 isinstance(entry, dict) and any(key in _RECAP_ENTRY_KEYS for key in entry) for entry in parsed
             )
         )
-        return match.end() if valid else 0
+        return match[2] if valid else 0
     return _match_recap_lines(candidate)
 
 
@@ -832,7 +921,9 @@ def entry_hash(role: str, content: str) -> str:
 
 
 def _entry_hash(role: str, canonical: str) -> str:
-    return hashlib.sha256(_stringify({"role": role, "content": canonical}).encode()).hexdigest()
+    # JSON.stringify({role, content}), put together from its serialized members.
+    text = '{"role":' + _role_json(role) + ',"content":' + _stringify(canonical) + "}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def identity_hash(role: str, content: str) -> str:
@@ -857,6 +948,9 @@ _MAX_TEXT_DEPTH = 6
 
 
 def _looks_like_json(text: str) -> bool:
+    # Only a text that starts with a bracket or a space can trim to a bracketed one.
+    if not text or not (text[0] == "{" or text[0] == "[" or text[0] in _JS_SPACE):
+        return False
     trimmed = _trim(text)
     return bool(trimmed) and (
         (trimmed[0] == "{" and trimmed[-1] == "}") or (trimmed[0] == "[" and trimmed[-1] == "]")
@@ -908,8 +1002,24 @@ def _structured_text(value: Any, depth: int = 0) -> str | None:
 
 def _joined_texts(items: list[Any], depth: int) -> str | None:
     texts = []
+    inner = depth + 1
+    shortcut = inner <= _MAX_TEXT_DEPTH
     for item in items:
-        text = _structured_text(item, depth + 1)
+        if shortcut and type(item) is dict:
+            # What _structured_text gives for the usual blocks, without the general walk:
+            # a text block's text, nothing for reasoning and (not externalized) tool blocks.
+            kind = item.get("type")
+            if kind == "text":
+                text = item.get("text")
+                if isinstance(text, str) and not _is_blank(text):
+                    texts.append(text)
+                    continue
+            elif isinstance(kind, str) and (
+                kind in _REASONING_TYPES
+                or (kind in _TOOL_TYPES and item.get("toolOutputExternalized") is not True)
+            ):
+                continue
+        text = _structured_text(item, inner)
         if text is not None and not _is_blank(text):
             texts.append(text)
     return "\n".join(texts) if texts else None
@@ -938,6 +1048,16 @@ def _content_text(content: Any) -> str:
 # ==========================================================================
 # Message parts (§6.6) and the rehydrated blocks behind the token rule (§6.4)
 # ==========================================================================
+#
+# A part row's ``metadata`` is JSON.stringify of an object whose leading fields are the
+# same for every block of a message (original role, model identity, top-level tool ids,
+# reasoning), then ``rawType`` and ``raw`` (the block itself). The token count is the
+# estimate of the content blocks the reference's assembler rebuilds from those rows.
+# Both are built here block by block in one pass, as JSON text put together from
+# pieces: each piece is serialized once (a block's raw JSON serves the metadata and the
+# estimate; tool arguments serve the tool_input column and the rebuilt tool call), and
+# the objects serialize in the order the reference builds them. Assembling JSON from
+# _stringify'd pieces gives the same text as stringifying the whole (see _stringify).
 
 _PART_TYPES = {
     "text": "text",
@@ -990,89 +1110,67 @@ _RESULT_BLOCK_TYPES = frozenset({"function_call_output", "toolResult", "tool_res
 
 
 _TYPE_JSON = {name: json.dumps(name) for name in _PART_TYPES}
+_ROLE_JSON = {role: json.dumps(role) for role in PERSISTABLE_ROLES}
+_TEXT_BLOCK_OPEN = '{"type":"text","text":'
+
+# A token block: its JSON, and its text when it is a {"type": "text", "text": <string>}
+# block (a user message of one such block is estimated on the text alone).
+_TokenBlock = tuple[str, "str | None"]
+_PartRow = dict[str, "str | None"]
 
 
-class _Part:
-    """One message part as built for storage, plus what block rebuilding needs."""
-
-    __slots__ = (
-        "ordinal",
-        "part_type",
-        "text_content",
-        "tool_call_id",
-        "tool_name",
-        "tool_input",
-        "tool_output",
-        "input_value",
-        "output_value",
-        "metadata",
-        "original_role",
-        "raw_type",
-        "raw",
-        "raw_json",
-    )
-
-    def __init__(self, ordinal: int, part_type: str, text_content: str | None) -> None:
-        self.ordinal = ordinal
-        self.part_type = part_type
-        self.text_content = text_content
-        self.tool_call_id: str | None = None
-        self.tool_name: str | None = None
-        self.tool_input: str | None = None
-        self.tool_output: str | None = None
-        # The parsed value behind tool_input/tool_output (_ABSENT: parse the text).
-        self.input_value: Any = _ABSENT
-        self.output_value: Any = _ABSENT
-        self.metadata = ""
-        self.original_role = ""
-        self.raw_type: str | None = None
-        self.raw: Any = _ABSENT
-        self.raw_json = ""
-
-    def set_metadata(self, fields: dict[str, Any]) -> None:
-        self.original_role = fields["originalRole"]
-        if "raw" in fields:
-            self.raw = fields["raw"]
-        self.metadata = _stringify(fields)
-
-    def set_metadata_json(self, prefix: str, role: str, raw_type: str, raw: Any) -> None:
-        # ``prefix`` is the serialized leading fields without their closing brace;
-        # rawType and raw close the object, so the (possibly large) raw block is
-        # serialized once and reused by the token estimate.
-        self.original_role = role
-        self.raw_type = raw_type
-        self.raw = raw
-        self.raw_json = _stringify(raw)
-        type_json = _TYPE_JSON.get(raw_type) or _stringify(raw_type)
-        self.metadata = f'{prefix},"rawType":{type_json},"raw":{self.raw_json}}}'
-
-    def as_row(self) -> dict[str, str | None]:
-        return {
-            "part_type": self.part_type,
-            "text_content": _clean(self.text_content),
-            "tool_call_id": _clean(self.tool_call_id),
-            "tool_name": _clean(self.tool_name),
-            "tool_input": _clean(self.tool_input),
-            "tool_output": _clean(self.tool_output),
-            "metadata": self.metadata,
-        }
+def _role_json(role: str) -> str:
+    return _ROLE_JSON.get(role) or _stringify(role)
 
 
 def _clean(text: str | None) -> str | None:
     return None if text is None else _utf8_safe(text)
 
 
-def _model_identity(role: str, message: dict[str, Any]) -> dict[str, str] | None:
-    if role != "assistant":
-        return None
+def _part_row(
+    part_type: str,
+    text: str | None,
+    call_id: str | None,
+    tool_name: str | None,
+    tool_input: str | None,
+    tool_output: str | None,
+    metadata: str,
+) -> _PartRow:
+    # _clean, inline: most values are None or ASCII.
+    return {
+        "part_type": part_type,
+        "text_content": text if text is None or text.isascii() else _utf8_safe(text),
+        "tool_call_id": call_id if call_id is None or call_id.isascii() else _utf8_safe(call_id),
+        "tool_name": tool_name if tool_name is None or tool_name.isascii() else _utf8_safe(tool_name),
+        "tool_input": _clean(tool_input),
+        "tool_output": _clean(tool_output),
+        "metadata": metadata,
+    }
+
+
+# An assistant message's model identity: the fields, and their JSON members (",...").
+_Identity = tuple[dict[str, str], str]
+_IDENTITIES: dict[tuple[str, str, str, str | None], _Identity] = {}
+
+
+def _model_identity(message: dict[str, Any]) -> _Identity | None:
+    """``{"modelProvider", "modelApi", "modelId", "responseModelId"?}`` of an assistant
+    message, or None. A transcript uses a handful of models, so these are cached."""
     provider, api, model = message.get("provider"), message.get("api"), message.get("model")
     if not (isinstance(provider, str) and isinstance(api, str) and isinstance(model, str)):
         return None
-    identity = {"modelProvider": provider, "modelApi": api, "modelId": model}
     response_model = message.get("responseModel")
-    if isinstance(response_model, str):
-        identity["responseModelId"] = response_model
-    return identity
+    key = (provider, api, model, response_model if isinstance(response_model, str) else None)
+    found = _IDENTITIES.get(key)
+    if found is None:
+        fields = {"modelProvider": provider, "modelApi": api, "modelId": model}
+        if key[3] is not None:
+            fields["responseModelId"] = key[3]
+        found = (fields, "," + _stringify(fields)[1:-1])
+        if len(_IDENTITIES) >= 256:
+            _IDENTITIES.clear()
+        _IDENTITIES[key] = found
+    return found
 
 
 def _top_level_reasoning(role: str, message: dict[str, Any]) -> str | None:
@@ -1082,16 +1180,11 @@ def _top_level_reasoning(role: str, message: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and not _is_blank(value) else None
 
 
-def _reasoning_fields(reasoning: str | None, only: bool = False) -> dict[str, Any]:
+def _reasoning_json(reasoning: str | None) -> str:
+    """The top-level reasoning fields as JSON members ("" without reasoning)."""
     if reasoning is None:
-        return {}
-    fields: dict[str, Any] = {
-        "topLevelReasoningField": "reasoning_content",
-        "topLevelReasoningContent": reasoning,
-    }
-    if only:
-        fields["topLevelReasoningOnly"] = True
-    return fields
+        return ""
+    return ',"topLevelReasoningField":"reasoning_content","topLevelReasoningContent":' + _stringify(reasoning)
 
 
 def _put(fields: dict[str, Any], key: str, value: Any) -> None:
@@ -1121,98 +1214,195 @@ def _collect_text_values(value: Any, out: list[str]) -> None:
         _collect_text_values(value.get("value"), out)
 
 
-def _build_parts(message: dict[str, Any], role: str, fallback: str) -> list[_Part]:
-    top_call_id = _first_str(
-        message, "toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id", "id"
+_MESSAGE_EXTERNALIZED_KEYS = frozenset(
+    {
+        "rawPayloadExternalized",
+        "externalizedFileId",
+        "externalizedFileIds",
+        "fileBlocksExternalized",
+        "originalByteSize",
+        "externalizationReason",
+    }
+)
+
+
+_TOP_FIELD_KEYS = frozenset(
+    {
+        "toolCallId",
+        "tool_call_id",
+        "toolUseId",
+        "tool_use_id",
+        "call_id",
+        "id",
+        "toolName",
+        "tool_name",
+        "isError",
+        "is_error",
+    }
+)
+
+
+class _Fields:
+    """A message's leading metadata fields, as the reference orders them.
+
+    ``base``: originalRole, then the top-level toolCallId, toolName and isError. The
+    first block's fields (and a string content's) add the model identity after
+    originalRole and the top-level reasoning at the end. ``*_prefix`` is the object's
+    JSON without its closing brace.
+    """
+
+    __slots__ = (
+        "role",
+        "call_id",
+        "tool_name",
+        "is_error",
+        "identity",
+        "reasoning",
+        "base_prefix",
+        "first_prefix",
     )
-    top_tool_name = _first_str(message, "toolName", "tool_name")
-    top_is_error = _bool_or_none(message.get("isError"))
-    if top_is_error is None:
-        top_is_error = _bool_or_none(message.get("is_error"))
-    reasoning = _top_level_reasoning(role, message)
-    identity = _model_identity(role, message) or {}
 
-    if "content" not in message:
-        if "command" in message and "output" in message:
-            part = _Part(0, "text", fallback)
-            fields: dict[str, Any] = {"originalRole": role, "source": "bash-exec"}
-            _put(fields, "command", _str_or_none(message.get("command")))
-            part.set_metadata(fields)
-            return [part]
-        part = _Part(0, "agent", fallback or None)
-        part.set_metadata({"originalRole": role, "source": "unknown-message-shape", "raw": message})
-        return [part]
-
-    content = message["content"]
-    if isinstance(content, str):
-        part = _Part(0, "text", content)
-        fields = {"originalRole": role, **identity}
-        _put(fields, "toolCallId", top_call_id)
-        _put(fields, "toolName", top_tool_name)
-        _put(fields, "isError", top_is_error)
-        fields.update(_reasoning_fields(reasoning))
-        if message.get("rawPayloadExternalized") is True:
-            fields["rawPayloadExternalized"] = True
-        _put(fields, "externalizedFileId", _str_or_none(message.get("externalizedFileId")))
-        file_ids = message.get("externalizedFileIds")
-        if isinstance(file_ids, list):
-            fields["externalizedFileIds"] = [item for item in file_ids if isinstance(item, str)]
-        if message.get("fileBlocksExternalized") is True:
-            fields["fileBlocksExternalized"] = True
-        size = message.get("originalByteSize")
-        _put(fields, "originalByteSize", size if _is_number(size) else None)
-        _put(fields, "externalizationReason", _str_or_none(message.get("externalizationReason")))
-        part.set_metadata(fields)
-        return [part]
-
-    if not isinstance(content, list):
-        part = _Part(0, "agent", fallback or None)
-        part.set_metadata(
-            {
-                "originalRole": role,
-                "source": "non-array-content",
-                "raw": content,
-                **_reasoning_fields(reasoning),
-            }
-        )
-        return [part]
-
-    parts: list[_Part] = []
-    if not content and reasoning is not None:
-        # Only a top-level reasoning_content: one reasoning part (rawType sits before
-        # the reasoning fields in this object).
-        part = _Part(0, "reasoning", None)
-        part.original_role = role
-        part.raw_type = "reasoning_content"
-        part.metadata = _stringify(
-            {
-                "originalRole": role,
-                **identity,
-                "rawType": "reasoning_content",
-                **_reasoning_fields(reasoning, True),
-            }
-        )
-        parts.append(part)
-    # The metadata fields before rawType/raw are the same for every block without
-    # per-block externalization flags, so they are serialized once per ordinal class.
-    if not content:
-        return parts
-    base: dict[str, Any] = {"originalRole": role}
-    _put(base, "toolCallId", top_call_id)
-    _put(base, "toolName", top_tool_name)
-    _put(base, "isError", top_is_error)
-    first = {"originalRole": role, **identity, **base} if identity else base
-    if reasoning is not None:
-        first = {**first, **_reasoning_fields(reasoning)}
-    first_prefix = _stringify(first)[:-1]
-    parts.append(_block_part(0, content[0], role, first, first_prefix, top_call_id, top_tool_name))
-    if len(content) > 1:
-        base_prefix = first_prefix if first is base else _stringify(base)[:-1]
-        for ordinal in range(1, len(content)):
-            parts.append(
-                _block_part(ordinal, content[ordinal], role, base, base_prefix, top_call_id, top_tool_name)
+    def __init__(
+        self, message: dict[str, Any], role: str, identity: _Identity | None, reasoning: str | None
+    ) -> None:
+        self.role = role
+        call_id = tool_name = is_error = None
+        if not message.keys().isdisjoint(_TOP_FIELD_KEYS):
+            call_id = _first_str(
+                message, "toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id", "id"
             )
-    return parts
+            tool_name = _first_str(message, "toolName", "tool_name")
+            is_error = message.get("isError")
+            if not isinstance(is_error, bool):
+                is_error = message.get("is_error")
+                if not isinstance(is_error, bool):
+                    is_error = None
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.is_error = is_error
+        self.identity = identity
+        self.reasoning = reasoning
+        rest = ""
+        if self.call_id is not None:
+            rest += ',"toolCallId":' + _stringify(self.call_id)
+        if self.tool_name is not None:
+            rest += ',"toolName":' + _stringify(self.tool_name)
+        if is_error is not None:
+            rest += ',"isError":true' if is_error else ',"isError":false'
+        head = '{"originalRole":' + _role_json(role)
+        self.base_prefix = head + rest
+        if identity is None and reasoning is None:
+            self.first_prefix = self.base_prefix
+        else:
+            self.first_prefix = head + (identity[1] if identity else "") + rest + _reasoning_json(reasoning)
+
+    def as_dict(self, first: bool) -> dict[str, Any]:
+        """The fields as an object (for the rare blocks that add their own)."""
+        fields: dict[str, Any] = {"originalRole": self.role}
+        if first and self.identity is not None:
+            fields.update(self.identity[0])
+        _put(fields, "toolCallId", self.call_id)
+        _put(fields, "toolName", self.tool_name)
+        _put(fields, "isError", self.is_error)
+        if first and self.reasoning is not None:
+            fields["topLevelReasoningField"] = "reasoning_content"
+            fields["topLevelReasoningContent"] = self.reasoning
+        return fields
+
+
+def _parts_and_tokens(
+    message: dict[str, Any],
+    role: str,
+    content_text: str,
+    reasoning: str | None,
+    identity: _Identity | None,
+) -> tuple[list[_PartRow], int]:
+    """§6.6 part rows and the §6.4 token count of a message that has a ``content`` value."""
+    content = message["content"]
+    fields = _Fields(message, role, identity, reasoning)
+    has_identity = identity is not None
+    rows: list[_PartRow] = []
+    blocks: list[_TokenBlock] = []
+    if isinstance(content, str):
+        metadata = fields.first_prefix
+        if not _MESSAGE_EXTERNALIZED_KEYS.isdisjoint(message.keys()):
+            extra = _message_externalization(message)
+            if extra:
+                metadata += "," + _stringify(extra)[1:-1]
+        rows.append(_part_row("text", content, None, None, None, None, metadata + "}"))
+        if role == "user" or role == "system":
+            return rows, estimate_tokens(content)  # one text block: its text is estimated
+        return rows, estimate_tokens(_text_wrapper(content))
+    elif not isinstance(content, list):
+        text = content_text or None
+        source: dict[str, Any] = {"originalRole": role, "source": "non-array-content", "raw": content}
+        if reasoning is not None:
+            source["topLevelReasoningField"] = "reasoning_content"
+            source["topLevelReasoningContent"] = reasoning
+        metadata = _stringify(source)
+        rows.append(_part_row("agent", text, None, None, None, None, metadata))
+        block = _value_token_block(content, text, metadata, has_identity)
+        if block is not None:
+            blocks.append(block)
+    else:
+        if not content and reasoning is not None:
+            # Only a top-level reasoning_content: one reasoning part (rawType sits before
+            # the reasoning fields in this object).
+            metadata = (
+                '{"originalRole":'
+                + _role_json(role)
+                + (identity[1] if identity else "")
+                + ',"rawType":"reasoning_content"'
+                + _reasoning_json(reasoning)
+                + ',"topLevelReasoningOnly":true}'
+            )
+            rows.append(_part_row("reasoning", None, None, None, None, None, metadata))
+            blocks.append(('{"type":"reasoning"}', None))
+        for ordinal, block_value in enumerate(content):
+            row, token_block = _block_part(ordinal, block_value, role, fields, has_identity)
+            rows.append(row)
+            if token_block is not None:
+                blocks.append(token_block)
+    # The reference's runtime role: toolResult, user (user and system) or assistant.
+    if not blocks:
+        if role == "user" or role == "system":
+            return rows, estimate_tokens(content_text)
+        if content_text or role == "tool" or role == "toolResult":
+            return rows, estimate_tokens(_text_wrapper(content_text))
+        return rows, 0
+    if len(blocks) == 1:
+        json_text, plain = blocks[0]
+        if plain is not None and (role == "user" or role == "system"):
+            return rows, estimate_tokens(plain)
+        return rows, estimate_tokens("[" + json_text + "]")
+    return rows, estimate_tokens("[" + ",".join([json_text for json_text, _ in blocks]) + "]")
+
+
+def _message_externalization(message: dict[str, Any]) -> dict[str, Any]:
+    """A string content's externalization fields, in the reference's order."""
+    fields: dict[str, Any] = {}
+    if message.get("rawPayloadExternalized") is True:
+        fields["rawPayloadExternalized"] = True
+    _put(fields, "externalizedFileId", _str_or_none(message.get("externalizedFileId")))
+    file_ids = message.get("externalizedFileIds")
+    if isinstance(file_ids, list):
+        fields["externalizedFileIds"] = [item for item in file_ids if isinstance(item, str)]
+    if message.get("fileBlocksExternalized") is True:
+        fields["fileBlocksExternalized"] = True
+    size = message.get("originalByteSize")
+    _put(fields, "originalByteSize", size if _is_number(size) else None)
+    _put(fields, "externalizationReason", _str_or_none(message.get("externalizationReason")))
+    return fields
+
+
+def _shapeless_part(message: dict[str, Any], role: str, fallback: str) -> _PartRow:
+    """The one part of a message without ``content`` (a bash execution record)."""
+    if "command" in message and "output" in message:
+        fields: dict[str, Any] = {"originalRole": role, "source": "bash-exec"}
+        _put(fields, "command", _str_or_none(message.get("command")))
+        return _part_row("text", fallback, None, None, None, None, _stringify(fields))
+    metadata = _stringify({"originalRole": role, "source": "unknown-message-shape", "raw": message})
+    return _part_row("agent", fallback or None, None, None, None, None, metadata)
 
 
 _TOOL_FIELD_KEYS = frozenset(
@@ -1247,71 +1437,166 @@ _EXTERNALIZED_KEYS = frozenset(
 
 
 def _block_part(
-    ordinal: int,
-    block: Any,
-    role: str,
-    fields: dict[str, Any],
-    prefix: str,
-    top_call_id: str | None,
-    top_tool_name: str | None,
-) -> _Part:
-    """The part for one content block (``prefix`` is ``fields`` serialized, unclosed)."""
+    ordinal: int, block: Any, role: str, fields: _Fields, has_identity: bool
+) -> tuple[_PartRow, _TokenBlock | None]:
+    """The part row for one content block, and the block the token estimate counts for it
+    (None when the reference's assembler would leave it out)."""
+    prefix = fields.first_prefix if ordinal == 0 else fields.base_prefix
+    call_id, tool_name = fields.call_id, fields.tool_name
     if not isinstance(block, dict):
-        part = _Part(ordinal, "agent", None)
-        part.tool_call_id, part.tool_name = top_call_id, top_tool_name
-        part.set_metadata_json(prefix, role, "agent", block)
-        return part
-    own_type = block.get("type")
+        raw_json = _stringify(block)
+        metadata = f'{prefix},"rawType":"agent","raw":{raw_json}}}'
+        row = _part_row("agent", None, call_id, tool_name, None, None, metadata)
+        if isinstance(block, list):
+            return row, (raw_json, None)
+        return row, (_TEXT_BLOCK_OPEN + _stringify(metadata) + "}", metadata)
+    get = block.get
+    own_type = get("type")
     block_type = own_type if isinstance(own_type, str) else "agent"
-    text = block.get("text")
+    block_text = get("text")
+    text = block_text
     if not isinstance(text, str):
-        text = block.get("thinking")
+        text = get("thinking")
         if not isinstance(text, str):
             text = _reasoning_summary(block) if block_type in ("reasoning", "thinking") else None
-    declared = block.get("rawType")
+    declared = get("rawType")
     raw_type = declared if isinstance(declared, str) else block_type
     part_type = _PART_TYPES.get(raw_type, "agent")
-    raw_block: Any = block
+    raw: dict[str, Any] = block
     if raw_type != block_type:
-        raw_block = dict(block)
-        raw_block["type"] = raw_type
-    part = _Part(ordinal, part_type, text)
-    part.tool_call_id, part.tool_name = top_call_id, top_tool_name
+        raw = dict(block)
+        raw["type"] = raw_type
+    tool_input = tool_output = None
+    input_value = output_value = _ABSENT
     keys = block.keys()
     if not keys.isdisjoint(_TOOL_FIELD_KEYS):
-        call_id = _first_str(block, "toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
-        if call_id is None and part_type == "tool":
-            call_id = _str_or_none(block.get("id"))
-        if call_id is not None:
-            part.tool_call_id = call_id
-        name = _first_str(block, "name", "toolName", "tool_name")
-        if name is not None:
-            part.tool_name = name
+        own_call_id = _first_str(block, "toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
+        if own_call_id is None and part_type == "tool":
+            own_call_id = _str_or_none(get("id"))
+        if own_call_id is not None:
+            call_id = own_call_id
+        own_name = _first_str(block, "name", "toolName", "tool_name")
+        if own_name is not None:
+            tool_name = own_name
         for key in ("input", "arguments", "toolInput"):
             if key in block:
-                part.input_value = block[key]
-                part.tool_input = _stringify(block[key])
+                input_value = block[key]
+                tool_input = _stringify(input_value)
                 break
         else:
-            part.tool_input = _str_or_none(block.get("tool_input"))
+            tool_input = _str_or_none(get("tool_input"))
         for key in ("output", "toolOutput"):
             if key in block:
-                part.output_value = block[key]
-                part.tool_output = _stringify(block[key])
+                output_value = block[key]
+                tool_output = _stringify(output_value)
                 break
         else:
-            part.tool_output = _str_or_none(block.get("tool_output"))
+            tool_output = _str_or_none(get("tool_output"))
     if not keys.isdisjoint(_EXTERNALIZED_KEYS):
-        extra = dict(fields)
-        _put(extra, "externalizedFileId", _str_or_none(block.get("externalizedFileId")))
-        size = block.get("originalByteSize")
+        extra = fields.as_dict(ordinal == 0)
+        _put(extra, "externalizedFileId", _str_or_none(get("externalizedFileId")))
+        size = get("originalByteSize")
         _put(extra, "originalByteSize", size if _is_number(size) else None)
-        _put(extra, "imageExternalized", _bool_or_none(block.get("imageExternalized")))
-        _put(extra, "toolOutputExternalized", _bool_or_none(block.get("toolOutputExternalized")))
-        _put(extra, "externalizationReason", _str_or_none(block.get("externalizationReason")))
+        _put(extra, "imageExternalized", _bool_or_none(get("imageExternalized")))
+        _put(extra, "toolOutputExternalized", _bool_or_none(get("toolOutputExternalized")))
+        _put(extra, "externalizationReason", _str_or_none(get("externalizationReason")))
         prefix = _stringify(extra)[:-1]
-    part.set_metadata_json(prefix, role, raw_type, raw_block)
-    return part
+    raw_json = _stringify(raw)
+    type_json = _TYPE_JSON.get(raw_type) or _stringify(raw_type)
+    row = _part_row(
+        part_type,
+        text,
+        call_id,
+        tool_name,
+        tool_input,
+        tool_output,
+        f'{prefix},"rawType":{type_json},"raw":{raw_json}}}',
+    )
+
+    # The block the assembler rebuilds from this row. ``raw`` carries ``raw_type`` as its
+    # type whenever that is a string, and the block's other members.
+    if raw_type == "thinking":
+        signature = get("thinkingSignature")
+        if isinstance(signature, str):
+            if signature.startswith("{"):
+                # An OpenAI reasoning item kept in the signature is replayed as itself.
+                parsed = _try_parse(signature)
+                if (
+                    isinstance(parsed, dict)
+                    and parsed.get("type") == "reasoning"
+                    and isinstance(parsed.get("id"), str)
+                ):
+                    return row, (_stringify(parsed), None)
+            if has_identity:
+                return row, (raw_json, None)
+            if signature == "reasoning_content":
+                return row, None
+            unsigned = {key: value for key, value in raw.items() if key != "thinkingSignature"}
+            return row, (_stringify(unsigned), None)
+    if raw_type not in _REBUILT_TOOL_TYPES:
+        return row, (raw_json, block_text if raw_type == "text" and isinstance(block_text, str) else None)
+    # Rebuilt tool blocks (every such raw type is a "tool" part): missing columns are
+    # taken from the raw block.
+    token_call_id, token_name, token_input, token_value = call_id, tool_name, tool_input, input_value
+    raw_id, raw_call_id = get("id"), get("call_id")
+    found = (
+        raw_id
+        if isinstance(raw_id, str) and raw_id
+        else raw_call_id
+        if isinstance(raw_call_id, str) and raw_call_id
+        else None
+    )
+    if found and not token_call_id:
+        token_call_id = found
+    raw_name = get("name")
+    if isinstance(raw_name, str) and raw_name and not token_name:
+        token_name = raw_name
+    if not token_input:
+        args = get("arguments", _ABSENT)
+        if args is None or args is _ABSENT:
+            args = get("input", _ABSENT)
+        if args is not _ABSENT:
+            if isinstance(args, str):
+                token_input, token_value = args, _ABSENT
+            else:
+                token_input, token_value = _stringify(args), args
+    if role == "toolResult" or raw_type == "function_call_output":
+        result = _tool_result_block(raw_type, raw, token_call_id, token_name, text, tool_output, output_value)
+        plain = result["text"] if result["type"] == "text" else None
+        return row, (_stringify(result), plain)
+    return row, (
+        _tool_call_json(ordinal, raw_type, token_call_id, token_name, token_input, token_value),
+        None,
+    )
+
+
+def _value_token_block(raw: Any, text: str | None, metadata: str, has_identity: bool) -> _TokenBlock | None:
+    """The token block for the one part of a content that is neither a string nor an array."""
+    if isinstance(raw, dict):
+        kind = raw.get("type")
+        signature = raw.get("thinkingSignature")
+        if kind == "thinking" and isinstance(signature, str):
+            if signature.startswith("{"):
+                parsed = _try_parse(signature)
+                if (
+                    isinstance(parsed, dict)
+                    and parsed.get("type") == "reasoning"
+                    and isinstance(parsed.get("id"), str)
+                ):
+                    return _stringify(parsed), None
+            if has_identity:
+                return _stringify(raw), None
+            if signature == "reasoning_content":
+                return None
+            return _stringify({key: value for key, value in raw.items() if key != "thinkingSignature"}), None
+        if not (isinstance(kind, str) and kind in _REBUILT_TOOL_TYPES):
+            value = raw.get("text")
+            return _stringify(raw), value if kind == "text" and isinstance(value, str) else None
+    elif isinstance(raw, list):
+        return _stringify(raw), None
+    # Anything else is replayed as a text block of the part's text, or of its metadata.
+    shown = text if text else metadata
+    return _TEXT_BLOCK_OPEN + _stringify(shown) + "}", shown
 
 
 def _stored_value(text: str | None) -> Any:
@@ -1324,155 +1609,76 @@ def _stored_value(text: str | None) -> Any:
     return text if parsed is _ABSENT else parsed
 
 
-class _Block(NamedTuple):
-    value: Any
-    json: str
-
-
-def _as_block(value: Any) -> _Block:
-    # Serialized later, only if the estimate needs the JSON (a lone user text does not).
-    return _Block(value, "")
-
-
-def _block_from_part(part: _Part, has_identity: bool) -> _Block | None:
-    """The content block the reference's assembler rebuilds from a stored part."""
-    raw = part.raw
-    call_id, tool_name = part.tool_call_id, part.tool_name
-    tool_input, input_value = part.tool_input, part.input_value
-    if isinstance(raw, (dict, list)):
-        raw_type = part.raw_type
-        if isinstance(raw, dict):
-            restored = _restore_openai_reasoning(raw)
-            if restored is not None:
-                return _as_block(restored)
-            own = raw.get("type")
-            raw_type = own if isinstance(own, str) else part.raw_type
-            signature = raw.get("thinkingSignature")
-            if raw_type == "thinking" and isinstance(signature, str):
-                if signature == "reasoning_content":
-                    return _Block(raw, part.raw_json) if has_identity else None
-                if has_identity:
-                    return _Block(raw, part.raw_json)
-                return _as_block({key: value for key, value in raw.items() if key != "thinkingSignature"})
-        if raw_type not in _REBUILT_TOOL_TYPES:
-            return _Block(raw, part.raw_json)
-        if isinstance(raw, dict):
-            raw_id = raw.get("id")
-            raw_call_id = raw.get("call_id")
-            found = (
-                raw_id
-                if isinstance(raw_id, str) and raw_id
-                else raw_call_id
-                if isinstance(raw_call_id, str) and raw_call_id
-                else None
-            )
-            if found and not call_id:
-                call_id = found
-            raw_name = raw.get("name")
-            if isinstance(raw_name, str) and raw_name and not tool_name:
-                tool_name = raw_name
-            if not tool_input:
-                args = raw.get("arguments", _ABSENT)
-                if args is None or args is _ABSENT:
-                    args = raw.get("input", _ABSENT)
-                if args is not _ABSENT:
-                    if isinstance(args, str):
-                        tool_input, input_value = args, _ABSENT
-                    else:
-                        tool_input, input_value = _stringify(args), args
-    meta_type = part.raw_type
-    raw_record = raw if isinstance(raw, dict) else None
-    if part.part_type == "reasoning":
-        return _as_block(_reasoning_block(part.text_content, meta_type))
-    if part.part_type == "tool":
-        if part.original_role == "toolResult" or meta_type == "function_call_output":
-            return _as_block(_tool_result_block(part, meta_type, raw_record, call_id, tool_name))
-        return _as_block(_tool_call_block(part, meta_type, call_id, tool_name, tool_input, input_value))
-    if meta_type in _CALL_BLOCK_TYPES:
-        return _as_block(_tool_call_block(part, meta_type, call_id, tool_name, tool_input, input_value))
-    if meta_type in _RESULT_BLOCK_TYPES:
-        return _as_block(_tool_result_block(part, meta_type, raw_record, call_id, tool_name))
-    if part.part_type == "text":
-        return _as_block({"type": "text", "text": part.text_content or ""})
-    if part.text_content:
-        return _as_block({"type": "text", "text": part.text_content})
-    return _as_block({"type": "text", "text": part.metadata})
-
-
-def _restore_openai_reasoning(raw: dict[str, Any]) -> dict[str, Any] | None:
-    signature = raw.get("thinkingSignature")
-    if raw.get("type") != "thinking" or not isinstance(signature, str) or not signature.startswith("{"):
-        return None
-    parsed = _try_parse(signature)
-    if isinstance(parsed, dict) and parsed.get("type") == "reasoning" and isinstance(parsed.get("id"), str):
-        return parsed
-    return None
-
-
-def _reasoning_block(text: str | None, raw_type: str | None) -> dict[str, Any]:
-    kind = "thinking" if raw_type == "thinking" else "reasoning"
-    if text:
-        return {"type": kind, "thinking": text} if kind == "thinking" else {"type": kind, "text": text}
-    return {"type": kind}
-
-
-def _tool_call_block(
-    part: _Part,
-    raw_type: str | None,
+def _tool_call_json(
+    ordinal: int,
+    raw_type: str,
     call_id: str | None,
     tool_name: str | None,
     tool_input: str | None,
     value: Any,
-) -> dict[str, Any]:
+) -> str:
+    """JSON of the tool-call block the assembler rebuilds (``tool_input`` is ``value``'s JSON
+    when ``value`` is known)."""
     kind = raw_type if raw_type in _CALL_BLOCK_TYPES else "toolCall"
-    arguments = value if value is not _ABSENT else _stored_value(tool_input)
-    block: dict[str, Any] = {"type": kind}
+    if value is not _ABSENT:
+        arguments: str | None = tool_input
+    else:
+        stored = _stored_value(tool_input)
+        arguments = None if stored is _ABSENT else _stringify(stored)
+    out = '{"type":' + _TYPE_JSON[kind]
     if kind == "function_call":
         if call_id:
-            block["call_id"] = call_id
+            out += ',"call_id":' + _stringify(call_id)
         if tool_name:
-            block["name"] = tool_name
-        if arguments is not _ABSENT:
-            block["arguments"] = arguments
-        return block
-    block["id"] = call_id if call_id else f"toolu_lcm_estimate-part-{part.ordinal}"
+            out += ',"name":' + _stringify(tool_name)
+        if arguments is not None:
+            out += ',"arguments":' + arguments
+        return out + "}"
+    out += ',"id":' + _stringify(call_id if call_id else f"toolu_lcm_estimate-part-{ordinal}")
     if tool_name:
-        block["name"] = tool_name
-    if arguments is not _ABSENT:
-        block["arguments" if kind in ("functionCall", "toolCall") else "input"] = arguments
-    return block
+        out += ',"name":' + _stringify(tool_name)
+    if arguments is not None:
+        out += (',"arguments":' if kind in ("functionCall", "toolCall") else ',"input":') + arguments
+    return out + "}"
 
 
 def _tool_result_block(
-    part: _Part, raw_type: str | None, raw: dict[str, Any] | None, call_id: str | None, tool_name: str | None
+    raw_type: str,
+    raw: dict[str, Any],
+    call_id: str | None,
+    tool_name: str | None,
+    text: str | None,
+    tool_output: str | None,
+    output_value: Any,
 ) -> dict[str, Any]:
+    """The tool-result block the assembler rebuilds (``text``, ``tool_output`` and
+    ``output_value`` are the part's own)."""
     if (
-        raw is not None
-        and isinstance(raw.get("text"), str)
+        isinstance(raw.get("text"), str)
         and "output" not in raw
         and "content" not in raw
-        and not part.tool_output
-        and (part.text_content is None or part.text_content == raw["text"])
+        and not tool_output
+        and (text is None or text == raw["text"])
     ):
         return {"type": "text", "text": raw["text"]}
     kind = raw_type if raw_type in _RESULT_BLOCK_TYPES else "tool_result"
-    output = part.output_value if part.output_value is not _ABSENT else _stored_value(part.tool_output)
+    output = output_value if output_value is not _ABSENT else _stored_value(tool_output)
     block: dict[str, Any] = {"type": kind}
     if tool_name:
         block["name"] = tool_name
     if output is not _ABSENT:
         block["output"] = output
-    elif part.text_content is not None:
-        block["output"] = part.text_content
-    elif raw is not None and "output" in raw:
+    elif text is not None:
+        block["output"] = text
+    elif "output" in raw:
         block["output"] = raw["output"]
-    elif raw is not None and "content" in raw:
+    elif "content" in raw:
         block["content"] = raw["content"]
     else:
         block["output"] = ""
-    if raw is not None and isinstance(raw.get("is_error"), bool):
+    if isinstance(raw.get("is_error"), bool):
         block["is_error"] = raw["is_error"]
-    elif raw is not None and isinstance(raw.get("isError"), bool):
+    elif isinstance(raw.get("isError"), bool):
         block["isError"] = raw["isError"]
     if call_id:
         block["call_id" if kind == "function_call_output" else "tool_use_id"] = call_id
@@ -1480,34 +1686,7 @@ def _tool_result_block(
 
 
 def _text_wrapper(text: str) -> str:
-    return '[{"type":"text","text":' + _stringify(text) + "}]"
-
-
-def _token_count(message: dict[str, Any], role: str, content: str, parts: list[_Part]) -> int:
-    """§6.4: the estimate of the content shape the reference's assembler would replay."""
-    runtime = (
-        "toolResult"
-        if role in ("tool", "toolResult")
-        else "user"
-        if role in ("user", "system")
-        else "assistant"
-    )
-    blocks: list[_Block] = []
-    if parts:
-        has_identity = _model_identity(role, message) is not None
-        for part in parts:
-            block = _block_from_part(part, has_identity)
-            if block is not None:
-                blocks.append(block)
-    if not blocks:
-        if runtime == "user":
-            return estimate_tokens(content)
-        return estimate_tokens(_text_wrapper(content)) if content or runtime == "toolResult" else 0
-    if runtime == "user" and len(blocks) == 1:
-        value = blocks[0].value
-        if isinstance(value, dict) and value.get("type") == "text" and isinstance(value.get("text"), str):
-            return estimate_tokens(value["text"])
-    return estimate_tokens("[" + ",".join(block.json or _stringify(block.value) for block in blocks) + "]")
+    return "[" + _TEXT_BLOCK_OPEN + _stringify(text) + "}]"
 
 
 def _sender_metadata(role: str, message: dict[str, Any]) -> str | None:
@@ -1534,33 +1713,36 @@ def build_message(
 ) -> TranscriptMessage:
     """Turn one message-shaped object with a persistable role into its row values."""
     role = message["role"]
-    stored_role = "tool" if role in ("tool", "toolResult") else role
+    stored_role = "tool" if role == "toolResult" or role == "tool" else role
+    reasoning = identity = None
+    if role == "assistant":
+        reasoning = _top_level_reasoning(role, message)
+        identity = _model_identity(message)
     if "content" in message:
         content = _content_text(message["content"])
+        parts, tokens = _parts_and_tokens(message, role, content, reasoning, identity)
     else:
         command = message.get("command")
         content = f"$ {_js_string('' if command is None else command)}\n{_js_string(message.get('output'))}"
-    parts = _build_parts(message, role, content)
-    if "content" in message:
-        tokens = _token_count(message, role, content, parts)
-    else:
+        parts = [_shapeless_part(message, role, content)]
         tokens = estimate_tokens(content)
-    reasoning = _top_level_reasoning(role, message)
     if reasoning is not None:
         tokens += estimate_tokens(reasoning)
     canonical = canonical_identity_content(stored_role, content)
+    safe_content = _utf8_safe(content)
+    safe_canonical = safe_content if canonical is content else _utf8_safe(canonical)
     return TranscriptMessage(
-        entry_id=entry_id,
-        line=line,
-        role=stored_role,
-        content=_utf8_safe(content),
-        token_count=tokens,
-        created_at=_created_at(message, envelope_timestamp),
-        identity_hash=message_identity_hash(stored_role, _utf8_safe(canonical)),
-        entry_hash=_entry_hash(stored_role, canonical),
-        sender_metadata=_sender_metadata(role, message),
-        parts=[part.as_row() for part in parts],
-        byte_size=byte_size,
+        entry_id,
+        line,
+        stored_role,
+        safe_content,
+        tokens,
+        _created_at(message, envelope_timestamp),
+        message_identity_hash(stored_role, safe_canonical),
+        _entry_hash(stored_role, canonical),
+        _sender_metadata(role, message),
+        parts,
+        byte_size,
     )
 
 
@@ -1651,62 +1833,79 @@ def _open(path: str) -> tuple[IO[bytes], os.stat_result]:
     return handle, info
 
 
-class _Line(NamedTuple):
-    offset: int
-    length: int  # bytes of this (sub-)line, without its terminator
-    number: int  # 1-based physical line number
-    data: bytes | None  # None when the line was dropped as binary
-    newline: bool  # ended by a line break (False only for the file's last line)
+# One line as :func:`_physical_lines` yields it: (byte offset, byte length without its
+# terminator, 1-based physical line number, the bytes or None when the line was dropped
+# as binary, whether a line break ended it: False only for the file's last line).
+_Line = tuple[int, int, int, "bytes | None", bool]
 
 
 def _physical_lines(handle: IO[bytes], limit: int) -> Iterator[_Line]:
     """The lines of the first ``limit`` bytes, each split at lone CRs as Node's readline does.
 
-    A line holding a NUL byte cannot be JSON, so it is not accumulated: a binary file
-    with no line breaks costs one chunk of memory, not its size.
+    The bytes are read a chunk at a time and split in C. A line holding a NUL byte cannot
+    be JSON, so it is not accumulated: a binary file with no line breaks costs one chunk
+    of memory, not its size.
     """
-    offset = 0
     number = 0
     remaining = limit
+    position = 0  # file offset of the next line
+    head: list[bytes] = []  # the pieces of a line that runs past the chunk read so far
+    head_size = 0
+    head_binary = False
     while remaining > 0:
-        piece = handle.readline(min(_CHUNK, remaining))
-        if not piece:
-            return
-        remaining -= len(piece)
-        number += 1
-        start = offset
-        offset += len(piece)
-        pieces = [piece]
-        binary = b"\x00" in piece
-        while not pieces[-1].endswith(b"\n") and remaining > 0:
-            more = handle.readline(min(_CHUNK, remaining))
-            if not more:
-                break
-            remaining -= len(more)
-            offset += len(more)
-            if binary:
-                pieces = [more]
+        chunk = handle.read(min(_CHUNK, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        pieces = chunk.split(b"\n")
+        tail = pieces.pop()  # after the chunk's last line break: the start of a line
+        for piece in pieces:
+            number += 1
+            start = position
+            if head_size:
+                size = head_size + len(piece)
+                binary = head_binary or b"\x00" in piece
+                if not binary:
+                    head.append(piece)
+                    piece = b"".join(head)
+                head = []
+                head_size = 0
+                head_binary = False
             else:
-                binary = b"\x00" in more
-                pieces.append(more)
-        newline = pieces[-1].endswith(b"\n")
-        total = offset - start
-        if binary:
-            yield _Line(start, total - (1 if newline else 0), number, None, newline)
-            continue
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        if newline:
-            data = data[:-1]
+                size = len(piece)
+                binary = b"\x00" in piece
+            position += size + 1
+            if binary:
+                yield (start, size, number, None, True)
+                continue
+            if piece.endswith(b"\r"):
+                piece = piece[:-1]
+            if b"\r" not in piece:
+                yield (start, len(piece), number, piece, True)
+                continue
+            for segment in piece.split(b"\r"):
+                yield (start, len(segment), number, segment, True)
+                start += len(segment) + 1
+        if tail:
+            head_size += len(tail)
+            if not head_binary:
+                if b"\x00" in tail:
+                    head_binary = True
+                    head = []
+                else:
+                    head.append(tail)
+    if head_size:  # the last line has no line break
+        number += 1
+        if head_binary:
+            yield (position, head_size, number, None, False)
+            return
+        data = b"".join(head)
         if data.endswith(b"\r"):
             data = data[:-1]
-        if b"\r" not in data:
-            yield _Line(start, len(data), number, data, newline)
-            continue
-        position = start
         segments = data.split(b"\r")
+        last = len(segments) - 1
         for i, segment in enumerate(segments):
-            last = i == len(segments) - 1
-            yield _Line(position, len(segment), number, segment, newline or not last)
+            yield (position, len(segment), number, segment, i != last)
             position += len(segment) + 1
 
 
@@ -1727,17 +1926,17 @@ def read_header(path: str | os.PathLike[str]) -> Header:
 
 
 def _header_id(handle: IO[bytes], size: int) -> str | None:
-    for line in _physical_lines(handle, size):
-        if line.data is None:
+    for _, _, _, data, _ in _physical_lines(handle, size):
+        if data is None:
             return None
-        text, _ = _decode(line.data)
+        text, _ = _decode(data)
         trimmed = _trim(text)
         if not trimmed:
             continue
         if trimmed[0] != "{":
             return None
         try:
-            parsed = _js_parse_line(line.data, trimmed)
+            parsed = _js_parse_line(data, trimmed)
         except (ValueError, RecursionError):
             return None
         if not isinstance(parsed, dict) or parsed.get("type") != "session":
@@ -1755,7 +1954,8 @@ class Transcript:
     every tree record has an entry id; ``leaf_path``: the active-branch rule was applied
     (False when ids are missing or the chain dangles or cycles, see ``flatten_reason``:
     ``no_records``, ``missing_ids``, ``dangling_parent``, ``cycle`` or ``json_array``).
-    ``candidate_count`` is how many messages :meth:`iter_messages` yields; ``skipped``,
+    ``candidate_count`` is how many messages :meth:`iter_messages` (and
+    :meth:`iter_candidates`) yields; ``skipped``,
     ``warnings`` and ``structural`` are described in the module docstring.
     """
 
@@ -1788,12 +1988,16 @@ class Transcript:
         self.warnings = []
         self.structural = {}
         self._identity = (info.st_dev, info.st_ino)
-        # The chosen lines, in import order: byte offset, byte length, line number, and
-        # the entry id each must still carry when it is read again.
-        self._offsets = array("q")
-        self._lengths = array("q")
-        self._lines = array("q")
-        self._entry_ids: list[str | None] = []
+        # Per record (a JSON-array file: per chosen element): byte offset, byte length
+        # (the element's UTF-8 size), line number, the entry id it must still carry
+        # when it is read again, and its part count; ``_chosen`` lists the records to
+        # import, in import order.
+        self._offsets: Sequence[int] = array("q")
+        self._lengths: Sequence[int] = array("q")
+        self._lines: Sequence[int] = array("q")
+        self._entry_ids: Sequence[str | None] = []
+        self._parts: Sequence[int] = array("q")
+        self._chosen: Sequence[int] = array("q")
         self._array_start = 0
         self._array_line = 1
         self._array_chosen: set[int] = set()
@@ -1804,8 +2008,22 @@ class Transcript:
             f" candidates={self.candidate_count}, skipped={len(self.skipped)})"
         )
 
-    def iter_messages(self) -> Iterator[TranscriptMessage]:
+    def iter_candidates(self) -> Iterator[Candidate]:
+        """What :meth:`iter_messages` would yield, in the same order, from the scan alone.
+
+        Enough for a dry run or a check against the database (entry ids, lines, sizes,
+        part counts) at no cost per message: the file is not read again.
+        """
+        entry_ids, lines, lengths, parts = self._entry_ids, self._lines, self._lengths, self._parts
+        for index, i in enumerate(self._chosen):
+            yield Candidate(index, entry_ids[i], lines[i], lengths[i], parts[i])
+
+    def iter_messages(self, want: Callable[[Candidate], bool] | None = None) -> Iterator[TranscriptMessage]:
         """The chosen messages in import order (root to leaf), read one line at a time.
+
+        With ``want``, only the messages whose :class:`Candidate` it accepts are read and
+        built (the others are skipped at no cost: an import re-run, for one, needs only
+        the entries the database lacks).
 
         Raises ``LcmError("TRANSCRIPT_CHANGED")`` if the file was replaced or rewritten
         since the scan (appending to it is fine: only the scanned bytes are read).
@@ -1815,10 +2033,13 @@ class Transcript:
             if (info.st_dev, info.st_ino) != self._identity or info.st_size < self.size_bytes:
                 raise _changed(self.path)
             if self.mode == "json-array":
-                yield from self._iter_array(handle)
+                yield from self._iter_array(handle, want)
                 return
-            chosen = zip(self._offsets, self._lengths, self._lines, self._entry_ids)
-            for offset, length, line, expected_id in chosen:
+            offsets, lengths, lines, entry_ids = self._offsets, self._lengths, self._lines, self._entry_ids
+            for index, i in enumerate(self._chosen):
+                offset, length, line, expected_id = offsets[i], lengths[i], lines[i], entry_ids[i]
+                if want is not None and not want(Candidate(index, expected_id, line, length, self._parts[i])):
+                    continue
                 handle.seek(offset)
                 data = handle.read(length)
                 text, _ = _decode(data)
@@ -1839,12 +2060,15 @@ class Transcript:
                     message, entry_id=entry_id, envelope_timestamp=envelope_ts, line=line, byte_size=length
                 )
 
-    def _iter_array(self, handle: IO[bytes]) -> Iterator[TranscriptMessage]:
+    def _iter_array(
+        self, handle: IO[bytes], want: Callable[[Candidate], bool] | None
+    ) -> Iterator[TranscriptMessage]:
         if not self._array_chosen:
             return
         last = max(self._array_chosen)
         handle.seek(self._array_start)
         elements = _array_elements(handle, self.size_bytes - self._array_start, self._array_line)
+        chosen = 0
         try:
             for index, (line, size, value) in enumerate(elements):
                 if index > last:
@@ -1852,7 +2076,10 @@ class Transcript:
                 if index in self._array_chosen:
                     if not _is_message_shaped(value) or value["role"] not in PERSISTABLE_ROLES:
                         raise _changed(self.path)
-                    yield build_message(value, line=line, byte_size=size)
+                    candidate = Candidate(chosen, None, line, size, self._parts[chosen])
+                    chosen += 1
+                    if want is None or want(candidate):
+                        yield build_message(value, line=line, byte_size=size)
         except _ArrayError as exc:
             raise _changed(self.path) from exc
 
@@ -1904,9 +2131,18 @@ class _Index:
         self.offsets = array("q")
         self.lengths = array("q")
         self.lines = array("q")
+        self.parts = array("q")  # a message's part count (0 for other records)
 
     def add(
-        self, tree_id: str | None, parent: str | None, kind: int, entry_id: str | None, line: _Line
+        self,
+        tree_id: str | None,
+        parent: str | None,
+        kind: int,
+        entry_id: str | None,
+        offset: int,
+        length: int,
+        number: int,
+        parts: int = 0,
     ) -> None:
         position = len(self.kinds)
         if parent is None:
@@ -1923,9 +2159,10 @@ class _Index:
         self.ids.append(tree_id)
         self.kinds.append(kind)
         self.entry_ids.append(entry_id)
-        self.offsets.append(line.offset)
-        self.lengths.append(line.length)
-        self.lines.append(line.number)
+        self.offsets.append(offset)
+        self.lengths.append(length)
+        self.lines.append(number)
+        self.parts.append(parts)
 
     def parent_of(self, position: int) -> int | None:
         """The record a record's parent id resolves to; -1 for a root, None if dangling."""
@@ -1938,70 +2175,141 @@ class _Index:
 
 def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
     index = _Index()
+    add = index.add
+    # _Index.add for a message, inline (the hot path): its columns' appends.
+    by_id, late_parents = index.by_id, index.late_parents
+    add_parent, add_id, add_kind = index.parents.append, index.ids.append, index.kinds.append
+    add_entry_id, add_offset = index.entry_ids.append, index.offsets.append
+    add_length, add_line, add_parts = index.lengths.append, index.lines.append, index.parts.append
+    skipped = scan.skipped
+    structural = scan.structural
+    scan_once = _SHAPE_SCAN
+    space = _JS_SPACE
     seen_content = False
-    for line in _physical_lines(handle, scan.size_bytes):
-        if line.data is None:
+    for offset, length, number, data, newline in _physical_lines(handle, scan.size_bytes):
+        if data is None:
             seen_content = True
-            scan.skipped.append(
-                SkippedLine(line.number, "truncated_last_line" if not line.newline else "binary")
-            )
+            skipped.append(SkippedLine(number, "truncated_last_line" if not newline else "binary"))
             continue
-        text, replaced = _decode(line.data)
-        trimmed = _trim(text)
+        try:
+            trimmed = data.decode("utf-8").strip(space)
+            replaced = False
+        except UnicodeDecodeError:
+            trimmed = data.decode("utf-8", "replace").strip(space)
+            replaced = True
         if not trimmed:
             continue
         first = not seen_content
         seen_content = True
-        if first:
-            if trimmed[0] == "[":
-                scan.mode = "json-array"
-                _scan_array(scan, handle, line)
-                return
+        if first and trimmed[0] == "[":
+            scan.mode = "json-array"
+            _scan_array(scan, handle, offset, number)
+            return
+        # JSONDecoder.decode without its wrapper: the text is trimmed, so the value must
+        # end exactly at its end.
         try:
-            entry = _SHAPE_DECODER.decode(trimmed)
+            entry, end = scan_once(trimmed, 0)
+            valid = end == len(trimmed)
         except RecursionError:
-            scan.skipped.append(SkippedLine(line.number, "too_deep"))
+            skipped.append(SkippedLine(number, "too_deep"))
             continue
-        except ValueError:
-            if not line.newline:
+        except (ValueError, StopIteration):
+            valid = False
+        if not valid:
+            if not newline:
                 reason = "truncated_last_line"
             elif replaced:
                 reason = "not_utf8"
             else:
                 reason = "invalid_json"
-            scan.skipped.append(SkippedLine(line.number, reason))
+            skipped.append(SkippedLine(number, reason))
             continue
-        if _too_deep(entry, line.data):
-            scan.skipped.append(SkippedLine(line.number, "too_deep"))
+        if data.count(b"[") + data.count(b"{") > _MAX_DEPTH and _too_deep(entry):
+            skipped.append(SkippedLine(number, "too_deep"))
             continue
         if not isinstance(entry, dict):
-            scan.skipped.append(SkippedLine(line.number, "not_an_object"))
+            skipped.append(SkippedLine(number, "not_an_object"))
             continue
-        kind = entry.get("type")
+        get = entry.get
+        kind = get("type")
         if kind == "session":
             if first:
-                scan.header_id = _envelope_string(entry.get("id"))
-            scan.structural["session"] = scan.structural.get("session", 0) + 1
+                scan.header_id = _envelope_string(get("id"))
+            structural["session"] = structural.get("session", 0) + 1
             continue
-        message, enveloped = _message_of(entry)
-        tree_id = _envelope_string(entry.get("id")) or _envelope_string(entry.get("uuid"))
+        value = get("id")
+        tree_id = value.strip(space) or None if isinstance(value, str) else None
+        if tree_id is None:
+            tree_id = _envelope_string(get("uuid"))
+        # _message_of, inline: the entry itself, or the message of a message envelope.
+        message = None
+        enveloped = False
+        if isinstance(get("role"), str) and (
+            "content" in entry or ("command" in entry and "output" in entry)
+        ):
+            message = entry
+        elif "message" in entry and ("type" not in entry or kind == "message"):
+            inner = entry["message"]
+            if (
+                isinstance(inner, dict)
+                and isinstance(inner.get("role"), str)
+                and ("content" in inner or ("command" in inner and "output" in inner))
+            ):
+                message = inner
+                enveloped = True
+        if message is not None or tree_id is not None:
+            value = get("parentId")
+            parent = value.strip(space) or None if isinstance(value, str) else None
+            if parent is None:
+                parent = _envelope_string(get("parentUuid"))
         if message is not None:
-            parent = _envelope_string(entry.get("parentId")) or _envelope_string(entry.get("parentUuid"))
-            record_kind = _K_MESSAGE if message["role"] in PERSISTABLE_ROLES else _K_OTHER_ROLE
-            index.add(tree_id, parent, record_kind, tree_id if enveloped else None, line)
-            if record_kind == _K_OTHER_ROLE:
-                scan.skipped.append(SkippedLine(line.number, "unsupported_role"))
-            elif replaced:
-                scan.warnings.append(SkippedLine(line.number, "not_utf8_replaced"))
+            if message["role"] in PERSISTABLE_ROLES:
+                content = message.get("content")
+                parts = len(content) if type(content) is list and content else _part_count(message)
+                if parent is None:
+                    add_parent(-1)
+                else:
+                    known = by_id.get(parent)
+                    if known is None:
+                        add_parent(-2)
+                        late_parents[len(index.kinds)] = parent
+                    else:
+                        add_parent(known)
+                if tree_id is not None:
+                    by_id[tree_id] = len(index.kinds)
+                add_id(tree_id)
+                add_kind(_K_MESSAGE)
+                add_entry_id(tree_id if enveloped else None)
+                add_offset(offset)
+                add_length(length)
+                add_line(number)
+                add_parts(parts)
+                if replaced:
+                    scan.warnings.append(SkippedLine(number, "not_utf8_replaced"))
+            else:
+                add(tree_id, parent, _K_OTHER_ROLE, None, offset, length, number)
+                skipped.append(SkippedLine(number, "unsupported_role"))
             continue
         if tree_id is not None:
-            parent = _envelope_string(entry.get("parentId")) or _envelope_string(entry.get("parentUuid"))
-            index.add(tree_id, parent, _K_ENTRY, None, line)
+            add(tree_id, parent, _K_ENTRY, None, offset, length, number)
         if isinstance(kind, str) and kind in STRUCTURAL_ENTRY_TYPES and "message" not in entry:
-            scan.structural[kind] = scan.structural.get(kind, 0) + 1
+            structural[kind] = structural.get(kind, 0) + 1
         else:
-            scan.skipped.append(SkippedLine(line.number, _why_not_message(entry)))
+            skipped.append(SkippedLine(number, _why_not_message(entry)))
     _choose(scan, index)
+
+
+def _part_count(message: dict[str, Any]) -> int:
+    """How many part rows :func:`build_message` makes for a message (§6.6)."""
+    if "content" not in message:
+        return 1
+    content = message["content"]
+    if not isinstance(content, list):
+        return 1
+    if content:
+        return len(content)
+    # An empty array: one part for a top-level reasoning_content, if any.
+    return 1 if message["role"] == "assistant" and _top_level_reasoning("assistant", message) else 0
 
 
 _MAX_DEPTH = 200
@@ -2038,19 +2346,23 @@ def _choose(scan: Transcript, index: _Index) -> None:
     else:
         walk, scan.flatten_reason = _leaf_path(index)
     scan.leaf_path = walk is not None
-    chosen: Iterable[int]
+    chosen: list[int]
     if walk is not None:
-        on_path = bytearray(count)
+        # The messages off the path: the kinds with the path's records blanked out, then
+        # found by a byte search (usually there are none).
+        off_path = bytearray(index.kinds)
         for i in walk:
-            on_path[i] = 1
-        for i in range(count):
-            if index.kinds[i] == _K_MESSAGE and not on_path[i]:
-                superseded = index.by_id[index.ids[i] or ""] != i
-                reason = "duplicate_entry_id" if superseded else "abandoned_branch"
-                scan.skipped.append(SkippedLine(index.lines[i], reason))
+            off_path[i] = 0
+        i = off_path.find(_K_MESSAGE)
+        while i != -1:
+            superseded = index.by_id[index.ids[i] or ""] != i
+            reason = "duplicate_entry_id" if superseded else "abandoned_branch"
+            scan.skipped.append(SkippedLine(index.lines[i], reason))
+            i = off_path.find(_K_MESSAGE, i + 1)
         # Root-to-leaf order is usually file order, but a re-appended (duplicate) id
         # can put an ancestor after its child in the file.
-        chosen = (i for i in reversed(walk) if index.kinds[i] == _K_MESSAGE)
+        kinds = index.kinds
+        chosen = [i for i in reversed(walk) if kinds[i] == _K_MESSAGE]
     else:
         chosen = []
         seen: set[str] = set()
@@ -2064,12 +2376,11 @@ def _choose(scan: Transcript, index: _Index) -> None:
                     continue
                 seen.add(entry_id)
             chosen.append(i)
-    for i in chosen:
-        scan._offsets.append(index.offsets[i])
-        scan._lengths.append(index.lengths[i])
-        scan._lines.append(index.lines[i])
-        scan._entry_ids.append(index.entry_ids[i])
-    scan.candidate_count = len(scan._offsets)
+    # The transcript keeps the per-record columns it reads back and the chosen positions.
+    scan._chosen = array("q", chosen)
+    scan._offsets, scan._lengths, scan._lines = index.offsets, index.lengths, index.lines
+    scan._entry_ids, scan._parts = index.entry_ids, index.parts
+    scan.candidate_count = len(scan._chosen)
 
 
 def _leaf_path(index: _Index) -> tuple[array[int] | None, str | None]:
@@ -2201,35 +2512,42 @@ class _ArrayReader:
             return value, size
 
 
-def _scan_array(scan: Transcript, handle: IO[bytes], first: _Line) -> None:
+def _scan_array(scan: Transcript, handle: IO[bytes], offset: int, number: int) -> None:
     """§3.1 JSON-array mode: bare message elements only, no ids, all or nothing."""
-    scan._array_start = first.offset
-    scan._array_line = first.number
-    handle.seek(first.offset)
-    found: list[tuple[int, str | None]] = []  # (line, skip reason or None when chosen)
+    scan._array_start = offset
+    scan._array_line = number
+    handle.seek(offset)
+    # (line, skip reason or None when chosen, UTF-8 size, part count)
+    found: list[tuple[int, str | None, int, int]] = []
     try:
-        for line, _, value in _array_elements(handle, scan.size_bytes - first.offset, first.number):
+        for line, size, value in _array_elements(handle, scan.size_bytes - offset, number):
             if _too_deep(value):
-                found.append((line, "too_deep"))
+                found.append((line, "too_deep", 0, 0))
             elif not isinstance(value, dict):
-                found.append((line, "not_an_object"))
+                found.append((line, "not_an_object", 0, 0))
             elif not _is_message_shaped(value):
-                found.append(
-                    (line, "array_envelope_entry" if "message" in value else _why_not_message_shaped(value))
-                )
+                why = "array_envelope_entry" if "message" in value else _why_not_message_shaped(value)
+                found.append((line, why, 0, 0))
             elif value["role"] not in PERSISTABLE_ROLES:
-                found.append((line, "unsupported_role"))
+                found.append((line, "unsupported_role", 0, 0))
             else:
-                found.append((line, None))
+                found.append((line, None, size, _part_count(value)))
     except _ArrayError as error:
-        scan.skipped.extend(SkippedLine(line, "invalid_json_array") for line, _ in found)
+        scan.skipped.extend(SkippedLine(line, "invalid_json_array") for line, *_ in found)
         scan.skipped.append(SkippedLine(error.line, "invalid_json"))
         scan.flatten_reason = "json_array"
         return
     scan.flatten_reason = "json_array"
-    for position, (line, reason) in enumerate(found):
+    lines, lengths, parts_counts = array("q"), array("q"), array("q")
+    for position, (line, reason, size, parts) in enumerate(found):
         if reason is None:
             scan._array_chosen.add(position)
+            lines.append(line)
+            lengths.append(size)
+            parts_counts.append(parts)
         else:
             scan.skipped.append(SkippedLine(line, reason))
     scan.candidate_count = len(scan._array_chosen)
+    scan._lines, scan._lengths, scan._parts = lines, lengths, parts_counts
+    scan._entry_ids = [None] * scan.candidate_count
+    scan._chosen = array("q", range(scan.candidate_count))
