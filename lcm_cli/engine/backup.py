@@ -85,7 +85,12 @@ from typing import Any
 from urllib.parse import quote
 
 from lcm_cli.engine.config_file import backup_stamp
-from lcm_cli.engine.db.connection import SQLITE_HEADER, busy_timeout_ms, translate_sqlite_error
+from lcm_cli.engine.db.connection import (
+    SQLITE_HEADER,
+    busy_timeout_ms,
+    require_sqlite_file,
+    translate_sqlite_error,
+)
 from lcm_cli.engine.errors import LcmError, invalid_argument
 
 MANIFEST_VERSION = 1
@@ -341,30 +346,7 @@ def _sqlite_error(exc: sqlite3.Error, source: str, directory: str, timeout_ms: i
 
 def _check_source(db_path: str) -> tuple[str, os.stat_result]:
     source = os.path.abspath(db_path)
-    details = {"databasePath": source}
-    try:
-        info = os.stat(source)
-    except OSError:
-        info = None
-    if info is None or not stat.S_ISREG(info.st_mode):
-        raise LcmError(
-            "DATABASE_NOT_FOUND",
-            f"No LCM database at {source}. Pass --db PATH, set LCM_DATABASE_PATH, or point "
-            "--openclaw-dir at the OpenClaw state dir that holds lcm.db.",
-            details,
-        )
-    header = _sqlite_header(source)
-    if header is None:
-        raise LcmError(
-            "DATABASE_OPEN_FAILED", f"Cannot read {source}. Check the file's permissions.", details
-        )
-    if header and header != SQLITE_HEADER:
-        raise LcmError(
-            "DATABASE_OPEN_FAILED",
-            f"{source} is not an SQLite database. Check --db / LCM_DATABASE_PATH.",
-            details,
-        )
-    return source, info
+    return source, require_sqlite_file(source)
 
 
 def _open_read_only(path: str, timeout_ms: int, *, immutable: bool = False) -> sqlite3.Connection:

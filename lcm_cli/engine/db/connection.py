@@ -24,11 +24,11 @@ def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int
     return int(raw) if raw.strip().isdigit() else DEFAULT_BUSY_TIMEOUT_MS
 
 
-def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-    """Open an existing lcm.db read-only, or raise a structured error.
+def require_sqlite_file(path: str) -> os.stat_result:
+    """Check ``path`` is an existing regular file that SQLite can call a database.
 
-    DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
-    when it is not an SQLite database or SQLite refuses to open it.
+    DATABASE_NOT_FOUND when it is missing or not a regular file; DATABASE_OPEN_FAILED when
+    it cannot be read or lacks the SQLite header (an empty file is an empty database).
     """
     details = {"databasePath": path}
     try:
@@ -51,13 +51,23 @@ def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> s
             f"Cannot read {path}: {exc.strerror or exc}. Check the file's permissions.",
             details,
         ) from None
-    # An empty file is a valid (empty) database to SQLite; anything else must carry the header.
     if header and header != SQLITE_HEADER:
         raise LcmError(
             "DATABASE_OPEN_FAILED",
             f"{path} is not an SQLite database. Check --db / LCM_DATABASE_PATH.",
             details,
         )
+    return info
+
+
+def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """Open an existing lcm.db read-only, or raise a structured error.
+
+    DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
+    when it is not an SQLite database or SQLite refuses to open it.
+    """
+    require_sqlite_file(path)
+    details = {"databasePath": path}
     # Percent-encode so '?', '#' and '%' in a path cannot be read as URI syntax.
     uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
     try:
