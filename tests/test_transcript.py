@@ -913,3 +913,23 @@ def test_memory_stays_flat(big_transcripts: dict[int, Path]) -> None:
     # Ten times the messages may not cost ten times the memory: the iteration holds
     # one message at a time (plus an offset table of 24 bytes per message).
     assert peaks[20_000] < 2 * peaks[2_000] + 1 * 2**20, peaks
+
+
+def test_candidates_agree_with_built_messages(tmp_path: Path) -> None:
+    """Dry run and --verify read candidates from the scan; they must match the full build."""
+    from lcm_cli.migrate.transcript import scan_transcript
+    from tests.support.transcripts import append_garbage, write_transcript
+
+    for index, options in enumerate([{}, {"branches": True}, {"with_ids": False}, {"style": "bare"}]):
+        path = tmp_path / f"c{index}.jsonl"
+        write_transcript(path, session_id=f"c{index}", messages=60, seed=index, **options)
+        append_garbage(path, ["invalid_json", "binary"])
+        transcript = scan_transcript(str(path))
+        built = list(transcript.iter_messages())
+        candidates = list(transcript.iter_candidates())
+        assert [(c.entry_id, c.line, c.byte_size, c.parts) for c in candidates] == [
+            (m.entry_id, m.line, m.byte_size, len(m.parts)) for m in built
+        ]
+        assert [c.position for c in candidates] == list(range(transcript.candidate_count))
+        chosen = list(transcript.iter_messages(lambda c: c.position % 3 == 0))
+        assert chosen == built[::3]

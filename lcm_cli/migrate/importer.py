@@ -217,14 +217,15 @@ def _dry_run_file(conn: sqlite3.Connection | None, transcript: Any, report: dict
     report["conversation"] = "existing" if row else "new"
     present = _present_entry_ids(conn, [row[0]]) if (conn is not None and row) else set()
     would, parts, size = 0, 0, 0
-    for message in transcript.iter_messages():
-        if message.entry_id is not None and message.entry_id in present:
+    # The scan already knows ids, sizes and part counts: no message is built in a dry run.
+    for candidate in transcript.iter_candidates():
+        if candidate.entry_id is not None and candidate.entry_id in present:
             continue
-        if message.entry_id is None and existing > 0:
+        if candidate.entry_id is None and existing > 0:
             continue
         would += 1
-        parts += len(message.parts)
-        size += message.byte_size
+        parts += candidate.parts
+        size += candidate.byte_size
     if transcript.candidate_count == 0:
         report.update(status="skipped", reason="no-persistable-messages")
         report["warnings"].append("no importable messages in this file")
@@ -252,13 +253,13 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
     missing: list[dict[str, Any]] = []
     without_id = 0
     checked = 0
-    for message in transcript.iter_messages():
-        if message.entry_id is None:
+    for candidate in transcript.iter_candidates():
+        if candidate.entry_id is None:
             without_id += 1
             continue
         checked += 1
-        if message.entry_id not in present:
-            missing.append({"entryId": message.entry_id, "line": message.line})
+        if candidate.entry_id not in present:
+            missing.append({"entryId": candidate.entry_id, "line": candidate.line})
     report["conversationId"] = ids[0] if len(ids) == 1 else (ids or None)
     report["status"] = "complete" if not missing and not without_id else "incomplete"
     report["verifiedEntries"] = checked
@@ -375,7 +376,17 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any]) -> None:
     batch: list[dict[str, Any]] = []
     last = None
     imported = skipped = parts = size = 0
-    for message in transcript.iter_messages():
+    last_position = transcript.candidate_count - 1
+
+    def wanted(candidate: Any) -> bool:
+        """Skip building entries already stored (the last is always built: the checkpoint hashes it)."""
+        nonlocal skipped
+        if candidate.entry_id in present and candidate.position != last_position:
+            skipped += 1
+            return False
+        return True
+
+    for message in transcript.iter_messages(wanted if present else None):
         last = message
         entry_id = message.entry_id
         if entry_id is not None:
