@@ -1,0 +1,1 @@
+"""Summarizers: one interface (`base`), an offline extractive default, an OpenAI-compatible client."""

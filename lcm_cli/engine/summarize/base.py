@@ -1,0 +1,65 @@
+"""The summarizer interface that compaction, large-file summaries and recall call.
+
+Compaction never talks to a model directly: it builds a :class:`SummaryRequest` and asks
+a :class:`Summarizer` for text. Escalation, capping and deterministic fallbacks
+(compat/engine.md §5.1–§5.2) wrap this interface, so every implementation only has to
+turn one request into plain text or raise one of the errors below.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, runtime_checkable
+
+
+class SummaryRequest(NamedTuple):
+    """One summarization call.
+
+    ``depth`` is the depth of the summary being written: 0 for a leaf summary over raw
+    messages, 1, 2, 3+ for condensed summaries (it selects the prompt template).
+    ``previous_context`` is the continuity text of compat/engine.md §5.4, or None.
+    """
+
+    source_text: str
+    target_tokens: int
+    depth: int = 0
+    aggressive: bool = False
+    previous_context: str | None = None
+    custom_instructions: str = ""
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Turns a :class:`SummaryRequest` into summary text.
+
+    ``model`` is the label stored in ``summaries.model`` (for example ``extractive`` or
+    ``ollama/llama3.1``).
+    """
+
+    model: str
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """Return the summary text (may be blank; callers fall back deterministically)."""
+        ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model that can answer a free-form prompt (expand-query); only model-backed summarizers."""
+
+    model: str
+
+    def complete(self, system: str, prompt: str, *, max_tokens: int, timeout_ms: int) -> str:
+        """Return the model's answer text."""
+        ...
+
+
+class SummarizerError(Exception):
+    """The model could not produce an answer (endpoint down, timeout, garbage reply)."""
+
+
+class SummarizerAuthError(SummarizerError):
+    """The endpoint refused our credentials (HTTP 401/403); feeds the circuit breaker."""
+
+
+class SpendLimitError(SummarizerError):
+    """The per-scope spend guard is open; no call was made."""
