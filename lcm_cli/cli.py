@@ -29,7 +29,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, inventory, migrate, read, root
+    from lcm_cli.commands import backup, ingest, inventory, migrate, read, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -49,6 +49,8 @@ def build_app() -> Any:
     app.add_typer(backup.backup, name="backup")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
+    app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
+    app.add_typer(ingest.session, name="session")
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     return app
 

@@ -66,6 +66,20 @@ OPERATIONS: dict[str, OpSpec] = {
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
     "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",)),
+    "session.ingest": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
+        words=("ingest",),
+    ),
+    "session.bootstrap": OpSpec(
+        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), long_running=True
+    ),
+    "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key")),
+    "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key")),
+    "session.end": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
+    ),
 }
 
 
