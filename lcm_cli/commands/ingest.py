@@ -46,7 +46,7 @@ def ingest(
     the reason. Bad JSON or invalid UTF-8 is an INVALID_INPUT error naming the line, and
     nothing is written. Ingest never compacts.
 
-    Example: echo '{"role":"user","content":"hello"}' | lcm ingest --session-id s1 --session-key agent:main:main
+    Example: lcm ingest --session-id s1 --session-key agent:main:main --file turn.jsonl
     """
     run(
         ctx,
