@@ -119,8 +119,9 @@ def summarize_yaml(text: str) -> str:
 def summarize_code(text: str, file_name: str | None = None) -> str:
     """Line count, up to 12 import lines, up to 24 top-level definitions."""
     lines = text.splitlines()
-    imports = [line.strip() for line in lines if _IMPORT_LINE.match(line)][:12]
-    definitions = [m.group(1) for m in (_DEFINITION.match(line) for line in lines) if m][:24]
+    imports = list(dict.fromkeys(line.strip() for line in lines if _IMPORT_LINE.match(line)))[:12]
+    found = (m.group(1) for m in (_DEFINITION.match(line) for line in lines) if m)
+    definitions = list(dict.fromkeys(found))[:24]
     parts = [f"Source file{' ' + file_name if file_name else ''}: {len(lines):,} lines."]
     if imports:
         parts.append("Imports: " + "; ".join(imports) + ".")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -175,7 +174,6 @@ class _Batch:
         self.session_key = session_key
         self.conversation_id: int | None = None
         self.created = False
-        self.flood_candidates: Counter[tuple[Any, ...]] = Counter()
 
     def conversation(self) -> int:
         if self.conversation_id is None:
@@ -203,7 +201,6 @@ class _Batch:
             " AND julianday(e.created_at) < julianday(m.created_at))"
         )
         if built.role == "user":
-            group: tuple[Any, ...] = (built.role, created_at)
             existing = conn.execute(
                 f"SELECT COUNT(*) FROM messages m WHERE m.conversation_id = ? AND m.role = ?"
                 f" AND m.created_at = ? AND {earlier_twin}",
@@ -211,15 +208,14 @@ class _Batch:
             ).fetchone()[0]
             limit = self.settings.replay_external
         else:
-            group = (built.role, built.identity_hash, built.content, created_at)
             existing = conn.execute(
                 f"SELECT COUNT(*) FROM messages m WHERE m.conversation_id = ? AND m.role = ?"
                 f" AND m.identity_hash = ? AND m.content = ? AND m.created_at = ? AND {earlier_twin}",
                 (cid, built.role, built.identity_hash, built.content, created_at),
             ).fetchone()[0]
             limit = self.settings.replay_internal
-        self.flood_candidates[group] += 1
-        return int(existing) + self.flood_candidates[group] >= limit
+        # Rows of this batch inserted before this one are already in ``existing``.
+        return int(existing) + 1 >= limit
 
     def ingest_one(
         self, index: int, message: dict[str, Any], *, entry_id: str | None, flood_guard: bool

@@ -151,7 +151,9 @@ def ingest(ctx: Context, req: Request) -> Result:
     settings = IngestSettings.from_config(ctx.effective)
     if session_id is None:
         session_id = _session_id_for_key(ctx, key)
-    store = open_store(ctx)
+    # Nothing is written for a heartbeat or an excluded session: do not even open the file.
+    quiet = bool(extra.get("is_heartbeat")) or settings.policy.exclusion(session_id, key) is not None
+    store = None if quiet or not messages else open_store(ctx)
     try:
         data = ingest_messages(
             store,
@@ -163,7 +165,8 @@ def ingest(ctx: Context, req: Request) -> Result:
             require_role=from_text,
         )
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     return Result(data)
 
 
