@@ -188,9 +188,11 @@ class _Batch:
         conn, cid = self.conn, self.conversation_id
         if not built.content:
             return False
+        # The unary + keeps the planner on the identity-hash index: the time index would
+        # walk every earlier message of the conversation.
         twin = conn.execute(
             "SELECT 1 FROM messages WHERE conversation_id = ? AND identity_hash = ? AND role = ?"
-            " AND content = ? AND julianday(created_at) < julianday(?) LIMIT 1",
+            " AND content = ? AND +julianday(created_at) < julianday(?) LIMIT 1",
             (cid, built.identity_hash, built.role, built.content, created_at),
         ).fetchone()
         if twin is None:
@@ -198,7 +200,7 @@ class _Batch:
         earlier_twin = (
             "EXISTS (SELECT 1 FROM messages e WHERE e.conversation_id = m.conversation_id"
             " AND e.identity_hash = m.identity_hash AND e.role = m.role AND e.content = m.content"
-            " AND julianday(e.created_at) < julianday(m.created_at))"
+            " AND +julianday(e.created_at) < julianday(m.created_at))"
         )
         if built.role == "user":
             existing = conn.execute(
