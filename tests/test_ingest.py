@@ -330,3 +330,28 @@ def test_kill_during_a_big_batch_leaves_none_or_all(home: Path, tmp_path: Path) 
         assert rows(home, "PRAGMA integrity_check") == [("ok",)]
         contexts = rows(home, "SELECT COUNT(*) FROM context_items")[0][0]
         assert contexts == count
+
+
+def test_inline_base64_images_are_externalized(home: Path) -> None:
+    import base64
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(600)).decode()
+    jpg = base64.b64encode(b"\xff\xd8\xff\xe0" + bytes(600)).decode()
+    data = ingest(
+        home,
+        [
+            {"role": "user", "content": f"[media attached: /tmp/my photo.png]\n{png[:76]}\n{png[76:]}"},
+            {"role": "toolResult", "toolCallId": "call_2", "content": jpg},
+            {"role": "user", "content": "not an image: " + "A" * 600},
+        ],
+    )
+    reasons = [[f["reason"] for f in m.get("files", [])] for m in data["messages"]]
+    assert reasons == [["inline_image"], ["inline_image"], []]
+    contents = [r[0] for r in rows(home, "SELECT content FROM messages ORDER BY seq")]
+    assert contents[0].startswith(
+        "[media attached: /tmp/my photo.png]\n\n[User image: my_photo.png (image/png, 608 bytes)"
+    )
+    assert contents[1].startswith("[Tool image: tool-image.jpg (image/jpeg, 604 bytes) | LCM file: file_")
+    assert contents[2].startswith("not an image")
+    sizes = sorted(r[0] for r in rows(home, "SELECT byte_size FROM large_files"))
+    assert sizes == [604, 608]

@@ -136,3 +136,78 @@ def test_reset_archives_and_starts_fresh_and_end_follows_its_reason(tmp_path: Pa
     causes = conn.execute("SELECT archive_cause FROM conversations ORDER BY conversation_id").fetchall()
     conn.close()
     assert causes == [("manual-reset",), ("session-end",), ("session-deleted",)]
+
+
+def test_concurrent_writers_of_one_session_are_serialized(tmp_path: Path) -> None:
+    from lcm_cli.engine.ingest import IngestSettings, ingest_messages
+
+    db = tmp_path / "lcm.db"
+    Store.open(db).close()
+    settings = IngestSettings(str(tmp_path / "files"))
+    errors: list[BaseException] = []
+
+    def writer(session: str, tag: str) -> None:
+        try:
+            with Store.open(db) as store:
+                for i in range(20):
+                    batch = [{"role": "user", "content": f"{tag}-{i}-{j}"} for j in range(5)]
+                    ingest_messages(store, settings, session, batch, session_key=f"agent:main:{session}")
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=writer, args=(s, t)) for s, t in (("a", "a1"), ("a", "a2"), ("b", "b1"))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    conn = sqlite3.connect(db)
+    try:
+        per = conn.execute(
+            "SELECT session_id, COUNT(*), COUNT(DISTINCT seq), MIN(seq), MAX(seq) FROM messages"
+            " JOIN conversations USING (conversation_id) GROUP BY session_id ORDER BY session_id"
+        ).fetchall()
+        assert per == [("a", 200, 200, 1, 200), ("b", 100, 100, 1, 100)]
+        # Each batch of five stays contiguous: one transaction at a time per session.
+        seqs = conn.execute(
+            "SELECT content FROM messages JOIN conversations USING (conversation_id)"
+            " WHERE session_id = 'a' ORDER BY seq"
+        ).fetchall()
+        tags = [row[0].rsplit("-", 1)[0] for row in seqs]
+        assert all(len(set(tags[i : i + 5])) == 1 for i in range(0, 200, 5))
+        items = conn.execute(
+            "SELECT conversation_id, COUNT(*), MIN(ordinal), MAX(ordinal) FROM context_items"
+            " GROUP BY conversation_id ORDER BY conversation_id"
+        ).fetchall()
+        assert [row[1:] for row in items] == [(200, 0, 199), (100, 0, 99)] or [row[1:] for row in items] == [
+            (100, 0, 99),
+            (200, 0, 199),
+        ]
+    finally:
+        conn.close()
+
+
+def test_ingest_by_key_alone_and_through_the_cli_door(tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import lcm
+
+    home = tmp_path / "oc"
+    home.mkdir()
+    op(home, "session.ingest", session_id="s1", session_key="k1", message={"role": "user", "content": "a"})
+    data = op(home, "session.ingest", session_key="k1", message={"role": "user", "content": "b"})
+    assert data["sessionId"] == "s1" and data["ingested"] == 1
+    out = lcm(
+        "--openclaw-dir",
+        str(home),
+        "ingest",
+        "--session-key",
+        "k1",
+        "--messages",
+        json.dumps([{"role": "assistant", "content": "c"}]),
+    )
+    assert out.code == 0 and out.json["data"]["messages"][0]["seq"] == 3
+    missing = lcm("--openclaw-dir", str(home), "ingest", "--session-key", "nobody", "--message", "{}")
+    assert missing.code == 2 and "--session-id" in missing.error["message"]

@@ -68,6 +68,17 @@ _IMAGE_LABELS = {"user": "User image", "assistant": "Assistant image", "system":
 _FILE_BLOCK = re.compile(r"<file\b([^>]*)>([\s\S]*?)</file\s*>", re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
 _REFERENCE_PREFIXES = ("[LCM File:", "[LCM Tool Output:", "[LCM Raw Payload:")
+# Base64 text of an image starts with the encoding of its magic bytes.
+_BASE64_IMAGE_PREFIXES = (
+    ("/9j/", "image/jpeg"),
+    ("iVBOR", "image/png"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+    ("PHN2Zy", "image/svg+xml"),
+)
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_MEDIA_HEADER = re.compile(r"\[media attached[^\]]*?:\s*([^\]\n]*)\]")
+_MIN_INLINE_IMAGE_TOKENS = 100
 
 
 def new_file_id() -> str:
@@ -209,6 +220,7 @@ class Interceptor:
         """Images (any role), then ``<file>`` blocks (user) or large tool results (tool)."""
         role = message["role"]
         message = self._native_images(message, role)
+        message = self._inline_images(message, role)
         if role == "user":
             message = self._file_blocks(message)
         elif role in TOOL_ROLES:
@@ -260,6 +272,62 @@ class Interceptor:
                 }
             )
         return {**message, "content": blocks}
+
+    def _inline_image(self, text: str, role: str, name_hint: str | None) -> str | None:
+        """Store ``text`` if it is wholly base64 image data; return its reference, else None."""
+        compact = "".join(text.split())
+        if not compact or estimate_tokens(compact) < _MIN_INLINE_IMAGE_TOKENS:
+            return None
+        if sum(1 for ch in compact if ch in _BASE64_CHARS) < 0.8 * len(compact):
+            return None
+        mime = next((m for prefix, m in _BASE64_IMAGE_PREFIXES if compact.startswith(prefix)), None)
+        if mime is None:
+            return None
+        data = "".join(ch for ch in compact if ch in _BASE64_CHARS)
+        try:
+            decoded = base64.b64decode(data + "=" * (-len(data) % 4))
+        except (binascii.Error, ValueError):
+            return None
+        stored_role = "tool" if role in TOOL_ROLES else role
+        name = name_hint or f"{stored_role}-image.{file_extension(None, mime)}"
+        summary = summarize_image(len(decoded), mime, name)
+        file_id = self._store(decoded, name, mime, summary, "inline_image", False)
+        return image_reference(file_id, role, name, mime, len(decoded))
+
+    def _inline_images(self, message: dict[str, Any], role: str) -> dict[str, Any]:
+        """Base64 image text: a ``[media attached: ...]`` payload or a wholly base64 value."""
+        content = message.get("content")
+        if role not in TOOL_ROLES:
+            if not isinstance(content, str):
+                return message
+            stripped = content.strip()
+            header = _MEDIA_HEADER.match(stripped)
+            if header is not None:
+                hint = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(header.group(1).strip())) or None
+                reference = self._inline_image(stripped[header.end() :], role, hint)
+                if reference is None:
+                    return message
+                return {**message, "content": f"{header.group(0)}\n\n{reference}"}
+            reference = self._inline_image(stripped, role, None)
+            return message if reference is None else {**message, "content": reference}
+        if isinstance(content, str):
+            reference = self._inline_image(content, role, None)
+            return message if reference is None else {**message, "content": reference}
+        if not isinstance(content, list):
+            return message
+        changed = False
+        blocks: list[Any] = []
+        for block in content:
+            if isinstance(block, dict):
+                for key in ("text", "output", "content", "result"):
+                    value = block.get(key)
+                    if isinstance(value, str):
+                        reference = self._inline_image(value, role, None)
+                        if reference is not None:
+                            block = {**block, key: reference}
+                            changed = True
+            blocks.append(block)
+        return {**message, "content": blocks} if changed else message
 
     def _file_blocks(self, message: dict[str, Any]) -> dict[str, Any]:
         content = message.get("content")
