@@ -137,3 +137,78 @@ def test_excluded_sessions_and_missing_files(tmp_path: Path) -> None:
     with pytest.raises(LcmError) as err:
         boot(home, tmp_path / "missing.jsonl")
     assert err.value.code == "TRANSCRIPT_UNREADABLE"
+
+
+def test_bootstrap_rows_equal_the_importer_rows_and_large_outputs_are_externalized(tmp_path: Path) -> None:
+    import json
+
+    home = tmp_path / "oc"
+    home.mkdir()
+    big_budget(home)
+    path = tmp_path / "s1.jsonl"
+    write_transcript(path, session_id="s1", messages=80, seed=11)
+    boot(home, path)
+    other = tmp_path / "other"
+    other.mkdir()
+    call("migrate.sessions", {"file": [str(path)], "apply": True}, openclaw_dir=str(other))
+    columns = "seq, role, content, token_count, identity_hash, transcript_entry_id, created_at, openclaw_sender_metadata"
+    live = sqlite3.connect(home / "lcm.db")
+    imported = sqlite3.connect(other / "lcm.db")
+    # Images are externalized at any size by the live path (the importer keeps them inline).
+    externalized = {
+        row[0]
+        for row in live.execute(
+            "SELECT DISTINCT seq FROM messages JOIN message_parts USING (message_id)"
+            " WHERE message_parts.metadata LIKE '%externalizedFileId%'"
+        )
+    }
+    assert externalized  # the generator writes image blocks
+    a = [r for r in live.execute(f"SELECT {columns} FROM messages ORDER BY seq") if r[0] not in externalized]
+    b = [
+        r
+        for r in imported.execute(f"SELECT {columns} FROM messages ORDER BY seq")
+        if r[0] not in externalized
+    ]
+    assert a == b and len(a) > 50
+    parts = "SELECT seq, part_type, text_content, tool_call_id, tool_name, tool_input, tool_output, metadata"
+    order = " FROM message_parts JOIN messages USING (message_id) ORDER BY seq, ordinal"
+    assert [r for r in live.execute(parts + order) if r[0] not in externalized] == [
+        r for r in imported.execute(parts + order) if r[0] not in externalized
+    ]
+    live.close()
+    imported.close()
+    # A large tool output in a transcript is externalized at bootstrap, as live ingest does.
+    (home / "openclaw.json").write_text(
+        json.dumps(
+            {
+                "plugins": {
+                    "entries": {
+                        "lossless-claw": {
+                            "config": {"bootstrapMaxTokens": 10000000, "largeFileThresholdTokens": 1000}
+                        }
+                    }
+                }
+            }
+        )
+    )
+    second = tmp_path / "s2.jsonl"
+    lines = [
+        {"type": "session", "id": "s2", "timestamp": "2026-06-10T00:00:00.000Z"},
+        {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "read it"}},
+        {
+            "type": "message",
+            "id": "b",
+            "parentId": "a",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "call_1",
+                "toolName": "read",
+                "content": "z" * 9000,
+            },
+        },
+    ]
+    second.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    data = call(
+        "session.bootstrap", {"session_id": "s2", "session_file": str(second)}, openclaw_dir=str(home)
+    )["data"]
+    assert data["importedMessages"] == 2 and data["filesExternalized"] == 1

@@ -8,12 +8,15 @@ the checkpoint's entry hash) and import what follows it, at most
 (``conversation_bootstrap_state``) is written only after proven overlap or an import,
 so an unchanged file is recognised later without being read.
 
-Messages are read by the transcript reader of ``lcm migrate-sessions`` and written as
-its rows (same content projection, parts, token counts and hashes).
+Messages are read by the transcript reader of ``lcm migrate-sessions`` (the active leaf
+path) and written through the live ingest path (:mod:`lcm_cli.engine.ingest`) with their
+entry ids, as the reference's bootstrap does: large payloads are externalized and
+stable event keys set; the replay-flood guard is skipped (the transcript proves them).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import Counter
@@ -21,7 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.sessions import SessionPolicy, get_or_create, queue_key, session_lock
+from lcm_cli.engine.ingest import Batch, IngestSettings
+from lcm_cli.engine.sessions import get_or_create, queue_key, session_lock
 
 MIN_IMPORT_CAP = 50
 IMPORT_CAP_RATIO = 0.2
@@ -46,7 +50,7 @@ def trim_to_budget(messages: Sequence[Any], budget: int) -> list[Any]:
     total = 0
     start = len(messages)
     for index in range(len(messages) - 1, -1, -1):
-        tokens = messages[index].token_count
+        tokens = _built(messages[index]).token_count
         if total + tokens > budget:
             break
         total += tokens
@@ -61,8 +65,6 @@ def import_cap(existing: int) -> int:
 
 def _parent_session(path: str) -> bool:
     """True when the first non-blank line is a session header naming a parent session."""
-    import json
-
     try:
         with open(path, "rb") as handle:
             for raw in handle:
@@ -80,9 +82,14 @@ def _parent_session(path: str) -> bool:
     return False
 
 
+def _built(item: Any) -> Any:
+    """The built row of an item: a (built row, raw entry) pair, or a built row alone."""
+    return item[0] if isinstance(item, tuple) and len(item) == 2 else item
+
+
 def bootstrap_session(
     store: Any,
-    policy: SessionPolicy,
+    settings: IngestSettings,
     session_id: str,
     session_file: str,
     *,
@@ -90,7 +97,7 @@ def bootstrap_session(
     max_tokens: int = 6000,
 ) -> dict[str, Any]:
     """Bootstrap or reconcile one session from its transcript in one transaction."""
-    from lcm_cli.migrate.transcript import scan_transcript
+    from lcm_cli.migrate.transcript import build_message, scan_transcript
 
     result: dict[str, Any] = {
         "bootstrapped": False,
@@ -101,7 +108,7 @@ def bootstrap_session(
         "sessionKey": session_key,
         "sessionFile": os.path.abspath(session_file),
     }
-    exclusion = policy.exclusion(session_id, session_key)
+    exclusion = settings.policy.exclusion(session_id, session_key)
     if exclusion is not None:
         result["reason"] = "session excluded by pattern" if exclusion == "excluded" else "stateless session"
         return result
@@ -140,7 +147,21 @@ def bootstrap_session(
             )
             return result
         transcript = scan_transcript(path)
-        messages = list(transcript.iter_messages())
+        messages = [
+            (
+                build_message(
+                    e.message,
+                    entry_id=e.entry_id,
+                    envelope_timestamp=e.envelope_timestamp,
+                    line=e.line,
+                    byte_size=e.byte_size,
+                ),
+                e,
+            )
+            for e in transcript.iter_entries()
+        ]
+        batch = Batch(store, settings, session_id, conversation.session_key)
+        batch.conversation_id = cid
         result["transcriptMessages"] = len(messages)
         existing = conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[
             0
@@ -148,7 +169,7 @@ def bootstrap_session(
         if existing == 0:
             kept = trim_to_budget(messages, max_tokens)
             fork_bounded = _parent_session(path) and len(kept) < len(messages)
-            _insert(store, cid, kept)
+            inserted = _insert(batch, kept, result)
             _mark_bootstrapped(conn, cid)
             _write_checkpoint(
                 store,
@@ -157,18 +178,18 @@ def bootstrap_session(
                 size,
                 mtime_ms,
                 transcript,
-                kept[-1] if kept else (messages[-1] if messages else None),
+                _built(kept[-1]) if kept else (_built(messages[-1]) if messages else None),
                 fork_bounded=fork_bounded,
                 fork_count=len(messages),
             )
-            result.update(bootstrapped=True, importedMessages=len(kept))
+            result.update(bootstrapped=True, importedMessages=inserted)
             result["trimmedMessages"] = len(messages) - len(kept)
             if fork_bounded:
                 result["reason"] = "fork-bounded bootstrap import"
             elif not kept:
                 result["reason"] = "no leaf-path messages in session"
             return result
-        outcome = _reconcile(store, cid, messages, checkpoint, existing, allow_no_anchor=epoch)
+        outcome = _reconcile(batch, messages, checkpoint, existing, allow_no_anchor=epoch, result=result)
         result.update(outcome)
         imported = outcome["importedMessages"]
         if outcome.get("capped"):
@@ -177,7 +198,7 @@ def bootstrap_session(
         if imported > 0 or outcome["hasOverlap"]:
             _mark_bootstrapped(conn, cid)
             _write_checkpoint(
-                store, cid, path, size, mtime_ms, transcript, messages[-1] if messages else None
+                store, cid, path, size, mtime_ms, transcript, _built(messages[-1]) if messages else None
             )
         if imported > 0:
             result.update(bootstrapped=True, reason="reconciled missing session messages")
@@ -190,9 +211,24 @@ def bootstrap_session(
         return result
 
 
-def _insert(store: Any, cid: int, messages: Sequence[Any]) -> None:
-    if messages:
-        store.add_messages(cid, [m.as_row() for m in messages])
+def _insert(batch: Batch, items: Sequence[Any], result: dict[str, Any]) -> int:
+    """Ingest (built row, raw entry) items through the live path; return how many were stored."""
+    stored = 0
+    for index, (built, entry) in enumerate(items):
+        outcome = batch.ingest_one(
+            index,
+            entry.message,
+            entry_id=built.entry_id,
+            flood_guard=False,
+            envelope_timestamp=entry.envelope_timestamp,
+        )
+        if outcome["status"] == "ingested":
+            stored += 1
+            result["filesExternalized"] = result.get("filesExternalized", 0) + len(outcome.get("files", ()))
+        else:
+            skipped = result.setdefault("skippedMessages", {})
+            skipped[outcome["reason"]] = skipped.get(outcome["reason"], 0) + 1
+    return stored
 
 
 def _mark_bootstrapped(conn: Any, cid: int) -> None:
@@ -241,41 +277,49 @@ def _write_checkpoint(
 
 
 def _reconcile(
-    store: Any, cid: int, messages: list[Any], checkpoint: Any, existing: int, *, allow_no_anchor: bool
+    batch: Batch,
+    messages: list[Any],
+    checkpoint: Any,
+    existing: int,
+    *,
+    allow_no_anchor: bool,
+    result: dict[str, Any],
 ) -> dict[str, Any]:
-    """§3.2: find the anchor and import what follows it (capped)."""
-    conn = store.conn
+    """§3.2: find the anchor and import what follows it (capped); items are (built, raw) pairs."""
+    conn, cid = batch.conn, batch.conversation()
     out: dict[str, Any] = {"hasOverlap": False, "importedMessages": 0, "anchor": None}
     if not messages:
         return out
+    built = [_built(m) for m in messages]
     anchor: int | None = None
-    if all(m.entry_id for m in messages):
+    if all(m.entry_id for m in built):
         present = {
             row[0]
             for row in conn.execute(
-                "SELECT transcript_entry_id FROM messages WHERE conversation_id = ? AND transcript_entry_id IS NOT NULL",
+                "SELECT transcript_entry_id FROM messages WHERE conversation_id = ?"
+                " AND transcript_entry_id IS NOT NULL",
                 (cid,),
             )
         }
         wanted = checkpoint[5] if checkpoint is not None else None
-        ids = [m.entry_id for m in messages]
+        ids = [m.entry_id for m in built]
         if wanted in ids and wanted in present:
             anchor = len(ids) - 1 - ids[::-1].index(wanted)
         else:
             anchor = next((i for i in range(len(ids) - 1, -1, -1) if ids[i] in present), None)
         if anchor is not None:
             out["anchor"] = "entry-id"
-            return _import_after(store, cid, messages, anchor, existing, present, out)
-    anchor = _content_anchor(conn, cid, messages)
+            return _import_after(batch, messages, anchor, existing, present, out, result)
+    anchor = _content_anchor(conn, cid, built)
     if anchor is not None:
         out["anchor"] = "content"
     elif checkpoint is not None and checkpoint[4]:
-        hits = [i for i, m in enumerate(messages) if m.entry_hash == checkpoint[4]]
+        hits = [i for i, m in enumerate(built) if m.entry_hash == checkpoint[4]]
         if len(hits) == 1:
             anchor = hits[0]
             out["anchor"] = "checkpoint-hash"
     if anchor is not None:
-        return _import_after(store, cid, messages, anchor, existing, set(), out)
+        return _import_after(batch, messages, anchor, existing, set(), out, result)
     if not allow_no_anchor:
         return out
     # No-anchor epoch import, with the duplicate-replay guard (§3.3).
@@ -283,20 +327,17 @@ def _reconcile(
         (row[0], row[1])
         for row in conn.execute("SELECT role, identity_hash FROM messages WHERE conversation_id = ?", (cid,))
     )
-    persisted = 0
-    for m in messages:
-        if known[(m.role, m.identity_hash)] > 0:
-            persisted += 1
-    if persisted >= max(3, math.ceil(len(messages) * 0.5)):
+    persisted = sum(1 for m in built if known[(m.role, m.identity_hash)] > 0)
+    if persisted >= max(3, math.ceil(len(built) * 0.5)):
         prefix = 0
-        while prefix < len(messages) and known[(messages[prefix].role, messages[prefix].identity_hash)] > 0:
+        while prefix < len(built) and known[(built[prefix].role, built[prefix].identity_hash)] > 0:
             prefix += 1
-        if prefix == len(messages):
+        if prefix == len(built):
             out.update(capped=True, capReason="reconcile duplicate transcript replay")
             return out
         messages = messages[prefix:]
     out["anchor"] = "none (new transcript epoch)"
-    return _import_after(store, cid, messages, -1, existing, set(), out)
+    return _import_after(batch, messages, -1, existing, set(), out, result)
 
 
 def _content_anchor(conn: Any, cid: int, messages: list[Any]) -> int | None:
@@ -309,7 +350,7 @@ def _content_anchor(conn: Any, cid: int, messages: list[Any]) -> int | None:
         for row in conn.execute(
             "SELECT role, content FROM messages WHERE conversation_id = ? AND identity_hash IN"
             " (SELECT value FROM json_each(?))",
-            (cid, _json_list({m.identity_hash for m in messages})),
+            (cid, json.dumps(sorted({m.identity_hash for m in messages}))),
         )
     )
     running: Counter[tuple[str, str]] = Counter()
@@ -328,35 +369,29 @@ def _content_anchor(conn: Any, cid: int, messages: list[Any]) -> int | None:
     return None
 
 
-def _json_list(values: Any) -> str:
-    import json
-
-    return json.dumps(sorted(values))
-
-
 def _import_after(
-    store: Any,
-    cid: int,
+    batch: Batch,
     messages: list[Any],
     anchor: int,
     existing: int,
     present: set[str],
     out: dict[str, Any],
+    result: dict[str, Any],
 ) -> dict[str, Any]:
-    conn = store.conn
+    conn, cid = batch.conn, batch.conversation()
     out["hasOverlap"] = anchor >= 0
-    pending = [m for m in messages[anchor + 1 :] if m.entry_id is None or m.entry_id not in present]
+    pending = [
+        m for m in messages[anchor + 1 :] if _built(m).entry_id is None or _built(m).entry_id not in present
+    ]
     cap = import_cap(existing)
-    chunk = pending[:cap]
     rows = []
     adopted = 0
-    for m in chunk:
-        if m.entry_id is not None and _adopt(conn, cid, m):
+    for item in pending[:cap]:
+        if _built(item).entry_id is not None and _adopt(conn, cid, _built(item)):
             adopted += 1
             continue
-        rows.append(m)
-    _insert(store, cid, rows)
-    out["importedMessages"] = len(rows)
+        rows.append(item)
+    out["importedMessages"] = _insert(batch, rows, result)
     out["adoptedMessages"] = adopted
     if len(pending) > cap:
         out.update(capped=True, capReason="reconcile import capped", remainingMessages=len(pending) - cap)

@@ -144,12 +144,12 @@ def _is_empty_content(content: Any) -> bool:
     return content is None or content == "" or content == []
 
 
-def _build(message: dict[str, Any]) -> Any:
+def _build(message: dict[str, Any], envelope_timestamp: str | None = None) -> Any:
     from lcm_cli.migrate.transcript import build_message
 
     if "content" not in message and not ("command" in message and "output" in message):
         message = {**message, "content": ""}
-    return build_message(message)
+    return build_message(message, envelope_timestamp=envelope_timestamp)
 
 
 def _has_reasoning(conn: sqlite3.Connection, message_id: int) -> bool:
@@ -161,7 +161,7 @@ def _has_reasoning(conn: sqlite3.Connection, message_id: int) -> bool:
     return row is not None
 
 
-class _Batch:
+class Batch:
     """State shared by the messages of one call: the conversation and the flood counts."""
 
     def __init__(
@@ -176,6 +176,7 @@ class _Batch:
         self.created = False
 
     def conversation(self) -> int:
+        """The session's conversation id, found or created on first need."""
         if self.conversation_id is None:
             found = get_or_create(self.conn, self.session_id, self.session_key)
             self.conversation_id = found.conversation_id
@@ -220,7 +221,13 @@ class _Batch:
         return int(existing) + 1 >= limit
 
     def ingest_one(
-        self, index: int, message: dict[str, Any], *, entry_id: str | None, flood_guard: bool
+        self,
+        index: int,
+        message: dict[str, Any],
+        *,
+        entry_id: str | None,
+        flood_guard: bool,
+        envelope_timestamp: str | None = None,
     ) -> dict[str, Any]:
         """§2.1 steps 2-11 for one message; returns its result entry."""
         from lcm_cli.engine.store import sqlite_timestamp
@@ -231,7 +238,7 @@ class _Batch:
         stop = message.get("stopReason", message.get("stop_reason"))
         if role == "assistant" and stop in ("error", "aborted") and _is_empty_content(message.get("content")):
             return _skipped(index, ABORTED_EMPTY, role=role)
-        built = _build(message)
+        built = _build(message, envelope_timestamp)
         if role == "assistant" and built.content.lstrip().startswith(RUNTIME_CONTEXT_SENTINEL):
             return _skipped(index, RUNTIME_CONTEXT, role=role)
         cid = self.conversation()
@@ -269,10 +276,10 @@ class _Batch:
         )
         rewritten = interceptor.intercept_blocks(message)
         if rewritten is not message:
-            built = _build(rewritten)
+            built = _build(rewritten, envelope_timestamp)
         raw = interceptor.intercept_raw(rewritten, built.token_count)
         if raw is not rewritten:
-            built = _build(raw)
+            built = _build(raw, envelope_timestamp)
         created_at = built.created_at or sqlite_timestamp()
         if flood_guard and self._flooded(built, created_at):
             return _skipped(index, REPLAY_FLOOD, role=built.role)
@@ -349,7 +356,7 @@ def ingest_messages(
         summary["skipped"] = len(messages)
         return summary
     with session_lock(queue_key(session_id, session_key)):
-        batch = _Batch(store, settings, session_id, session_key)
+        batch = Batch(store, settings, session_id, session_key)
         results = []
         with store.transaction():
             for index, message in enumerate(messages):

@@ -210,7 +210,7 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     try:
         data = bootstrap_session(
             store,
-            SessionPolicy.from_config(effective),
+            IngestSettings.from_config(effective),
             session_id,
             session_file,
             session_key=key,

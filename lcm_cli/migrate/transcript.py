@@ -121,6 +121,16 @@ class TranscriptMessage(NamedTuple):
         }
 
 
+class RawEntry(NamedTuple):
+    """One chosen message object as read from the file, with its envelope facts."""
+
+    message: dict[str, Any]
+    entry_id: str | None
+    envelope_timestamp: str | None
+    line: int
+    byte_size: int
+
+
 class Candidate(NamedTuple):
     """A message the import would write, as the scan knows it (nothing is re-read).
 
@@ -1371,6 +1381,21 @@ class Transcript:
         Raises ``LcmError("TRANSCRIPT_CHANGED")`` if the file was replaced or rewritten
         since the scan (appending to it is fine: only the scanned bytes are read).
         """
+        for entry in self.iter_entries(want):
+            yield build_message(
+                entry.message,
+                entry_id=entry.entry_id,
+                envelope_timestamp=entry.envelope_timestamp,
+                line=entry.line,
+                byte_size=entry.byte_size,
+            )
+
+    def iter_entries(self, want: Callable[[Candidate], bool] | None = None) -> Iterator[RawEntry]:
+        """What :meth:`iter_messages` builds from: each chosen message object as read.
+
+        Runtime bootstrap ingests these through the live ingest path (which rewrites
+        large payloads before building the row).
+        """
         handle, info = _open(self.path)
         with handle:
             if (info.st_dev, info.st_ino) != self._identity or info.st_size < self.size_bytes:
@@ -1399,13 +1424,9 @@ class Transcript:
                     envelope_ts = _envelope_string(entry.get("timestamp"))
                 if entry_id != expected_id:
                     raise _changed(self.path)
-                yield build_message(
-                    message, entry_id=entry_id, envelope_timestamp=envelope_ts, line=line, byte_size=length
-                )
+                yield RawEntry(message, entry_id, envelope_ts, line, length)
 
-    def _iter_array(
-        self, handle: IO[bytes], want: Callable[[Candidate], bool] | None
-    ) -> Iterator[TranscriptMessage]:
+    def _iter_array(self, handle: IO[bytes], want: Callable[[Candidate], bool] | None) -> Iterator[RawEntry]:
         if not self._array_chosen:
             return
         last = max(self._array_chosen)
@@ -1422,7 +1443,7 @@ class Transcript:
                     candidate = Candidate(chosen, None, line, size, self._parts[chosen])
                     chosen += 1
                     if want is None or want(candidate):
-                        yield build_message(value, line=line, byte_size=size)
+                        yield RawEntry(value, None, None, line, size)
         except _ArrayError as exc:
             raise _changed(self.path) from exc
 
