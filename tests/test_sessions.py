@@ -39,6 +39,8 @@ def test_get_or_create_rebinds_and_adopts(tmp_path: Path) -> None:
         assert adopted.conversation_id == bare.conversation_id and adopted.session_key == "key3"
         other = get_or_create(conn, "id3", "key4")  # bound to another key: not reused
         assert other.created and other.conversation_id != bare.conversation_id
+        by_id = get_or_create(conn, "id2", None)  # no key given: the id's active row
+        assert not by_id.created and by_id.conversation_id == first.conversation_id
 
 
 def test_session_lock_serializes_one_key_only() -> None:

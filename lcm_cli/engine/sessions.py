@@ -127,8 +127,8 @@ class Conversation(NamedTuple):
 def find_active(conn: sqlite3.Connection, session_id: str | None, session_key: str | None) -> Any:
     """The active row for the key, else for the id (newest first); None when there is none.
 
-    Returns ``(conversation_id, session_id, session_key)``. A row found by id that is
-    bound to a different key is not the session's conversation.
+    Returns ``(conversation_id, session_id, session_key)``. When a key is given, a row
+    found by id that is bound to a different key is not the session's conversation.
     """
     key = (session_key or "").strip() or None
     ident = (session_id or "").strip() or None
@@ -144,9 +144,9 @@ def find_active(conn: sqlite3.Connection, session_id: str | None, session_key: s
     if ident is not None:
         row = conn.execute(
             "SELECT conversation_id, session_id, session_key FROM conversations"
-            " WHERE session_id = ? AND active = 1 AND (session_key IS NULL OR session_key = ?)"
+            " WHERE session_id = ? AND active = 1 AND (? IS NULL OR session_key IS NULL OR session_key = ?)"
             " ORDER BY julianday(created_at) DESC, conversation_id DESC LIMIT 1",
-            (ident, key),
+            (ident, key, key),
         ).fetchone()
         if row is not None:
             return row
