@@ -355,3 +355,11 @@ def test_inline_base64_images_are_externalized(home: Path) -> None:
     assert contents[2].startswith("not an image")
     sizes = sorted(r[0] for r in rows(home, "SELECT byte_size FROM large_files"))
     assert sizes == [604, 608]
+
+
+def test_ingest_loads_nothing_heavy(home: Path) -> None:
+    from tests.test_startup import loaded_modules
+
+    message = json.dumps({"role": "user", "content": "x"})
+    args = ("--openclaw-dir", str(home), "ingest", "--session-id", "s1", "--message", message)
+    assert loaded_modules(*args) == []
