@@ -71,9 +71,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
         words=("ingest",),
     ),
-    "session.bootstrap": OpSpec(
-        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), long_running=True
-    ),
+    "session.bootstrap": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file")),
     "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key")),
     "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key")),
     "session.end": OpSpec(

@@ -31,9 +31,7 @@ def open_store(ctx: Context) -> Any:
 
     try:
         store = Store.open(ctx.database_path)
-    except sqlite3.Error:
-        raise
-    except OSError as exc:
+    except OSError as exc:  # (sqlite3 errors reach the door, which maps busy/locked)
         raise LcmError(
             "DATABASE_OPEN_FAILED",
             f"Cannot open {ctx.database_path} for writing ({exc}). Check that the directory is writable.",
