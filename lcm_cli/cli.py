@@ -29,7 +29,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, control, doors, inventory, migrate, read, root
+    from lcm_cli.commands import backup, control, doors, ingest, inventory, migrate, read, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -50,6 +50,8 @@ def build_app() -> Any:
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
     app.add_typer(control.control, name="control")
+    app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
+    app.add_typer(ingest.session, name="session")
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     app.command("hook", epilog=GLOBALS_EPILOG)(doors.hook)
     app.command("serve", epilog=GLOBALS_EPILOG)(doors.serve)
