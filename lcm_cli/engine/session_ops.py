@@ -26,19 +26,8 @@ IGNORED_END_REASONS = frozenset({"", "new", "unknown", "restart", "shutdown"})
 
 
 def open_store(ctx: Context) -> Any:
-    """The write store on the context's database (created and migrated when missing)."""
-    from lcm_cli.engine.store import Store
-
-    try:
-        store = Store.open(ctx.database_path)
-    except OSError as exc:  # (sqlite3 errors reach the door, which maps busy/locked)
-        raise LcmError(
-            "DATABASE_OPEN_FAILED",
-            f"Cannot open {ctx.database_path} for writing ({exc}). Check that the directory is writable.",
-            {"databasePath": ctx.database_path},
-        ) from None
-    store.conn.execute(f"PRAGMA busy_timeout = {int(ctx.timeout_ms)}")
-    return store
+    """The context's write store (created and migrated when missing; closed with the context)."""
+    return ctx.store()
 
 
 def _session(req: Request, *, required: bool = True) -> tuple[str | None, str | None]:
@@ -152,19 +141,15 @@ def ingest(ctx: Context, req: Request) -> Result:
     # Nothing is written for a heartbeat or an excluded session: do not even open the file.
     quiet = bool(extra.get("is_heartbeat")) or settings.policy.exclusion(session_id, key) is not None
     store = None if quiet or not messages else open_store(ctx)
-    try:
-        data = ingest_messages(
-            store,
-            settings,
-            session_id,
-            messages,
-            session_key=key,
-            is_heartbeat=bool(extra.get("is_heartbeat")),
-            require_role=from_text,
-        )
-    finally:
-        if store is not None:
-            store.close()
+    data = ingest_messages(
+        store,
+        settings,
+        session_id,
+        messages,
+        session_key=key,
+        is_heartbeat=bool(extra.get("is_heartbeat")),
+        require_role=from_text,
+    )
     return Result(data)
 
 
@@ -205,17 +190,14 @@ def bootstrap(ctx: Context, req: Request) -> Result:
         raise invalid_argument("Pass --session-id ID.")
     effective = ctx.effective
     store = open_store(ctx)
-    try:
-        data = bootstrap_session(
-            store,
-            IngestSettings.from_config(effective),
-            session_id,
-            session_file,
-            session_key=key,
-            max_tokens=bootstrap_budget(effective),
-        )
-    finally:
-        store.close()
+    data = bootstrap_session(
+        store,
+        IngestSettings.from_config(effective),
+        session_id,
+        session_file,
+        session_key=key,
+        max_tokens=bootstrap_budget(effective),
+    )
     return Result(data)
 
 
@@ -252,32 +234,29 @@ def new_session(ctx: Context, req: Request) -> Result:
         data["skipped"] = f"{exclusion}-session"
         return Result(data)
     store = open_store(ctx)
-    try:
-        with session_lock(queue_key(session_id, key)), store.transaction():
-            conn = store.conn
-            row = find_active(conn, session_id, key)
-            if row is None:
-                data["skipped"] = "no-conversation"
-                return Result(data)
-            cid = int(row[0])
-            data["conversationId"] = cid
-            if depth >= 0:
-                removed = conn.execute(
-                    "DELETE FROM context_items WHERE conversation_id = ? AND (item_type = 'message'"
-                    " OR summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ? AND depth < ?))",
-                    (cid, cid, depth),
-                ).rowcount
-                data["removedItems"] = removed
-            data["keptItems"] = conn.execute(
-                "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?", (cid,)
-            ).fetchone()[0]
-            conn.execute(
-                "UPDATE conversation_bootstrap_state SET soft_reset_pruned_at = datetime('now'),"
-                " updated_at = datetime('now') WHERE conversation_id = ?",
-                (cid,),
-            )
-    finally:
-        store.close()
+    with session_lock(queue_key(session_id, key)), store.transaction():
+        conn = store.conn
+        row = find_active(conn, session_id, key)
+        if row is None:
+            data["skipped"] = "no-conversation"
+            return Result(data)
+        cid = int(row[0])
+        data["conversationId"] = cid
+        if depth >= 0:
+            removed = conn.execute(
+                "DELETE FROM context_items WHERE conversation_id = ? AND (item_type = 'message'"
+                " OR summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ? AND depth < ?))",
+                (cid, cid, depth),
+            ).rowcount
+            data["removedItems"] = removed
+        data["keptItems"] = conn.execute(
+            "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?", (cid,)
+        ).fetchone()[0]
+        conn.execute(
+            "UPDATE conversation_bootstrap_state SET soft_reset_pruned_at = datetime('now'),"
+            " updated_at = datetime('now') WHERE conversation_id = ?",
+            (cid,),
+        )
     return Result(data)
 
 
@@ -314,11 +293,8 @@ def reset_session(ctx: Context, req: Request) -> Result:
     if exclusion is not None:
         return Result({"changed": False, "skipped": f"{exclusion}-session"})
     store = open_store(ctx)
-    try:
-        with session_lock(queue_key(session_id, key)), store.transaction():
-            data = _reset(store.conn, session_id, key, "manual-reset")
-    finally:
-        store.close()
+    with session_lock(queue_key(session_id, key)), store.transaction():
+        data = _reset(store.conn, session_id, key, "manual-reset")
     return Result(data)
 
 
@@ -337,27 +313,22 @@ def end_session(ctx: Context, req: Request) -> Result:
         data["skipped"] = f"{exclusion}-session"
         return Result(data)
     store = open_store(ctx)
-    try:
-        with session_lock(queue_key(session_id, key)), store.transaction():
-            conn = store.conn
-            if reason == "reset":
-                data.update(_reset(conn, session_id, key, "manual-reset"))
-                return Result(data)
-            row = find_active(conn, session_id, key)
-            if row is None:
-                data["skipped"] = "no-conversation"
-                return Result(data)
-            cid = int(row[0])
-            if reason == "deleted":
-                _archive(conn, cid, "session-deleted")
-                data.update(archivedConversationId=cid, conversationId=None, changed=True)
-                return Result(data)
-            _archive(conn, cid, "session-end")
-            next_id = (extra.get("next_session_id") or "").strip() or str(row[1])
-            next_key = (extra.get("next_session_key") or "").strip() or row[2]
-            data.update(
-                archivedConversationId=cid, conversationId=_create(conn, next_id, next_key), changed=True
-            )
-    finally:
-        store.close()
+    with session_lock(queue_key(session_id, key)), store.transaction():
+        conn = store.conn
+        if reason == "reset":
+            data.update(_reset(conn, session_id, key, "manual-reset"))
+            return Result(data)
+        row = find_active(conn, session_id, key)
+        if row is None:
+            data["skipped"] = "no-conversation"
+            return Result(data)
+        cid = int(row[0])
+        if reason == "deleted":
+            _archive(conn, cid, "session-deleted")
+            data.update(archivedConversationId=cid, conversationId=None, changed=True)
+            return Result(data)
+        _archive(conn, cid, "session-end")
+        next_id = (extra.get("next_session_id") or "").strip() or str(row[1])
+        next_key = (extra.get("next_session_key") or "").strip() or row[2]
+        data.update(archivedConversationId=cid, conversationId=_create(conn, next_id, next_key), changed=True)
     return Result(data)
