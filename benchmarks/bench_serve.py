@@ -90,7 +90,9 @@ class StdioClient:
     def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.next_id += 1
-        self.proc.stdin.write(json.dumps({"id": self.next_id, "method": method, "params": params}).encode() + b"\n")
+        self.proc.stdin.write(
+            json.dumps({"id": self.next_id, "method": method, "params": params}).encode() + b"\n"
+        )
         self.proc.stdin.flush()
         answer: dict[str, Any] = json.loads(self.proc.stdout.readline())
         if "error" in answer:
@@ -176,7 +178,11 @@ def main() -> int:
             results["serve session.ingest"] = figures(
                 client.timed(
                     "session.ingest",
-                    lambda i: {"sessionId": "bench", "sessionKey": KEY, "message": message(rng, MESSAGES + 10 + i)},
+                    lambda i: {
+                        "sessionId": "bench",
+                        "sessionKey": KEY,
+                        "message": message(rng, MESSAGES + 10 + i),
+                    },
                     options.runs,
                 )
             )
