@@ -34,6 +34,7 @@ def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
 
 _TIME = ("after", "before", "between", "recency")
 _SELECTOR = ("conversation_id", "session_key")
+_PROMPTS = "lcm_cli.engine.summarize.prompt_ops"
 
 OPERATIONS: dict[str, OpSpec] = {
     "status": OpSpec("lcm_cli.engine.status"),
@@ -66,6 +67,13 @@ OPERATIONS: dict[str, OpSpec] = {
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
     "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",)),
+    "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
+    "prompts.show": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.export": OpSpec(_PROMPTS, ("out", "force"), opens_db=False, resolves_paths=False),
+    "prompts.diff": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.render": OpSpec(
+        _PROMPTS, ("var", "source_file"), args=("name",), opens_db=False, resolves_paths=False
+    ),
 }
 
 
