@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from lcm_cli.engine.summarize.base import Summarizer, SummaryRequest
 from lcm_cli.engine.summarize.extractive import ExtractiveSummarizer, summarize_extractive
 from lcm_cli.engine.tokens import estimate_tokens
@@ -110,3 +113,22 @@ def test_non_ascii_text_stays_within_target() -> None:
     out = summarize_extractive(source, 150)
     assert estimate_tokens(out) <= 150
     assert out.endswith(out.splitlines()[-1]) and out.splitlines()[-1].startswith("Expand for details about:")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",)) | st.sampled_from(list(" \n.!?/$[]|:-")),
+        max_size=3000,
+    ),
+    target=st.integers(min_value=96, max_value=3000),
+    leaf=st.booleans(),
+)
+def test_any_text_stays_within_target_and_is_deterministic(text: str, target: int, leaf: bool) -> None:
+    out = summarize_extractive(text, target, leaf=leaf)
+    assert out == summarize_extractive(text, target, leaf=leaf)
+    if not text.strip():
+        assert out == ""
+        return
+    assert estimate_tokens(out) <= target
+    assert estimate_tokens(out) < max(2, estimate_tokens(text))

@@ -301,6 +301,13 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
             remaining -= edge.cost
             selected.add(edge.index)
             emitted_headers.add(edge.group)
+    # The opening sentence of the first and the last message: usually the task as asked,
+    # and where things stand.
+    edge_groups = {u.group for u in header_units[:1] + header_units[-1:]}
+    for group in sorted(edge_groups):
+        opening = next((u for u in units if u.group == group and u.first), None)
+        if opening is not None and opening.cost + header_cost(opening) <= remaining - anchor_floor:
+            take(opening)
     for cls in (TIMESTAMP, PATH, COMMAND, ERROR):
         # Other message headers come along with their content, not as anchors.
         members = [u for u in units if u.cls == cls and u.index not in header_indexes]

@@ -189,10 +189,12 @@ class GuardedSummarizer:
         self.guard = guard
         self.scope = scope
         self.model = inner.model
+        self.billable = bool(getattr(inner, "billable", False))
+        self.breaker_key = breaker_key(inner)
 
     def summarize(self, request: SummaryRequest) -> str:
         """Check the guard, call the inner summarizer, count the call."""
-        if not getattr(self.inner, "billable", False):
+        if not self.billable:
             return self.inner.summarize(request)
         self.guard.check(self.scope)
         try:
