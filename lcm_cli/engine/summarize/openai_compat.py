@@ -12,14 +12,8 @@ once all candidates are exhausted, as :class:`SummarizerError`.
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
 import json
-import socket
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -52,6 +46,9 @@ def backoff_ms(index: int) -> int:
 
 
 def _is_loopback(url: str) -> bool:
+    import ipaddress
+    import urllib.parse
+
     host = urllib.parse.urlsplit(url).hostname or ""
     if host == "localhost":
         return True
@@ -142,6 +139,13 @@ class OpenAICompatSummarizer:
         self, candidate: Candidate, system: str, prompt: str, max_tokens: int, timeout_ms: int
     ) -> tuple[str, bool]:
         """``(answer text, cut off?)`` of one chat-completions call."""
+        # Imported here: http.client and urllib cost tens of milliseconds, and most
+        # processes that build a summarizer never make a call.
+        import http.client
+        import socket
+        import urllib.error
+        import urllib.request
+
         body = {
             "model": candidate.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
