@@ -150,3 +150,10 @@ def test_depth_selects_the_template_and_renders_sections() -> None:
         {"LCM_PROMPTS_DIR": "/nonexistent"},
     )
     assert "<previous_context>\nEarlier work.\n</previous_context>" in d1
+
+
+def test_table_format_prints_the_whole_text(prompts_dir: Path) -> None:
+    out = run(prompts_dir, "prompts", "show", "leaf", "--format", "table")
+    assert out.code == 0, out.stderr
+    assert out.stdout.startswith("# leaf (builtin): ")
+    assert builtin_text("leaf") in out.stdout
