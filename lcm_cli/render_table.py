@@ -135,9 +135,8 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         console.print(tree)
     elif command in _FULL_TEXT and isinstance(data, dict):
         # A prompt is read as a whole: a person wants the text itself, not a cell preview.
-        console.print(
-            f"{data.get('name')} ({data.get('source')}): {data.get('path') or data.get('builtinPath')}"
-        )
+        where = data.get("path") or data.get("overridePath") or data.get("builtinPath")
+        stream.write(f"# {data.get('name')} ({data.get('source')}): {where}\n")
         stream.write(data.get(_FULL_TEXT[command]) or "(no differences)\n")
     elif isinstance(data, dict):
         scalars = {k: v for k, v in data.items() if not isinstance(v, list)}
