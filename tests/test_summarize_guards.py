@@ -12,6 +12,7 @@ from lcm_cli.engine.summarize.guards import (
     SpendGuard,
     breaker_key,
     circuit_breaker,
+    guarded,
     spend_guard,
 )
 from lcm_cli.engine.summarize.openai_compat import Candidate, OpenAICompatSummarizer
@@ -148,3 +149,16 @@ def test_breaker_keys() -> None:
     model = OpenAICompatSummarizer([Candidate("ollama", "llama3", "http://127.0.0.1:1/v1")])
     assert breaker_key(model) == "provider:ollama;model:llama3"
     assert breaker_key(ExtractiveSummarizer()) is None
+
+
+def test_guarded_uses_the_process_guard() -> None:
+    scope = "compaction:test-guarded-scope"
+    wrapped = guarded(Billable(), {"summaryMaxCallsPerWindow": 1}, scope)
+    assert wrapped.guard is spend_guard() and wrapped.breaker_key == "provider:x;model:y"
+    try:
+        wrapped.summarize(SummaryRequest("text", 100))
+        with pytest.raises(SpendLimitError):
+            wrapped.summarize(SummaryRequest("text", 100))
+    finally:
+        spend_guard().clear(scope)
+        spend_guard({})

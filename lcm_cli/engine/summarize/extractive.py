@@ -89,6 +89,7 @@ _STOPWORDS = frozenset(
 _PROSE_CHARS = 280
 _ANCHOR_CHARS = 200
 _TERM_CHARS = 24
+_MIN_BODY_QUARTERS = 32  # eight tokens
 
 
 class ExtractiveSummarizer:
@@ -97,7 +98,10 @@ class ExtractiveSummarizer:
     model = EXTRACTIVE_MODEL
 
     def summarize(self, request: SummaryRequest) -> str:
-        """A summary of at most ``request.target_tokens`` tokens (blank input → ``""``)."""
+        """A summary of at most ``request.target_tokens`` tokens.
+
+        Blank input, or a source too small to summarize below its own size, gives ``""``.
+        """
         return summarize_extractive(request.source_text, request.target_tokens, leaf=request.depth <= 0)
 
 
@@ -268,6 +272,10 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
     if body_budget < 0:
         footer_terms, footer_reserve = 1, token_quarters(FOOTER_PREFIX) + _TERM_CHARS + 2
         body_budget = max(0, budget - footer_reserve - files_cost)
+    if body_budget < _MIN_BODY_QUARTERS:
+        # Too small a source (or target) to say anything beside the footer: an empty
+        # answer lets the caller fall back to the source text itself.
+        return ""
 
     selected: set[int] = set()
     emitted_headers: set[int] = set()

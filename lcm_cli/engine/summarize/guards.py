@@ -226,3 +226,12 @@ def circuit_breaker(effective: Mapping[str, Any] | None = None) -> CircuitBreake
 def spend_guard(effective: Mapping[str, Any] | None = None) -> SpendGuard:
     """The process-wide spend guard, reconfigured from ``effective`` when given."""
     return _SPEND.configure(effective) if effective is not None else _SPEND
+
+
+def guarded(summarizer: Summarizer, effective: Mapping[str, Any], scope: str) -> GuardedSummarizer:
+    """``summarizer`` behind the process-wide spend guard for ``scope``.
+
+    Compaction wraps its summarizer once per run, e.g. scope ``compaction:<session key>``,
+    and reads :func:`breaker_key` of the result for the circuit breaker.
+    """
+    return GuardedSummarizer(summarizer, spend_guard(effective), scope)
