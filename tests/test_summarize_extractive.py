@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -153,3 +155,14 @@ def test_any_text_stays_within_target_and_is_deterministic(text: str, target: in
         assert out.splitlines()[-1].startswith("Expand for details about:") or estimate_tokens(out) == target
     else:
         assert estimate_tokens(text) < 60  # only tiny sources give up
+
+
+def test_long_path_like_runs_are_scanned_in_linear_time() -> None:
+    # Quadratic pattern scanning took minutes on 500,000 characters of "a-"; linear is
+    # well under a second. The bound is loose for a busy machine.
+    for piece in ("a-", "a/", "-/", "a.", "1:", "`git "):
+        text = piece * (200_000 // len(piece))
+        start = time.perf_counter()
+        out = summarize_extractive(text, 500)
+        assert time.perf_counter() - start < 5, piece
+        assert estimate_tokens(out) <= 500

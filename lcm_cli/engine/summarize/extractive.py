@@ -45,9 +45,12 @@ TIMESTAMP, PATH, COMMAND, ERROR, PROSE = range(5)
 
 _HEADER = re.compile(r"\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}[^\]\n]*)\]")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\b\d{2}:\d{2}:\d{2}\b")
+# Every pattern that scans untrusted text starts a match only where the previous character
+# cannot continue it (the look-behinds mirror the repeated classes), so a long run of
+# path-like characters is scanned once rather than once per position.
 _PATH = re.compile(
     r"(?<![\w/:.~])(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]*[\w@+-]"
-    r"|(?<![\w/])(?:[\w.@+-]+/)+[\w@+-]+\.[A-Za-z]\w{0,7}\b"
+    r"|(?<![\w/.@+-])(?:[\w.@+-]+/)+[\w@+-]+\.[A-Za-z]\w{0,7}\b"
     r"|(?<![\w/.-])[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|txt|toml|yaml|yml|ini|cfg|conf"
     r"|sh|bash|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|sql|db|sqlite|html|css|scss|lock|log|csv|xml|tmpl)\b"
 )
