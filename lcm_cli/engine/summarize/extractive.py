@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from lcm_cli.engine.summarize.base import SummaryRequest
-from lcm_cli.engine.summarize.sanitize import truncate_to_quarters
+from lcm_cli.engine.summarize.sanitize import is_directive, truncate_to_quarters
 from lcm_cli.engine.tokens import token_quarters
 
 EXTRACTIVE_MODEL = "extractive"
@@ -154,6 +154,7 @@ class _Parsed:
         self.paths: dict[str, None] = {}  # ordered set
         self.child_topics: dict[str, None] = {}
         self.repeats = 0  # units left out because an identical one was kept
+        self.directives = 0  # directive-shaped units never copied
 
 
 def _parse(source: str) -> _Parsed:
@@ -163,6 +164,9 @@ def _parse(source: str) -> _Parsed:
     user = False
     first_in_group = True
     seen: set[str] = set()
+    # Sentences shaped like prompt injection are never copied into a summary (a later
+    # model reads summaries); one scan of the whole source decides whether to look.
+    screen = is_directive(source)
     for line_no, raw in enumerate(source.split("\n")):
         line = raw.strip()
         if not line:
@@ -204,6 +208,9 @@ def _parse(source: str) -> _Parsed:
                 continue
             if text in seen:
                 parsed.repeats += 1
+                continue
+            if screen and is_directive(text):
+                parsed.directives += 1
                 continue
             seen.add(text)
             unit = _Unit(len(units), line_no, group, text, cls, first_in_group, user)
@@ -264,7 +271,9 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
     budget = budget_tokens * 4
     parsed = _parse(source_text)
     units = parsed.units
-    paths = list(parsed.paths)
+    # A bare file name is dropped when a longer path ending in it is listed.
+    basenames = {path.rsplit("/", 1)[1] for path in parsed.paths if "/" in path}
+    paths = [path for path in parsed.paths if "/" in path or path not in basenames]
 
     # Footer and Files line are reserved up front; the body gets the rest.
     footer_terms = 8 if budget_tokens >= 400 else 4 if budget_tokens >= 120 else 2

@@ -107,6 +107,11 @@ def remove_directives(text: str) -> tuple[str, bool]:
     return " ".join(out), removed
 
 
+def is_directive(text: str) -> bool:
+    """True when ``text`` contains a prompt-injection-shaped phrase."""
+    return _DIRECTIVE.search(text) is not None
+
+
 def only_markers(text: str) -> bool:
     """True when nothing but omission markers (and whitespace) remains."""
     return not text.replace(DIRECTIVE_MARKER, "").strip()
