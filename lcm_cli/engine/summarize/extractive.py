@@ -109,7 +109,7 @@ class ExtractiveSummarizer:
 
 
 class _Unit:
-    __slots__ = ("index", "line", "group", "text", "cls", "cost", "terms", "first", "user")
+    __slots__ = ("index", "line", "group", "text", "cls", "cost", "terms", "first", "user", "blocked")
 
     def __init__(self, index: int, line: int, group: int, text: str, cls: int, first: bool, user: bool):
         self.index = index
@@ -121,6 +121,7 @@ class _Unit:
         self.terms: frozenset[str] = frozenset()
         self.first = first
         self.user = user
+        self.blocked: bool | None = None  # directive-shaped? (checked when first picked)
 
 
 def _compress(text: str, limit: int) -> str:
@@ -154,7 +155,6 @@ class _Parsed:
         self.paths: dict[str, None] = {}  # ordered set
         self.child_topics: dict[str, None] = {}
         self.repeats = 0  # units left out because an identical one was kept
-        self.directives = 0  # directive-shaped units never copied
 
 
 def _parse(source: str) -> _Parsed:
@@ -164,9 +164,6 @@ def _parse(source: str) -> _Parsed:
     user = False
     first_in_group = True
     seen: set[str] = set()
-    # Sentences shaped like prompt injection are never copied into a summary (a later
-    # model reads summaries); one scan of the whole source decides whether to look.
-    screen = is_directive(source)
     for line_no, raw in enumerate(source.split("\n")):
         line = raw.strip()
         if not line:
@@ -208,9 +205,6 @@ def _parse(source: str) -> _Parsed:
                 continue
             if text in seen:
                 parsed.repeats += 1
-                continue
-            if screen and is_directive(text):
-                parsed.directives += 1
                 continue
             seen.add(text)
             unit = _Unit(len(units), line_no, group, text, cls, first_in_group, user)
@@ -300,6 +294,14 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
             return 0
         return header.cost
 
+    def blocked(unit: _Unit) -> bool:
+        # Sentences shaped like prompt injection are never copied into a summary (a later
+        # model reads summaries). Checked only for units about to be kept: scanning the
+        # whole source would cost a fifth of the time budget.
+        if unit.blocked is None:
+            unit.blocked = is_directive(unit.text)
+        return unit.blocked
+
     def take(unit: _Unit) -> None:
         nonlocal remaining
         remaining -= unit.cost + header_cost(unit)
@@ -326,14 +328,18 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
     edge_groups = {u.group for u in header_units[:1] + header_units[-1:]}
     for group in sorted(edge_groups):
         opening = next((u for u in units if u.group == group and u.first), None)
-        if opening is not None and opening.cost + header_cost(opening) <= remaining - anchor_floor:
+        if (
+            opening is not None
+            and opening.cost + header_cost(opening) <= remaining - anchor_floor
+            and not blocked(opening)
+        ):
             take(opening)
     for cls in (TIMESTAMP, PATH, COMMAND, ERROR):
         # Other message headers come along with their content, not as anchors.
         members = [u for u in units if u.cls == cls and u.index not in header_indexes]
         for position in _spread(len(members)):
             unit = members[position]
-            if unit.cost + header_cost(unit) <= remaining - anchor_floor:
+            if unit.cost + header_cost(unit) <= remaining - anchor_floor and not blocked(unit):
                 take(unit)
 
     # 2. Informative prose: lazy greedy on novelty-weighted term gain per token.
@@ -368,14 +374,15 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
             if heap and fresh < -heap[0][0]:
                 heapq.heappush(heap, (-fresh, index))
                 continue
-            take(unit)
+            if not blocked(unit):
+                take(unit)
 
     # 3. Footer: what was left out, most frequent first.
     # Terms nothing kept mentions come first; then terms of dropped units the summary
     # only touches on, so a footer still says what the left-out sentences were about.
     dropped: Counter[str] = Counter()
     for unit in units:
-        if unit.index not in selected:
+        if unit.index not in selected and not unit.blocked:
             dropped.update(unit.terms)
     ranked = sorted(dropped.items(), key=lambda item: (item[0] in covered, -item[1], item[0]))
     topics = [term[:_TERM_CHARS] for term, _ in ranked[:footer_terms]]
