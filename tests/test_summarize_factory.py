@@ -5,7 +5,13 @@ from __future__ import annotations
 from lcm_cli.engine.settings import resolve_effective
 from lcm_cli.engine.summarize.base import ChatModel, Summarizer
 from lcm_cli.engine.summarize.extractive import ExtractiveSummarizer
-from lcm_cli.engine.summarize.factory import build_chat_model, build_summarizer, model_candidates, split_model
+from lcm_cli.engine.summarize.factory import (
+    build_chat_model,
+    build_summarizer,
+    describe_choice,
+    model_candidates,
+    split_model,
+)
 from lcm_cli.engine.summarize.fallback import EmergencySummarizer
 from lcm_cli.engine.summarize.openai_compat import OpenAICompatSummarizer
 
@@ -91,3 +97,16 @@ def test_split_model() -> None:
     assert split_model("gpt-4o", "") == ("", "gpt-4o")
     assert split_model("meta-llama/Llama-3.1-8B", "vllm") == ("vllm", "meta-llama/Llama-3.1-8B")
     assert split_model("vllm/meta-llama/Llama-3.1-8B", "vllm") == ("vllm", "meta-llama/Llama-3.1-8B")
+
+
+def test_describe_choice() -> None:
+    env = {"LCM_SUMMARY_BASE_URL": "http://127.0.0.1:9/v1", "LCM_SUMMARY_API_KEY": "secret"}
+    described = describe_choice(effective(summaryModel="m"), env)
+    assert described == {
+        "summarizer": "m",
+        "forced": None,
+        "candidates": [{"model": "m", "baseUrl": "http://127.0.0.1:9/v1"}],
+        "apiKey": True,
+    }
+    assert "secret" not in str(described)
+    assert describe_choice(effective(), {})["summarizer"] == "extractive"
