@@ -69,6 +69,14 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": "NAME=VALUE template variable",
     },
     "source_file": {"type": "string", "description": "UTF-8 text file used as $source_text"},
+    # the hook and serve doors
+    "list": {"type": "boolean", "default": False},
+    "stdio": {"type": "boolean", "default": False},
+    "socket": {"type": "string"},
+    "max_request_bytes": {"type": "integer", "minimum": 1024},
+    # control contract
+    "operation": {"enum": ["status", "doctor", "rotate"]},
+    "session_id": {"type": "string"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(
