@@ -235,3 +235,17 @@ def test_factory_summarizer_uses_prompt_overrides(endpoint: Endpoint, tmp_path: 
 
 def test_backoff_schedule() -> None:
     assert [backoff_ms(i) for i in range(6)] == [500, 1000, 2000, 4000, 8000, 8000]
+
+
+def test_summary_larger_than_its_input_gets_the_aggressive_retry(endpoint: Endpoint) -> None:
+    endpoint.script = [reply(SOURCE + " and more"), reply("Billing moved.")]
+    result = escalate(summarizer(endpoint.base_url))
+    assert result == ("Billing moved.", "aggressive", False)
+    first, second = (r["body"] for r in endpoint.requests)
+    assert "Normal summary policy:" in first["messages"][1]["content"]
+    assert "Aggressive summary policy:" in second["messages"][1]["content"]
+    assert second["max_tokens"] < first["max_tokens"]
+    endpoint.script = [reply(SOURCE), reply(SOURCE)]
+    fallback = escalate(summarizer(endpoint.base_url))
+    assert fallback.level == "fallback"
+    assert fallback.content.endswith(f"\n[Truncated from {estimate_tokens(SOURCE.strip())} tokens]")
