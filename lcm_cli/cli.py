@@ -31,6 +31,7 @@ def build_app() -> Any:
 
     from lcm_cli.commands import backup, control, doors, ingest, inventory, migrate, prompts, read, root
     from lcm_cli.commands import config as config_cmds
+    from lcm_cli.commands import rotate as rotate_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
     app = typer.Typer(
@@ -47,6 +48,7 @@ def build_app() -> Any:
     app.add_typer(read.summaries, name="summaries")
     app.add_typer(config_cmds.config, name="config")
     app.add_typer(backup.backup, name="backup")
+    app.command("rotate", epilog=GLOBALS_EPILOG)(rotate_cmds.rotate)
     app.add_typer(prompts.prompts, name="prompts")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)

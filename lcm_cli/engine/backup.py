@@ -600,6 +600,40 @@ def create_backup(
     return {"backupPath": final, "manifestPath": manifest_path, **manifest}
 
 
+def latest_backup_path(db_path: str, label: str) -> str:
+    """``<db dir>/<db file name>.<label>-latest.bak``: the rolling copy (compat/operations.md §2.1)."""
+    db_abs = os.path.abspath(db_path)
+    name = f"{os.path.basename(db_abs)}.{normalize_label(label)}-latest.bak"
+    return os.path.join(os.path.dirname(db_abs), name)
+
+
+def create_rolling_backup(db_path: str, *, label: str = "rotate", quick: bool = False) -> dict[str, Any]:
+    """Replace the rolling ``<db>.<label>-latest.bak`` with a fresh, checked online copy.
+
+    As the reference does, the copy is first made under a timestamped ``<label>-tmp``
+    name (the full :func:`create_backup`: online copy, integrity check, manifest); then
+    it takes the latest name in one ``rename`` (where the reference deletes the old latest
+    first, so a crash there leaves none) and its manifest follows. A kill before the
+    rename leaves the previous latest untouched plus a ``<label>-tmp`` backup; a kill
+    between the two renames leaves the new latest with the old manifest, which
+    ``lcm backup verify`` reports as a mismatch.
+    """
+    made = create_backup(db_path, label=f"{normalize_label(label)}-tmp", quick=quick)
+    temp_path, temp_manifest = made["backupPath"], made["manifestPath"]
+    final = latest_backup_path(db_path, label)
+    manifest = {key: made[key] for key in made if key not in ("backupPath", "manifestPath")}
+    manifest["backupPath"] = final
+    mode = stat.S_IMODE(os.stat(temp_path).st_mode)
+    try:
+        os.replace(temp_path, final)
+        _write_json_atomic(manifest_path_for(final), manifest, mode)
+        _remove_quietly(temp_manifest)
+        _fsync_dir(os.path.dirname(final))
+    except OSError as exc:
+        raise _os_error(exc, os.path.dirname(final), "replacing the rolling backup") from None
+    return {"backupPath": final, "manifestPath": manifest_path_for(final), **manifest}
+
+
 def _resolve_destination_error(final: str) -> LcmError:
     return LcmError(
         "BACKUP_TARGET_EXISTS",

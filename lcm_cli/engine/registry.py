@@ -91,6 +91,12 @@ OPERATIONS: dict[str, OpSpec] = {
         ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
         writes=True,
     ),
+    "rotate": OpSpec(
+        "lcm_cli.engine.rotate",
+        _SELECTOR + ("apply", "backup", "session_file"),
+        needs_selector=True,
+        writes=True,
+    ),
     "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
     "prompts.show": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
     "prompts.export": OpSpec(_PROMPTS, ("out", "force"), opens_db=False, resolves_paths=False),

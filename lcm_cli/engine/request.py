@@ -62,6 +62,12 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "quick": {"type": "boolean", "default": False},
     "keep": {"type": "integer", "minimum": 1},
     "force": {"type": "boolean", "default": False},
+    # rotate
+    "backup": {
+        "enum": ["latest", "full", "none"],
+        "default": "latest",
+        "description": "latest = the rolling rotate-latest copy",
+    },
     # prompts
     "var": {
         "type": "array",

@@ -146,6 +146,20 @@ class Candidate(NamedTuple):
     parts: int
 
 
+class PathEntry(NamedTuple):
+    """One record of the active path as read back from the file (every kind, not only messages).
+
+    ``entry`` is the parsed JSON object (``JSON.parse`` semantics, see
+    :mod:`lcm_cli.engine.jsvalues`); ``is_message`` is True for message-shaped records
+    (persistable or not), False for the other id-bearing entries (``model_change``,
+    ``session_info``, ``compaction``, ...).
+    """
+
+    line: int
+    entry: dict[str, Any]
+    is_message: bool
+
+
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
 STRUCTURAL_ENTRY_TYPES = frozenset(
     {
@@ -1351,6 +1365,12 @@ class Transcript:
         self._entry_ids: Sequence[str | None] = []
         self._parts: Sequence[int] = array("q")
         self._chosen: Sequence[int] = array("q")
+        # Every record of the active path (messages and other entries), root to leaf, and
+        # each record's kind: what `lcm rotate` rewrites the transcript from.
+        self._path: Sequence[int] = array("q")
+        self._kinds: bytes | bytearray = b""
+        # (byte offset, byte length) of the session header line; None without a header.
+        self.header_span: tuple[int, int] | None = None
         self._array_start = 0
         self._array_line = 1
         self._array_chosen: set[int] = set()
@@ -1425,6 +1445,55 @@ class Transcript:
                 if entry_id != expected_id:
                     raise _changed(self.path)
                 yield RawEntry(message, entry_id, envelope_ts, line, length)
+
+    def read_header_line(self) -> dict[str, Any] | None:
+        """The session header object (the first non-blank line), or None without one."""
+        if self.header_span is None:
+            return None
+        handle, info = _open(self.path)
+        with handle:
+            if (info.st_dev, info.st_ino) != self._identity or info.st_size < self.size_bytes:
+                raise _changed(self.path)
+            handle.seek(self.header_span[0])
+            data = handle.read(self.header_span[1])
+        text, _ = _decode(data)
+        try:
+            header = _js_parse_line(data, _trim(text))
+        except (ValueError, RecursionError) as exc:
+            raise _changed(self.path) from exc
+        if not isinstance(header, dict) or header.get("type") != "session":
+            raise _changed(self.path)
+        return header
+
+    def iter_path_entries(self) -> Iterator[PathEntry]:
+        """Every record of the active path, root to leaf, as parsed objects.
+
+        The same path :meth:`iter_messages` imports from, but with the entries that link
+        the tree (``model_change``, ``session_info``, ``compaction``, ...) and message
+        records of roles that are not imported. In flatten mode (ids missing, or the chain
+        dangles) it is every record in file order, duplicated message ids once. Id-less
+        structural lines are not records and are not yielded. JSONL files only (a
+        JSON-array file yields nothing). Raises ``TRANSCRIPT_CHANGED`` like
+        :meth:`iter_entries`.
+        """
+        if self.mode != "jsonl" or not self._path:
+            return
+        handle, info = _open(self.path)
+        with handle:
+            if (info.st_dev, info.st_ino) != self._identity or info.st_size < self.size_bytes:
+                raise _changed(self.path)
+            offsets, lengths, lines, kinds = self._offsets, self._lengths, self._lines, self._kinds
+            for i in self._path:
+                handle.seek(offsets[i])
+                data = handle.read(lengths[i])
+                text, _ = _decode(data)
+                try:
+                    entry = _js_parse_line(data, _trim(text))
+                except (ValueError, RecursionError) as exc:
+                    raise _changed(self.path) from exc
+                if not isinstance(entry, dict):
+                    raise _changed(self.path)
+                yield PathEntry(lines[i], entry, kinds[i] != _K_ENTRY)
 
     def _iter_array(self, handle: IO[bytes], want: Callable[[Candidate], bool] | None) -> Iterator[RawEntry]:
         if not self._array_chosen:
@@ -1599,6 +1668,7 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
         if kind == "session":
             if first:
                 scan.header_id = _envelope_string(get("id"))
+                scan.header_span = (offset, length)
             structural["session"] = structural.get("session", 0) + 1
             continue
         value = get("id")
@@ -1726,12 +1796,15 @@ def _choose(scan: Transcript, index: _Index) -> None:
         # Root-to-leaf order is usually file order, but a re-appended (duplicate) id
         # can put an ancestor after its child in the file.
         kinds = index.kinds
-        chosen = [i for i in reversed(walk) if kinds[i] == _K_MESSAGE]
+        path = array("q", reversed(walk))
+        chosen = [i for i in path if kinds[i] == _K_MESSAGE]
     else:
         chosen = []
+        path = array("q")
         seen: set[str] = set()
         for i in range(count):
             if index.kinds[i] != _K_MESSAGE:
+                path.append(i)
                 continue
             entry_id = index.entry_ids[i]
             if entry_id is not None:
@@ -1740,6 +1813,8 @@ def _choose(scan: Transcript, index: _Index) -> None:
                     continue
                 seen.add(entry_id)
             chosen.append(i)
+            path.append(i)
+    scan._path, scan._kinds = path, index.kinds
     # The transcript keeps the per-record columns it reads back and the chosen positions.
     scan._chosen = array("q", chosen)
     scan._offsets, scan._lengths, scan._lines = index.offsets, index.lengths, index.lines

@@ -1,0 +1,742 @@
+"""`lcm rotate`: shrink a session's transcript to its preserved tail without losing anything.
+
+compat/operations.md §3. The conversation, its messages, summaries and context items stay
+where they are (same conversation row and identity); what changes is the session's JSONL
+transcript, cut down to the preserved tail plus the current session settings, so the
+host stops re-reading megabytes of history that LCM already holds. In order:
+
+1. preconditions: an active conversation (by ``--session-key`` or ``--conversation-id``)
+   that is neither ignored nor stateless, has stored messages, and has a transcript
+   (its bootstrap checkpoint's ``session_file_path``, or ``--session-file``) that
+   starts with a session header;
+2. reconcile the transcript into the database (import what is missing, as
+   ``lcm session bootstrap`` does), so nothing the transcript holds is lost;
+3. forced leaf-only compaction of the raw context outside the fresh tail
+   (:func:`compact_outside_tail`; compat/engine.md §4.13, no condensation);
+4. the backup the user chose: the rolling ``rotate-latest`` copy (default), a full
+   timestamped one, or none;
+5. in one ``BEGIN IMMEDIATE`` transaction: the rewritten transcript replaces the old one
+   atomically (sibling temp file, fsync, rename, directory fsync; the old file is kept as
+   ``<path>.rotate-<stamp>.bak``) and the bootstrap frontier is refreshed (§3.4), so the
+   next bootstrap finds the checkpoint in step and imports nothing.
+
+We improve on the reference here: it writes the new transcript in place over the old
+bytes, so a crash mid-write loses the session file; we replace it atomically and keep
+the old file. A dry run (the default) writes nothing and reports what would be kept and
+removed.
+
+Refusals are ``ROTATE_UNAVAILABLE`` errors whose ``details.reasonCode`` is the control
+contract's (compat/operations.md §8.3) and whose ``details.reason`` names the cause.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+
+BACKUP_MODES = ("latest", "full", "none")
+# Entry types a rotated transcript keeps; every other type (compaction, custom, label,
+# branch summaries, ...) is dropped (compat/operations.md §3.3 step 6).
+KEPT_TYPES = frozenset({"message", "model_change", "thinking_level_change", "session_info"})
+# The settings carried over from before the tail, in the order they are written.
+SETTINGS_TYPES = ("session_info", "model_change", "thinking_level_change")
+# Why reconcile refused to advance: the transcript cannot be proven to be in the database.
+_UNSAFE_RECONCILE = frozenset(
+    {
+        "reconcile import capped",
+        "reconcile duplicate raw ids",
+        "reconcile duplicate transcript replay",
+        "conversation already has messages",
+    }
+)
+
+
+def unavailable(reason_code: str, reason: str, message: str, **details: Any) -> LcmError:
+    """A ``ROTATE_UNAVAILABLE`` refusal: nothing was written."""
+    return LcmError("ROTATE_UNAVAILABLE", message, {"reasonCode": reason_code, "reason": reason, **details})
+
+
+# --------------------------------------------------------------------------------------
+# The transcript rewrite rule (compat/operations.md §3.3)
+# --------------------------------------------------------------------------------------
+
+
+class RewritePlan(NamedTuple):
+    """What a rotated transcript keeps: the header, then ``kept`` (already re-linked)."""
+
+    header: dict[str, Any]
+    kept: list[dict[str, Any]]
+    path_entries: int  # records on the active path
+    messages: int  # |M|: message entries on the path
+    preserved_messages: int
+    settings: list[str]  # the settings entries carried over from before the tail
+    last_entry_id: str | None  # envelope id of the last kept message
+
+    def content(self) -> bytes:
+        """The new file: header line, then one compact JSON line per kept entry."""
+        from lcm_cli.engine.jsvalues import stringify
+
+        lines = [stringify(self.header)]
+        lines.extend(stringify(entry) for entry in self.kept)
+        return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
+
+
+def _entry_type(entry: Mapping[str, Any], is_message: bool) -> str | None:
+    """The entry's type; a bare message (no envelope, no type) counts as ``message``."""
+    kind = entry.get("type")
+    if isinstance(kind, str):
+        return kind
+    if kind is None and is_message:
+        return "message"
+    return None
+
+
+def _inner_role(entry: Mapping[str, Any]) -> Any:
+    inner = entry.get("message")
+    if isinstance(inner, Mapping):
+        return inner.get("role")
+    return entry.get("role")
+
+
+def configured_tail(fresh_tail_count: Any, messages: int) -> int:
+    """clamp(floor(freshTailCount), 1, messages); 0 without messages; not a finite number → 1."""
+    if messages == 0:
+        return 0
+    if isinstance(fresh_tail_count, bool) or not isinstance(fresh_tail_count, (int, float)):
+        return 1
+    if not math.isfinite(fresh_tail_count):
+        return 1
+    return max(1, min(math.floor(fresh_tail_count), messages))
+
+
+def plan_rewrite(
+    header: dict[str, Any], path: Iterable[tuple[dict[str, Any], bool]], fresh_tail_count: Any
+) -> RewritePlan:
+    """Apply §3.3 to the active path's ``(entry, is_message)`` records, root to leaf."""
+    from lcm_cli.engine.jsvalues import envelope_string
+
+    records = list(path)
+    types = [_entry_type(entry, is_message) for entry, is_message in records]
+    positions = [i for i, kind in enumerate(types) if kind == "message"]
+    tail = configured_tail(fresh_tail_count, len(positions))
+    start = len(positions) - tail
+    newest_user = next(
+        (n for n in range(len(positions) - 1, -1, -1) if _inner_role(records[positions[n]][0]) == "user"),
+        None,
+    )
+    if newest_user is not None:
+        start = min(start, newest_user)
+    if not positions:
+        return RewritePlan(header, [], len(records), 0, 0, [], None)
+    anchor = positions[start]
+    carried: list[int] = []
+    for kind in SETTINGS_TYPES:
+        found = next((i for i in range(anchor - 1, -1, -1) if types[i] == kind), None)
+        if found is not None:
+            carried.append(found)
+    chosen = carried + [i for i in range(anchor, len(records)) if types[i] in KEPT_TYPES]
+    while chosen and types[chosen[-1]] != "message":
+        chosen.pop()  # trailing settings entries are dropped
+    kept: list[dict[str, Any]] = []
+    previous: Any = None
+    for i in chosen:
+        entry = dict(records[i][0])
+        entry["parentId"] = previous
+        previous = envelope_string(entry.get("id")) or envelope_string(entry.get("uuid"))
+        kept.append(entry)
+    last = kept[-1] if kept else None
+    last_id = (envelope_string(last.get("id")) or envelope_string(last.get("uuid"))) if last else None
+    if last is not None and last.get("type") is None:
+        last_id = None  # a bare message line carries no envelope id
+    return RewritePlan(
+        header,
+        kept,
+        len(records),
+        len(positions),
+        sum(1 for i in chosen if types[i] == "message"),
+        [types[i] or "" for i in carried if i in chosen],
+        last_id,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The fresh tail in the database (compat/engine.md §4.3) and leaf-only compaction
+# --------------------------------------------------------------------------------------
+
+
+def _leaf_tokens(token_count: Any, content: str | None) -> int:
+    from lcm_cli.engine.tokens import estimate_tokens
+
+    if isinstance(token_count, int) and token_count > 0:
+        return token_count
+    return estimate_tokens(content or "")
+
+
+def _message_items(conn: Any, cid: int) -> list[tuple[int, str, int]]:
+    """``(ordinal, role, leaf-source tokens)`` of the context's message items, newest first."""
+    return [
+        (row[0], row[1], _leaf_tokens(row[2], row[3]))
+        for row in conn.execute(
+            "SELECT ci.ordinal, m.role, m.token_count, m.content FROM context_items ci"
+            " JOIN messages m ON m.message_id = ci.message_id"
+            " WHERE ci.conversation_id = ? AND ci.item_type = 'message' ORDER BY ci.ordinal DESC",
+            (cid,),
+        )
+    ]
+
+
+def tail_boundary(rows: Sequence[tuple[int, str, int]], effective: Mapping[str, Any]) -> int | None:
+    """The fresh-tail boundary ordinal over message items given newest first (§4.3); None: no tail.
+
+    The tail always reaches back to the newest user message; past it, at most
+    ``freshTailCount`` messages and (after the first) at most ``freshTailMaxTokens``.
+    """
+    from lcm_cli.engine.fresh_tail import tail_limits
+
+    count, max_tokens = tail_limits(effective)
+    newest_user = next((row[0] for row in rows if row[1] == "user"), None)
+    protected = 0
+    total = 0
+    boundary: int | None = None
+    if count <= 0:
+        return None
+    for ordinal, _role, tokens in rows:
+        user_protected = newest_user is None or (boundary is not None and boundary <= newest_user)
+        if user_protected and protected >= count:
+            break
+        if user_protected and protected > 0 and max_tokens is not None and total + tokens > max_tokens:
+            break
+        boundary = ordinal
+        protected += 1
+        total += tokens
+    return boundary
+
+
+def raw_outside_tail(conn: Any, cid: int, effective: Mapping[str, Any]) -> dict[str, int]:
+    """Message context items before the fresh-tail boundary: what rotate leaf-compacts.
+
+    ``{messageItems, rawMessages, rawTokens}``: all message items of the context, and
+    the raw messages (and their leaf-source tokens) outside the fresh tail.
+    """
+    rows = _message_items(conn, cid)
+    boundary = tail_boundary(rows, effective)
+    outside = [row for row in rows if boundary is None or row[0] < boundary]
+    return {
+        "messageItems": len(rows),
+        "rawMessages": len(outside),
+        "rawTokens": sum(row[2] for row in outside),
+    }
+
+
+def compact_outside_tail(ctx: Context, store: Any, cid: int) -> dict[str, Any]:
+    """Force leaf-only compaction until no raw context remains outside the fresh tail.
+
+    Bounded by the number of message context items; condensation is not run
+    (compat/operations.md §3.2 step 5, engine.md §4.13). A summarizer that cannot finish
+    the job is a ``summarization_unavailable`` refusal; the passes already written stay
+    (each is its own transaction and a valid state).
+    """
+    before = raw_outside_tail(store.conn, cid, ctx.effective)
+    out: dict[str, Any] = {
+        "rawMessagesBefore": before["rawMessages"],
+        "rawTokensBefore": before["rawTokens"],
+        "passes": [],
+    }
+    if before["rawMessages"] == 0:
+        out["rawMessagesAfter"] = 0
+        return out
+    leaf_pass = _leaf_compactor(ctx, store, cid)
+    for _ in range(before["messageItems"]):
+        record = leaf_pass()
+        if record is None:
+            break
+        out["passes"].append(record)
+        if raw_outside_tail(store.conn, cid, ctx.effective)["rawMessages"] == 0:
+            break
+    after = raw_outside_tail(store.conn, cid, ctx.effective)
+    out["rawMessagesAfter"] = after["rawMessages"]
+    if after["rawMessages"]:
+        raise unavailable(
+            "summarization_unavailable",
+            "incomplete-coverage",
+            f"Leaf compaction left {after['rawMessages']} raw messages outside the fresh tail; the "
+            "transcript was not rotated. Check the summarizer (`lcm doctor`), then run rotate again.",
+            conversationId=cid,
+            passes=len(out["passes"]),
+        )
+    return out
+
+
+def _leaf_compactor(ctx: Context, store: Any, cid: int) -> Any:
+    """One forced leaf pass per call (returns its record, or None when nothing was left)."""
+    import importlib.util
+
+    if importlib.util.find_spec("lcm_cli.engine.compaction") is None:
+        raise unavailable(
+            "summarization_unavailable",
+            "compaction-unavailable",
+            "This lcm cannot compact yet, and raw messages lie outside the fresh tail: rotating "
+            "now would drop them from the transcript before they are summarized. Nothing was written.",
+            conversationId=cid,
+        )
+    raise unavailable(  # replaced by the compaction engine's leaf pass when it lands
+        "summarization_unavailable",
+        "compaction-unavailable",
+        "Leaf compaction is not wired into rotate yet; nothing was written.",
+        conversationId=cid,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(path: str, data: bytes, mode: int) -> str:
+    """A fsynced hidden sibling holding ``data``; returns its path."""
+    directory, name = os.path.split(path)
+    temp = os.path.join(directory, f".{name}.rotate.{os.getpid()}-{secrets.token_hex(3)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _remove_quietly(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _keep_old(path: str, stamp: str) -> str:
+    """Keep the current transcript as ``<path>.rotate-<stamp>.bak`` (a hard link when possible)."""
+    import shutil
+
+    for attempt in range(5):
+        suffix = f"-{secrets.token_hex(2)}" if attempt else ""
+        target = f"{path}.rotate-{stamp}{suffix}.bak"
+        if os.path.lexists(target):
+            continue
+        try:
+            os.link(path, target)
+        except FileExistsError:
+            continue
+        except OSError:
+            shutil.copy2(path, target)
+        return target
+    raise LcmError(
+        "ROTATE_FAILED", f"Could not name a backup of {path}; nothing was written.", {"file": path}
+    )
+
+
+def _same_file(path: str, info: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) == (
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The operation
+# --------------------------------------------------------------------------------------
+
+
+class Target(NamedTuple):
+    """The conversation being rotated and its transcript."""
+
+    conversation_id: int
+    session_id: str
+    session_key: str | None
+    path: str
+
+
+def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file: str | None) -> Target:
+    """Preconditions §3.1/§3.2 steps 1-3 against a connection (read-only or the write store)."""
+    from lcm_cli.engine.sessions import SessionPolicy
+
+    assert req.selector is not None
+    if req.selector.kind == "conversationId":
+        row = conn.execute(
+            "SELECT conversation_id, session_id, session_key, active FROM conversations"
+            " WHERE conversation_id = ?",
+            (req.selector.value,),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT conversation_id, session_id, session_key, active FROM conversations"
+            " WHERE session_key = ? AND active = 1"
+            " ORDER BY julianday(created_at) DESC, conversation_id DESC LIMIT 1",
+            (req.selector.value,),
+        ).fetchone()
+    selector = req.selector.to_dict()
+    if row is None:
+        raise unavailable(
+            "conversation_unavailable",
+            "no-conversation",
+            f"No active LCM conversation for {req.selector.kind} {req.selector.value!r}; there is no LCM "
+            "state to rotate. Find one with `lcm conversations list`.",
+            selector=selector,
+        )
+    cid, session_id, key, active = int(row[0]), str(row[1]), row[2], row[3]
+    if not active:
+        raise unavailable(
+            "conversation_unavailable",
+            "archived-conversation",
+            f"Conversation {cid} is archived; only an active conversation's transcript can be rotated.",
+            conversationId=cid,
+        )
+    exclusion = SessionPolicy.from_config(effective).exclusion(session_id, key)
+    if exclusion is not None:
+        kind = "ignored" if exclusion == "excluded" else "stateless"
+        raise unavailable(
+            "unavailable",
+            f"{kind}-session",
+            f"Session {key or session_id!r} is {kind} (it matches "
+            f"{'ignoreSessionPatterns' if kind == 'ignored' else 'statelessSessionPatterns'}); LCM does not "
+            "manage its transcript, so rotate leaves it alone.",
+            conversationId=cid,
+        )
+    stored = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?)", (cid,)
+    ).fetchone()
+    if not stored[0]:
+        raise unavailable(
+            "conversation_unavailable",
+            "no-lcm-state",
+            f"Conversation {cid} has no stored messages: there is no LCM state that would keep what a "
+            "rotation removes. Bootstrap it first (`lcm session bootstrap`).",
+            conversationId=cid,
+        )
+    path = session_file
+    if not path:
+        found = conn.execute(
+            "SELECT session_file_path FROM conversation_bootstrap_state WHERE conversation_id = ?", (cid,)
+        ).fetchone()
+        path = found[0] if found is not None else None
+    if not path:
+        raise unavailable(
+            "transcript_unavailable",
+            "no-transcript-path",
+            f"Conversation {cid} has no recorded transcript path; pass --session-file PATH.",
+            conversationId=cid,
+        )
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(path):
+        raise unavailable(
+            "transcript_unavailable",
+            "transcript-missing",
+            f"Transcript {path} does not exist or is not a file; pass the session's JSONL with --session-file.",
+            conversationId=cid,
+            file=path,
+        )
+    return Target(cid, session_id, key, path)
+
+
+def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePlan]:
+    """Scan the transcript and plan its rewrite; a header-less file is refused."""
+    from lcm_cli.migrate.transcript import scan_transcript
+
+    transcript = scan_transcript(target.path)
+    header = transcript.read_header_line()
+    if header is None:
+        raise unavailable(
+            "transcript_unavailable",
+            "no-header",
+            f"Transcript {target.path} does not start with a session header line; rotate refuses to "
+            "rewrite it. Nothing was written.",
+            conversationId=target.conversation_id,
+            file=target.path,
+        )
+    path = ((p.entry, p.is_message) for p in transcript.iter_path_entries())
+    return transcript, plan_rewrite(header, path, effective.get("freshTailCount"))
+
+
+def _report(target: Target, transcript: Any, plan: RewritePlan, new_size: int) -> dict[str, Any]:
+    return {
+        "sessionFile": target.path,
+        "sizeBytes": transcript.size_bytes,
+        "newSizeBytes": new_size,
+        "bytesRemoved": max(0, transcript.size_bytes - new_size),
+        "pathEntries": plan.path_entries,
+        "keptEntries": len(plan.kept),
+        "droppedEntries": plan.path_entries - len(plan.kept),
+        "messages": plan.messages,
+        "preservedTailMessageCount": plan.preserved_messages,
+        "removedMessages": plan.messages - plan.preserved_messages,
+        "keptSettings": plan.settings,
+        "leafPath": transcript.leaf_path,
+    }
+
+
+def _backup_mode(extra: Mapping[str, Any]) -> str:
+    mode = extra.get("backup") or "latest"
+    if mode not in BACKUP_MODES:
+        raise invalid_argument(
+            f"Invalid --backup value {mode!r}: expected latest (the rolling rotate-latest copy), full or none.",
+            {"value": mode},
+        )
+    return str(mode)
+
+
+def _frontier_hash(conn: Any, cid: int) -> str | None:
+    from lcm_cli.engine.identity import entry_hash
+
+    row = conn.execute(
+        "SELECT role, content FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1", (cid,)
+    ).fetchone()
+    return entry_hash(str(row[0]), row[1] or "") if row is not None else None
+
+
+@operation(
+    "rotate",
+    summary="Cut a session's transcript to its preserved tail (dry run unless --apply); LCM keeps the rest.",
+)
+def rotate(ctx: Context, req: Request) -> Result:
+    """Dry run: what would be kept and removed. ``--apply``: reconcile, compact, back up, rewrite."""
+    extra = req.extra or {}
+    mode = _backup_mode(extra)
+    session_file = extra.get("session_file") or None
+    if not extra.get("apply"):
+        return Result(dry_run(ctx, req, session_file, mode))
+    return Result(apply_rotation(ctx, req, session_file, mode))
+
+
+def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> dict[str, Any]:
+    """What ``--apply`` would do, from the read-only connection; nothing is written."""
+    from lcm_cli.engine.conversation_rows import require_lcm_tables
+
+    require_lcm_tables(ctx)
+    effective = ctx.effective
+    target = _resolve(ctx.db, req, effective, session_file)
+    transcript, plan = _plan(target, effective)
+    new_size = len(plan.content())
+    checkpoint = ctx.query_one(
+        "SELECT session_file_path, last_seen_size, last_seen_mtime_ms FROM conversation_bootstrap_state"
+        " WHERE conversation_id = ?",
+        (target.conversation_id,),
+    )
+    in_sync = checkpoint is not None and (checkpoint[0], checkpoint[1], checkpoint[2]) == (
+        target.path,
+        transcript.size_bytes,
+        transcript.mtime_ms,
+    )
+    raw = raw_outside_tail(ctx.db, target.conversation_id, effective)
+    return {
+        "applied": False,
+        "dryRun": True,
+        "conversationId": target.conversation_id,
+        "sessionId": target.session_id,
+        "sessionKey": target.session_key,
+        "transcript": _report(target, transcript, plan, new_size),
+        "reconcile": {"checkpointInSync": in_sync},
+        "compaction": {
+            "messageContextItems": raw["messageItems"],
+            "rawMessagesToCompact": raw["rawMessages"],
+            "rawTokensToCompact": raw["rawTokens"],
+        },
+        "backup": {"mode": mode, "path": None},
+        "hint": "Nothing was written. Run again with --apply to rotate.",
+    }
+
+
+def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: str) -> dict[str, Any]:
+    """Reconcile, compact, back up, then rewrite the transcript and refresh the frontier."""
+    from lcm_cli.engine import backup
+    from lcm_cli.engine.bootstrap import bootstrap_budget, bootstrap_session
+    from lcm_cli.engine.db.connection import require_sqlite_file
+    from lcm_cli.engine.ingest import IngestSettings
+    from lcm_cli.engine.sessions import find_active, queue_key, session_lock
+
+    require_sqlite_file(ctx.database_path)
+    effective = ctx.effective
+    store = ctx.store()
+    target = _resolve(store.conn, req, effective, session_file)
+    cid = target.conversation_id
+    # Step 4: everything the transcript holds must be in the database before it is cut.
+    reconciled = bootstrap_session(
+        store,
+        IngestSettings.from_config(effective),
+        target.session_id,
+        target.path,
+        session_key=target.session_key,
+        max_tokens=bootstrap_budget(effective),
+    )
+    if reconciled.get("conversationId") != cid or reconciled.get("reason") in _UNSAFE_RECONCILE:
+        raise unavailable(
+            "unavailable",
+            "reconcile-unsafe",
+            f"The transcript could not be proven to be in the database ({reconciled.get('reason')}); "
+            "the transcript was not rotated. Run `lcm session bootstrap` until it is up to date, then retry.",
+            conversationId=cid,
+            reconcile={k: reconciled.get(k) for k in ("reason", "importedMessages", "remainingMessages")},
+        )
+    # Step 5: no raw context outside the fresh tail (each pass is its own transaction).
+    compaction = compact_outside_tail(ctx, store, cid)
+    # Step 7 comes before the rewrite: the backup holds the state the rewrite starts from.
+    made: dict[str, Any] | None = None
+    if mode == "latest":
+        made = backup.create_rolling_backup(ctx.database_path, label="rotate")
+    elif mode == "full":
+        made = backup.create_backup(ctx.database_path, label="rotate")
+    transcript, plan = _plan(target, effective)
+    data = plan.content()
+    info = os.stat(target.path)
+    if info.st_size != transcript.size_bytes or info.st_mtime_ns // 1_000_000 != transcript.mtime_ms:
+        raise _changed(target.path)
+    stamp = _stamp()
+    old_copy: str | None = None
+    replaced = False
+    try:
+        with session_lock(queue_key(target.session_id, target.session_key)), store.transaction() as conn:
+            row = find_active(conn, target.session_id, target.session_key)
+            if row is None or int(row[0]) != cid:
+                raise unavailable(
+                    "conversation_unavailable",
+                    "conversation-changed",
+                    f"Conversation {cid} stopped being the session's active conversation; nothing was "
+                    "rewritten.",
+                    conversationId=cid,
+                )
+            temp = _write_temp(target.path, data, info.st_mode & 0o7777)
+            try:
+                # The frontier is written first, inside the transaction, from the temp file's
+                # own size and mtime (a rename keeps both): the commit after the rename makes
+                # database and transcript agree; a kill before it leaves the old frontier,
+                # which the next bootstrap treats as a shrunk file and re-anchors.
+                _refresh_frontier(store, conn, cid, target.path, os.stat(temp), transcript.header_id, plan)
+                if not _same_file(target.path, info):
+                    raise _changed(target.path)
+                old_copy = _keep_old(target.path, stamp)
+                os.replace(temp, target.path)
+                replaced = True
+            finally:
+                if not replaced:
+                    _remove_quietly(temp)
+            _fsync_dir(os.path.dirname(target.path))
+    except BaseException:
+        if replaced and old_copy is not None:
+            # The transaction rolled back: put the old transcript back so the two agree.
+            os.replace(old_copy, target.path)
+        elif old_copy is not None:
+            _remove_quietly(old_copy)
+        raise
+    message_count = int(
+        store.conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[0]
+    )
+    checkpoint = store.conn.execute(
+        "SELECT session_file_path, last_seen_size, last_seen_mtime_ms, last_processed_entry_hash,"
+        " session_header_id, last_processed_entry_id FROM conversation_bootstrap_state"
+        " WHERE conversation_id = ?",
+        (cid,),
+    ).fetchone()
+    return {
+        "applied": True,
+        "dryRun": False,
+        "conversationId": cid,
+        "sessionId": target.session_id,
+        "sessionKey": target.session_key,
+        "transcript": {**_report(target, transcript, plan, len(data)), "oldTranscriptPath": old_copy},
+        "reconcile": {
+            "importedMessages": reconciled.get("importedMessages", 0),
+            "reason": reconciled.get("reason"),
+        },
+        "compaction": compaction,
+        "backup": {"mode": mode, "path": made["backupPath"] if made else None},
+        "checkpoint": {
+            "sessionFilePath": checkpoint[0],
+            "lastSeenSize": checkpoint[1],
+            "lastSeenMtimeMs": checkpoint[2],
+            "lastProcessedEntryHash": checkpoint[3],
+            "sessionHeaderId": checkpoint[4],
+            "lastProcessedEntryId": checkpoint[5],
+        },
+        "messageCount": message_count,
+        "lastRotatedAt": _iso_now(),
+    }
+
+
+def _refresh_frontier(
+    store: Any, conn: Any, cid: int, path: str, info: os.stat_result, header_id: str | None, plan: RewritePlan
+) -> None:
+    """§3.4: the checkpoint describes the new file, so the next bootstrap replays nothing."""
+    previous = conn.execute(
+        "SELECT session_file_path, session_header_id, fork_bounded, fork_source_message_count,"
+        " soft_reset_pruned_at FROM conversation_bootstrap_state WHERE conversation_id = ?",
+        (cid,),
+    ).fetchone()
+    same_path = previous is not None and previous[0] == path
+    store.upsert_bootstrap_state(
+        cid,
+        path,
+        last_seen_size=info.st_size,
+        last_seen_mtime_ms=info.st_mtime_ns // 1_000_000,
+        last_processed_offset=info.st_size,
+        last_processed_entry_hash=_frontier_hash(conn, cid),
+        session_header_id=header_id or (previous[1] if previous is not None else None),
+        last_processed_entry_id=plan.last_entry_id,
+        fork_bounded=bool(previous[2]) if same_path else False,
+        fork_source_message_count=int(previous[3]) if same_path else 0,
+        soft_reset_pruned_at=previous[4] if same_path else None,
+    )
+
+
+def _changed(path: str) -> LcmError:
+    return LcmError(
+        "TRANSCRIPT_CHANGED",
+        f"Transcript {path} changed while rotate was reading it; nothing was rewritten. Run rotate again.",
+        {"file": path},
+    )
+
+
+def _stamp() -> str:
+    from lcm_cli.engine.config_file import backup_stamp
+
+    return backup_stamp()
+
+
+def _iso_now() -> str:
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def counts_only(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The control contract's sanitized rotate result: counts and a time, never paths."""
+    return {
+        "operation": "rotate",
+        "messageCount": data["messageCount"],
+        "lastRotatedAt": data["lastRotatedAt"],
+    }
