@@ -89,6 +89,8 @@ def control(ctx: Context, req: Request) -> Result:
             "SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (row["conversation_id"],)
         )
         return Result({"operation": "status", "active": True, "messageCount": int(count[0]) if count else 0})
+    if name == "rotate":
+        return Result(_rotate(ctx, session_key, session_id))
     if not capabilities()[name]:
         raise unavailable(
             name,
@@ -96,3 +98,53 @@ def control(ctx: Context, req: Request) -> Result:
             f"`{name}` is not available in this lcm yet; use `lcm status` for counts.",
         )
     raise unavailable(name, "unavailable", f"`{name}` is not wired to the control contract yet.")
+
+
+# Which reasonCode a failed rotate reports, by the error's code (compat/operations.md §8.3).
+_ROTATE_REASONS = (
+    ("BACKUP_", "backup_failed"),
+    ("TRANSCRIPT_", "transcript_unavailable"),
+    ("DATABASE_", "database_unavailable"),
+)
+
+
+def _rotate(ctx: Context, session_key: str | None, session_id: str | None) -> dict[str, Any]:
+    """Rotate the caller's session with the rolling backup; answer counts only."""
+    from lcm_cli.engine import rotate
+    from lcm_cli.engine.request import Request, Selector
+
+    if not session_key:
+        raise unavailable("rotate", "session_key_unavailable", "Rotate needs the caller's session key.")
+    if not os.path.exists(ctx.database_path):
+        raise unavailable("rotate", "conversation_unavailable", "No LCM conversation for this session.")
+    row = _current_conversation(ctx, session_key, None)
+    if row is None:
+        raise unavailable("rotate", "conversation_unavailable", "No LCM conversation for this session.")
+    if session_id:
+        bound = ctx.query_one(
+            "SELECT session_id FROM conversations WHERE conversation_id = ?", (row["conversation_id"],)
+        )
+        if bound is not None and bound[0] and bound[0] != session_id:
+            raise unavailable(
+                "rotate",
+                "session_id_unavailable",
+                "The session id does not match this session's conversation.",
+            )
+    try:
+        data = rotate.apply_rotation(
+            ctx, Request(selector=Selector("sessionKey", session_key)), None, "latest"
+        )
+    except LcmError as exc:
+        if exc.code == "ROTATE_UNAVAILABLE" and isinstance(exc.details, dict):
+            code = str(exc.details.get("reasonCode") or "unavailable")
+        else:
+            code = next(
+                (reason for prefix, reason in _ROTATE_REASONS if exc.code.startswith(prefix)), "rotate_failed"
+            )
+        # The generic message: the engine's own may name paths, which this contract never shows.
+        raise unavailable("rotate", code, f"Rotate is unavailable for this session ({code}).") from None
+    except Exception:
+        raise unavailable(
+            "rotate", "runtime_exception", "Rotate failed for this session (runtime_exception)."
+        ) from None
+    return rotate.counts_only(data)

@@ -577,15 +577,21 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     """Reconcile, compact, back up, then rewrite the transcript and refresh the frontier."""
     from lcm_cli.engine import backup
     from lcm_cli.engine.bootstrap import bootstrap_budget, bootstrap_session
+    from lcm_cli.engine.conversation_rows import require_lcm_tables
     from lcm_cli.engine.db.connection import require_sqlite_file
     from lcm_cli.engine.ingest import IngestSettings
     from lcm_cli.engine.sessions import find_active, queue_key, session_lock
 
     require_sqlite_file(ctx.database_path)
+    require_lcm_tables(ctx)
     effective = ctx.effective
-    store = ctx.store()
-    target = _resolve(store.conn, req, effective, session_file)
+    # Every precondition is checked on the read-only connection: a refusal opens no writer.
+    target = _resolve(ctx.db, req, effective, session_file)
     cid = target.conversation_id
+    _plan(target, effective)
+    if raw_outside_tail(ctx.db, cid, effective)["rawMessages"]:
+        _leaf_compactor(ctx, None, cid)  # refuses now, before any write, when it cannot compact
+    store = ctx.store()
     # Step 4: everything the transcript holds must be in the database before it is cut.
     reconciled = bootstrap_session(
         store,

@@ -47,7 +47,6 @@ def seed_session(
 ) -> Session:
     """Write the transcript, bootstrap it (every message), and summarize outside the tail."""
     from lcm_cli.engine.api import call
-    from lcm_cli.engine.rotate import _message_items, tail_boundary
     from lcm_cli.engine.store import Store
 
     root.mkdir(parents=True, exist_ok=True)

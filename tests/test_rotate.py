@@ -1,0 +1,404 @@
+"""`lcm rotate`: the transcript rewrite rule, dry run vs apply, the frontier refresh,
+refusals that write nothing, and the backup modes (real transcripts, real lcm.db files)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.rotate import configured_tail, plan_rewrite
+from tests.conftest import lcm
+from tests.support.rotation import SESSION_KEY, Session, seed_session, write_config
+from tests.support.transcripts import append_lines
+
+# --- the rewrite rule (compat/operations.md §3.3) ------------------------------------------
+
+
+def _msg(entry_id: str, role: str, text: str = "x") -> tuple[dict[str, Any], bool]:
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": "?",
+        "message": {"role": role, "content": text},
+    }, True
+
+
+def _entry(entry_id: str, kind: str, **body: Any) -> tuple[dict[str, Any], bool]:
+    return {"type": kind, "id": entry_id, "parentId": "?", **body}, False
+
+
+HEADER = {"type": "session", "id": "s1", "version": 3}
+
+
+def test_rewrite_keeps_tail_latest_settings_and_relinks() -> None:
+    path = [
+        _entry("i1", "session_info", name="old"),
+        _entry("m1", "model_change", modelId="a"),
+        _msg("u1", "user"),
+        _entry("t1", "thinking_level_change", thinkingLevel="low"),
+        _entry("i2", "session_info", name="new"),
+        _msg("a1", "assistant"),
+        _entry("c1", "compaction", summary="s"),
+        _msg("u2", "user"),
+        _entry("x1", "custom", data={}),
+        _msg("a2", "assistant"),
+        _entry("m2", "model_change", modelId="b"),
+        _msg("a3", "assistant"),
+        _entry("l1", "label", label="tail"),
+        _entry("t2", "thinking_level_change", thinkingLevel="high"),
+    ]
+    plan = plan_rewrite(HEADER, path, 2)
+    # Tail of 2 would start at a2, but it reaches back to the newest user message u2.
+    assert [e["id"] for e in plan.kept] == ["i2", "m1", "t1", "u2", "a2", "m2", "a3"]
+    assert plan.settings == ["session_info", "model_change", "thinking_level_change"]
+    assert [e["parentId"] for e in plan.kept] == [None, "i2", "m1", "t1", "u2", "a2", "m2"]
+    assert (plan.messages, plan.preserved_messages, plan.last_entry_id) == (5, 3, "a3")
+    lines = plan.content().decode().splitlines()
+    assert json.loads(lines[0]) == HEADER and len(lines) == 1 + len(plan.kept)
+    assert json.loads(lines[1]) == {"type": "session_info", "id": "i2", "parentId": None, "name": "new"}
+
+
+def test_rewrite_tail_count_edges() -> None:
+    assert configured_tail(8, 0) == 0
+    assert configured_tail(8, 3) == 3
+    assert configured_tail(2.9, 10) == 2
+    assert configured_tail(0, 10) == 1
+    assert configured_tail(float("nan"), 10) == 1
+    assert configured_tail(None, 10) == 1
+    path = [_msg("u1", "user"), _msg("a1", "assistant"), _msg("a2", "assistant")]
+    assert [e["id"] for e in plan_rewrite(HEADER, path, 1).kept] == ["u1", "a1", "a2"]
+    no_user = [_msg("s1", "system"), _msg("a1", "assistant"), _msg("a2", "assistant")]
+    assert [e["id"] for e in plan_rewrite(HEADER, no_user, 1).kept] == ["a2"]
+    empty = plan_rewrite(HEADER, [_entry("i1", "session_info")], 4)
+    assert empty.kept == [] and empty.content().decode() == json.dumps(HEADER, separators=(",", ":")) + "\n"
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files(root: Path) -> dict[str, str]:
+    """Every file under ``root`` with its content hash.
+
+    lcm.db's ``-shm`` and an empty ``-wal`` (a read-only reader of a WAL database makes
+    both) are not content; a write leaves frames in the WAL or changes lcm.db itself.
+    """
+    return {
+        str(p.relative_to(root)): _digest(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.suffix != ".db-shm" and not (p.suffix == ".db-wal" and p.stat().st_size == 0)
+    }
+
+
+def _rotate(session: Session, *extra: str, key: str = SESSION_KEY) -> Any:
+    return lcm("--openclaw-dir", str(session.root), "rotate", "--session-key", key, *extra)
+
+
+def _bootstrap(session: Session) -> dict[str, Any]:
+    out = lcm(
+        "--openclaw-dir",
+        str(session.root),
+        "session",
+        "bootstrap",
+        "--session-id",
+        "sess-rotate",
+        "--session-key",
+        SESSION_KEY,
+        "--session-file",
+        str(session.transcript),
+    )
+    assert out.code == 0, out.stderr
+    return dict(out.json["data"])
+
+
+def _db_counts(db: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            "conversations": conn.execute(
+                "SELECT conversation_id, session_id, session_key FROM conversations"
+            ).fetchall(),
+            "messages": conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
+            "summaries": conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0],
+            "context": conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0],
+        }
+    finally:
+        conn.close()
+
+
+def _checkpoint(db: Path) -> tuple[Any, ...]:
+    conn = sqlite3.connect(db)
+    try:
+        return tuple(
+            conn.execute(
+                "SELECT session_file_path, last_seen_size, last_seen_mtime_ms, last_processed_offset,"
+                " last_processed_entry_hash, session_header_id, last_processed_entry_id"
+                " FROM conversation_bootstrap_state"
+            ).fetchone()
+        )
+    finally:
+        conn.close()
+
+
+# --- dry run and apply --------------------------------------------------------------------
+
+
+def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=60)
+    before = _files(session.root)
+    out = _rotate(session)
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert data["dryRun"] is True and data["applied"] is False
+    report = data["transcript"]
+    assert report["messages"] == 60 and report["preservedTailMessageCount"] >= 8
+    assert report["removedMessages"] == 60 - report["preservedTailMessageCount"]
+    assert report["bytesRemoved"] == report["sizeBytes"] - report["newSizeBytes"] > 0
+    assert data["compaction"]["rawMessagesToCompact"] == 0  # already summarized outside the tail
+    assert data["reconcile"] == {"checkpointInSync": True}
+    assert _files(session.root) == before
+
+
+def test_dry_run_counts_raw_messages_to_compact(tmp_path: Path) -> None:
+    session = seed_session(
+        tmp_path / "oc", messages=40, summarize=False, kinds=["user_text", "assistant_text"]
+    )
+    data = _rotate(session).json["data"]
+    assert data["compaction"]["messageContextItems"] == 40
+    assert data["compaction"]["rawMessagesToCompact"] == 40 - 8
+    assert data["compaction"]["rawTokensToCompact"] > 0
+
+
+def test_apply_rewrites_transcript_and_refreshes_frontier(tmp_path: Path) -> None:
+    from lcm_cli.migrate.transcript import scan_transcript
+
+    session = seed_session(tmp_path / "oc", messages=80, branches=True)
+    old_bytes = session.transcript.read_bytes()
+    counts = _db_counts(session.db)
+    out = _rotate(session, "--apply", "--backup", "none")
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    report = data["transcript"]
+    kept = report["preservedTailMessageCount"]
+    # The new file: the header, then the tail of the active path (no abandoned branch).
+    scan = scan_transcript(session.transcript)
+    ids = [c.entry_id for c in scan.iter_candidates()]
+    assert ids == session.generated.expected_ids[-kept:]
+    assert scan.header_id == "sess-rotate" and scan.leaf_path and not scan.skipped
+    assert not set(session.generated.abandoned_ids) & set(ids)
+    assert session.transcript.stat().st_size == report["newSizeBytes"] < len(old_bytes)
+    # The old file is kept, byte for byte.
+    assert Path(report["oldTranscriptPath"]).read_bytes() == old_bytes
+    assert report["oldTranscriptPath"].startswith(str(session.transcript) + ".rotate-")
+    # Same conversation row, nothing lost in the database.
+    assert _db_counts(session.db) == counts
+    assert data["conversationId"] == session.conversation_id and data["messageCount"] == counts["messages"]
+    info = session.transcript.stat()
+    path, size, mtime, offset, entry_hash, header_id, entry_id = _checkpoint(session.db)
+    assert (path, size, mtime, offset) == (
+        str(session.transcript),
+        info.st_size,
+        info.st_mtime_ns // 10**6,
+        info.st_size,
+    )
+    assert (header_id, entry_id) == ("sess-rotate", ids[-1])
+    from lcm_cli.engine.identity import entry_hash as hash_of
+
+    conn = sqlite3.connect(session.db)
+    role, content = conn.execute("SELECT role, content FROM messages ORDER BY seq DESC LIMIT 1").fetchone()
+    conn.close()
+    assert entry_hash == hash_of(role, content)
+    # Nothing is replayed: a bootstrap right after finds the checkpoint in step.
+    again = _bootstrap(session)
+    assert again["importedMessages"] == 0 and again["reason"] == "already bootstrapped"
+    assert _db_counts(session.db) == counts
+    # New turns appended to the rotated file import exactly once.
+    append_lines(
+        session.transcript,
+        [
+            {
+                "type": "message",
+                "id": "new-1",
+                "parentId": ids[-1],
+                "timestamp": "2026-03-02T10:00:00.000Z",
+                "message": {"role": "user", "content": "after the rotation"},
+            },
+            {
+                "type": "message",
+                "id": "new-2",
+                "parentId": "new-1",
+                "timestamp": "2026-03-02T10:00:05.000Z",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
+            },
+        ],
+    )
+    grown = _bootstrap(session)
+    assert grown["importedMessages"] == 2
+    assert _db_counts(session.db)["messages"] == counts["messages"] + 2
+    assert _bootstrap(session)["importedMessages"] == 0
+
+
+def test_apply_by_conversation_id_and_rotating_twice(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=50)
+    first = lcm(
+        "--openclaw-dir",
+        str(session.root),
+        "rotate",
+        "--conversation-id",
+        str(session.conversation_id),
+        "--apply",
+    )
+    assert first.code == 0, first.stderr
+    once = session.transcript.read_bytes()
+    second = _rotate(session, "--apply", "--backup", "none")
+    assert second.code == 0, second.stderr
+    # Already at its tail: the second rotation keeps the same entries.
+    assert session.transcript.read_bytes() == once
+    assert second.json["data"]["transcript"]["bytesRemoved"] == 0
+
+
+# --- refusals: structured, and nothing written ----------------------------------------------
+
+
+def _refused(session: Session, *args: str) -> dict[str, Any]:
+    before = _files(session.root)
+    for extra in ((), ("--apply",)):
+        out = lcm("--openclaw-dir", str(session.root), "rotate", *args, *extra)
+        assert out.code == 3, out.stderr
+        error = out.error
+        assert error["code"] == "ROTATE_UNAVAILABLE"
+        assert _files(session.root) == before, f"{extra} wrote something"
+    return dict(error["details"])
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        ({"ignoreSessionPatterns": ["agent:*:main"]}, "ignored-session"),
+        ({"statelessSessionPatterns": ["agent:main:**"]}, "stateless-session"),
+    ],
+)
+def test_ignored_and_stateless_sessions_are_refused(
+    tmp_path: Path, config: dict[str, Any], reason: str
+) -> None:
+    session = seed_session(tmp_path / "oc", messages=30)
+    write_config(session.root, {**session.config, **config})
+    details = _refused(session, "--session-key", SESSION_KEY)
+    assert details["reasonCode"] == "unavailable" and details["reason"] == reason
+
+
+def test_sessions_without_lcm_state_are_refused(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=30)
+    details = _refused(session, "--session-key", "agent:main:other")
+    assert (details["reasonCode"], details["reason"]) == ("conversation_unavailable", "no-conversation")
+    from lcm_cli.engine.store import Store
+
+    with Store.open(session.db) as store:
+        empty = store.create_conversation("sess-empty", session_key="agent:main:empty")
+    details = _refused(session, "--conversation-id", str(empty))
+    assert (details["reasonCode"], details["reason"]) == ("conversation_unavailable", "no-lcm-state")
+    with Store.open(session.db) as store, store.transaction() as conn:
+        conn.execute(
+            "UPDATE conversations SET active = 0 WHERE conversation_id = ?", (session.conversation_id,)
+        )
+    details = _refused(session, "--conversation-id", str(session.conversation_id))
+    assert details["reason"] == "archived-conversation"
+
+
+def test_headerless_and_missing_transcripts_are_refused(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=30, header=False)
+    details = _refused(session, "--session-key", SESSION_KEY)
+    assert (details["reasonCode"], details["reason"]) == ("transcript_unavailable", "no-header")
+    details = _refused(session, "--session-key", SESSION_KEY, "--session-file", str(tmp_path / "gone.jsonl"))
+    assert details["reason"] == "transcript-missing"
+
+
+def test_raw_context_outside_the_tail_is_compacted_or_refused(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=30, summarize=False)
+    import importlib.util
+
+    if importlib.util.find_spec("lcm_cli.engine.compaction") is None:
+        before = _files(session.root)
+        out = _rotate(session, "--apply")
+        # Rotate refuses rather than cut messages that no summary covers yet.
+        assert out.code == 3 and out.error["details"]["reasonCode"] == "summarization_unavailable"
+        assert _files(session.root) == before
+
+
+def test_bad_backup_mode_and_selector(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=20)
+    out = _rotate(session, "--backup", "sometimes")
+    assert out.code == 2 and out.error["code"] == "INVALID_ARGUMENT"
+    out = lcm("--openclaw-dir", str(session.root), "rotate")
+    assert out.code == 2 and out.error["code"] == "MISSING_SELECTOR"
+
+
+# --- backups --------------------------------------------------------------------------------
+
+
+def _baks(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("lcm.db.") and ".bak" in p.name)
+
+
+def test_backup_modes(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=40)
+    assert _rotate(session, "--apply", "--backup", "none").code == 0
+    assert _baks(session.root) == []
+    out = _rotate(session, "--apply")  # default: the rolling rotate-latest copy
+    assert out.code == 0, out.stderr
+    latest = session.root / "lcm.db.rotate-latest.bak"
+    assert out.json["data"]["backup"] == {"mode": "latest", "path": str(latest)}
+    assert _baks(session.root) == ["lcm.db.rotate-latest.bak", "lcm.db.rotate-latest.bak.manifest.json"]
+    first = _digest(latest)
+    verified = lcm("--db", str(session.db), "backup", "verify", str(latest))
+    assert verified.code == 0, verified.stderr
+    # The database changes; the next rotate replaces the one latest copy.
+    conn = sqlite3.connect(session.db)
+    with conn:
+        conn.execute("UPDATE conversations SET title = 'renamed'")
+    conn.close()
+    assert _rotate(session, "--apply", "--backup", "latest").code == 0
+    assert _baks(session.root) == ["lcm.db.rotate-latest.bak", "lcm.db.rotate-latest.bak.manifest.json"]
+    assert _digest(latest) != first
+    assert lcm("--db", str(session.db), "backup", "verify", str(latest)).code == 0
+    full = _rotate(session, "--apply", "--backup", "full")
+    assert full.code == 0, full.stderr
+    path = full.json["data"]["backup"]["path"]
+    assert os.path.basename(path).startswith("lcm.db.rotate-") and not path.endswith("latest.bak")
+    assert lcm("--db", str(session.db), "backup", "verify", path).code == 0
+    listed = {
+        b["name"]: b["kind"] for b in lcm("--db", str(session.db), "backup", "list").json["data"]["backups"]
+    }
+    assert listed["lcm.db.rotate-latest.bak"] == "latest" and listed[os.path.basename(path)] == "timestamped"
+
+
+# --- the control contract -----------------------------------------------------------------------
+
+
+def test_control_rotate_is_sanitized(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=40)
+    out = lcm(
+        "--openclaw-dir", str(session.root), "control", "--operation", "rotate", "--session-key", SESSION_KEY
+    )
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert set(data) == {"operation", "messageCount", "lastRotatedAt"}
+    assert data["operation"] == "rotate" and data["messageCount"] == _db_counts(session.db)["messages"]
+    assert str(session.root) not in out.stdout and out.json["meta"] == {}
+    assert (session.root / "lcm.db.rotate-latest.bak").exists()
+    missing = lcm("--openclaw-dir", str(session.root), "control", "--operation", "rotate")
+    assert missing.error["details"]["reasonCode"] == "session_key_unavailable"
+    other = lcm(
+        "--openclaw-dir", str(session.root), "control", "--operation", "rotate", "--session-key", "agent:x:y"
+    )
+    assert other.error["details"]["reasonCode"] == "conversation_unavailable"
+    assert str(session.root) not in other.stderr
