@@ -81,3 +81,85 @@ def test_store_transaction_killed_midway_leaves_nothing_half_written(tmp_path: P
         conn.close()
     out = lcm_process("--db", str(db), "status")
     assert out.code == 0 and out.json["data"]["status"]["messages"]["count"] == 1
+
+
+def test_rotate_killed_at_random_moments_leaves_old_or_new_transcript(tmp_path: Path) -> None:
+    """kill -9 anywhere in `lcm rotate --apply`: the transcript is the old file or the new one,
+    the database is consistent, and a bootstrap afterwards replays nothing."""
+    from tests.support.rotation import SESSION_KEY, seed_session
+
+    session = seed_session(tmp_path / "oc", messages=2000)
+    old_bytes = session.transcript.read_bytes()
+    old_mtime = session.transcript.stat().st_mtime_ns
+    db_bytes = session.db.read_bytes()
+    rotate_args = ["--openclaw-dir", str(session.root), "rotate", "--session-key", SESSION_KEY, "--apply"]
+
+    def restore() -> None:
+        for leftover in session.root.rglob("*"):
+            if leftover.name.endswith(".bak") or leftover.name.endswith(".tmp") or "-wal" in leftover.name:
+                leftover.unlink()
+            elif leftover.name.endswith("-shm"):
+                leftover.unlink()
+        session.db.write_bytes(db_bytes)
+        session.transcript.write_bytes(old_bytes)
+        os.utime(session.transcript, ns=(old_mtime, old_mtime))
+
+    def state() -> tuple[int, int, tuple[int, int]]:
+        conn = sqlite3.connect(session.db)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            conversations = conn.execute("SELECT conversation_id FROM conversations").fetchall()
+            assert conversations == [(session.conversation_id,)]
+            messages = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+            checkpoint = conn.execute(
+                "SELECT last_seen_size, last_processed_offset FROM conversation_bootstrap_state"
+            ).fetchone()
+        finally:
+            conn.close()
+        return len(conversations), messages, checkpoint
+
+    started = time.monotonic()
+    done = lcm_process(*rotate_args, "--backup", "none")
+    duration = time.monotonic() - started
+    assert done.code == 0, done.stderr
+    new_bytes = session.transcript.read_bytes()
+    assert len(new_bytes) < len(old_bytes)
+    _, messages, _ = state()
+    exe = Path(sys.executable).with_name("lcm")
+    rng = random.Random(11)
+    outcomes = set()
+    for _ in range(10):
+        restore()
+        proc = subprocess.Popen(
+            [str(exe), *rotate_args, "--backup", "none"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        time.sleep(rng.uniform(0.05, duration))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        current = session.transcript.read_bytes()
+        assert current in (old_bytes, new_bytes)
+        _, count, checkpoint = state()
+        assert count == messages
+        assert checkpoint in ((len(old_bytes), len(old_bytes)), (len(new_bytes), len(new_bytes)))
+        if checkpoint[0] == len(new_bytes):
+            assert current == new_bytes  # the database never claims a rewrite that did not happen
+        outcomes.add("new" if current == new_bytes else "old")
+        again = lcm_process(
+            "--openclaw-dir",
+            str(session.root),
+            "session",
+            "bootstrap",
+            "--session-id",
+            "sess-rotate",
+            "--session-key",
+            SESSION_KEY,
+            "--session-file",
+            str(session.transcript),
+        )
+        assert again.code == 0, again.stderr
+        assert again.json["data"]["importedMessages"] == 0
+        assert state()[1] == messages
+    # A kill-free run still works afterwards, whatever a kill left behind.
+    assert lcm_process(*rotate_args, "--backup", "latest").code == 0
+    assert session.transcript.read_bytes() == new_bytes
+    assert outcomes  # (which states were hit depends on timing; both are valid)
