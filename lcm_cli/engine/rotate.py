@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
@@ -90,16 +90,6 @@ class RewritePlan(NamedTuple):
         return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
 
 
-def _entry_type(entry: Mapping[str, Any], is_message: bool) -> str | None:
-    """The entry's type; a bare message (no envelope, no type) counts as ``message``."""
-    kind = entry.get("type")
-    if isinstance(kind, str):
-        return kind
-    if kind is None and is_message:
-        return "message"
-    return None
-
-
 def _inner_role(entry: Mapping[str, Any]) -> Any:
     inner = entry.get("message")
     if isinstance(inner, Mapping):
@@ -122,48 +112,76 @@ def plan_rewrite(
     header: dict[str, Any], path: Iterable[tuple[dict[str, Any], bool]], fresh_tail_count: Any
 ) -> RewritePlan:
     """Apply §3.3 to the active path's ``(entry, is_message)`` records, root to leaf."""
+    records = list(path)
+    kinds = []
+    for entry, is_message in records:
+        kind = entry.get("type")
+        if is_message:
+            kinds.append("message")
+        elif kind in SETTINGS_TYPES:
+            kinds.append(str(kind))
+        else:
+            kinds.append("entry")
+    return plan_from_kinds(header, kinds, lambda k: records[k][0], fresh_tail_count)
+
+
+def plan_from_kinds(
+    header: dict[str, Any],
+    kinds: Sequence[str],
+    read: Callable[[int], dict[str, Any]],
+    fresh_tail_count: Any,
+) -> RewritePlan:
+    """§3.3 over the path's record kinds (see ``Transcript.path_kinds``), reading only what it needs.
+
+    ``read(k)`` returns the ``k``-th record's object. Only the kept records, and the
+    newest messages up to the newest user message, are read.
+    """
     from lcm_cli.engine.jsvalues import envelope_string
 
-    records = list(path)
-    types = [_entry_type(entry, is_message) for entry, is_message in records]
-    positions = [i for i, kind in enumerate(types) if kind == "message"]
+    positions = [i for i, kind in enumerate(kinds) if kind == "message"]
+    if not positions:
+        return RewritePlan(header, [], len(kinds), 0, 0, [], None)
     tail = configured_tail(fresh_tail_count, len(positions))
     start = len(positions) - tail
-    newest_user = next(
-        (n for n in range(len(positions) - 1, -1, -1) if _inner_role(records[positions[n]][0]) == "user"),
-        None,
-    )
-    if newest_user is not None:
-        start = min(start, newest_user)
-    if not positions:
-        return RewritePlan(header, [], len(records), 0, 0, [], None)
+    cache: dict[int, dict[str, Any]] = {}
+
+    def entry_at(k: int) -> dict[str, Any]:
+        if k not in cache:
+            cache[k] = read(k)
+        return cache[k]
+
+    for n in range(len(positions) - 1, -1, -1):
+        if _inner_role(entry_at(positions[n])) == "user":
+            start = min(start, n)
+            break
     anchor = positions[start]
     carried: list[int] = []
     for kind in SETTINGS_TYPES:
-        found = next((i for i in range(anchor - 1, -1, -1) if types[i] == kind), None)
+        found = next((i for i in range(anchor - 1, -1, -1) if kinds[i] == kind), None)
         if found is not None:
             carried.append(found)
-    chosen = carried + [i for i in range(anchor, len(records)) if types[i] in KEPT_TYPES]
-    while chosen and types[chosen[-1]] != "message":
+    kept_kinds = ("message", *SETTINGS_TYPES)
+    chosen = carried + [i for i in range(anchor, len(kinds)) if kinds[i] in kept_kinds]
+    while chosen and kinds[chosen[-1]] != "message":
         chosen.pop()  # trailing settings entries are dropped
     kept: list[dict[str, Any]] = []
     previous: Any = None
     for i in chosen:
-        entry = dict(records[i][0])
+        entry = dict(entry_at(i))
         entry["parentId"] = previous
         previous = envelope_string(entry.get("id")) or envelope_string(entry.get("uuid"))
         kept.append(entry)
     last = kept[-1] if kept else None
-    last_id = (envelope_string(last.get("id")) or envelope_string(last.get("uuid"))) if last else None
-    if last is not None and last.get("type") is None:
-        last_id = None  # a bare message line carries no envelope id
+    last_id = None
+    if last is not None and "message" in last and last.get("type") in (None, "message"):
+        last_id = envelope_string(last.get("id")) or envelope_string(last.get("uuid"))
     return RewritePlan(
         header,
         kept,
-        len(records),
+        len(kinds),
         len(positions),
-        sum(1 for i in chosen if types[i] == "message"),
-        [types[i] or "" for i in carried if i in chosen],
+        sum(1 for i in chosen if kinds[i] == "message"),
+        [kinds[i] for i in carried if i in chosen],
         last_id,
     )
 
@@ -466,13 +484,11 @@ def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file
     return Target(cid, session_id, key, path)
 
 
-def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePlan]:
-    """Scan the transcript and plan its rewrite; a header-less file is refused."""
-    from lcm_cli.migrate.transcript import scan_transcript
+def _require_header(target: Target) -> None:
+    """Refuse a transcript without a session header line (compat/operations.md §3.3 step 1)."""
+    from lcm_cli.migrate.transcript import read_session_header
 
-    transcript = scan_transcript(target.path)
-    header = transcript.read_header_line()
-    if header is None:
+    if read_session_header(target.path) is None:
         raise unavailable(
             "transcript_unavailable",
             "no-header",
@@ -481,8 +497,22 @@ def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePla
             conversationId=target.conversation_id,
             file=target.path,
         )
-    path = ((p.entry, p.is_message) for p in transcript.iter_path_entries())
-    return transcript, plan_rewrite(header, path, effective.get("freshTailCount"))
+
+
+def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePlan]:
+    """Scan the transcript and plan its rewrite; a header-less file is refused."""
+    from lcm_cli.migrate.transcript import scan_transcript
+
+    transcript = scan_transcript(target.path)
+    header = transcript.read_header_line()
+    if header is None:
+        _require_header(target)  # raises: the file lost its header since it was checked
+        raise _changed(target.path)
+    with transcript.path_reader() as read:
+        plan = plan_from_kinds(
+            header, transcript.path_kinds(), lambda k: read(k).entry, effective.get("freshTailCount")
+        )
+    return transcript, plan
 
 
 def _report(target: Target, transcript: Any, plan: RewritePlan, new_size: int) -> dict[str, Any]:
@@ -588,7 +618,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     # Every precondition is checked on the read-only connection: a refusal opens no writer.
     target = _resolve(ctx.db, req, effective, session_file)
     cid = target.conversation_id
-    _plan(target, effective)
+    _require_header(target)
     if raw_outside_tail(ctx.db, cid, effective)["rawMessages"]:
         _leaf_compactor(ctx, None, cid)  # refuses now, before any write, when it cannot compact
     store = ctx.store()

@@ -64,6 +64,7 @@ import stat
 import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import IO, Any, NamedTuple
 
@@ -1123,6 +1124,11 @@ _CHUNK = 1 << 20
 _K_MESSAGE = 1  # a persistable message: a candidate for import
 _K_OTHER_ROLE = 2  # message-shaped, role not persistable
 _K_ENTRY = 3  # an id-bearing entry that is not a message (links the tree)
+# Id-bearing entries that carry session settings get their own codes, so a rewrite of
+# the transcript (`lcm rotate`) can find them without parsing every line again.
+_K_SETTINGS = {"session_info": 4, "model_change": 5, "thinking_level_change": 6}
+_KIND_NAMES = {_K_MESSAGE: "message", _K_OTHER_ROLE: "message", _K_ENTRY: "entry"}
+_KIND_NAMES.update({code: name for name, code in _K_SETTINGS.items()})
 
 
 def _is_message_shaped(value: Any) -> bool:
@@ -1292,7 +1298,20 @@ def read_header(path: str | os.PathLike[str]) -> Header:
     return Header(header_id or _file_stem(file), header_id)
 
 
+def read_session_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The session header object when the first non-blank line is one, else None."""
+    file = os.fspath(path)
+    handle, info = _open(file)
+    with handle:
+        return _header_object(handle, info.st_size)
+
+
 def _header_id(handle: IO[bytes], size: int) -> str | None:
+    header = _header_object(handle, size)
+    return _envelope_string(header.get("id")) if header is not None else None
+
+
+def _header_object(handle: IO[bytes], size: int) -> dict[str, Any] | None:
     for _, _, _, data, _ in _physical_lines(handle, size):
         if data is None:
             return None
@@ -1308,7 +1327,7 @@ def _header_id(handle: IO[bytes], size: int) -> str | None:
             return None
         if not isinstance(parsed, dict) or parsed.get("type") != "session":
             return None
-        return _envelope_string(parsed.get("id"))
+        return parsed
     return None
 
 
@@ -1465,25 +1484,42 @@ class Transcript:
             raise _changed(self.path)
         return header
 
-    def iter_path_entries(self) -> Iterator[PathEntry]:
-        """Every record of the active path, root to leaf, as parsed objects.
+    def path_kinds(self) -> list[str]:
+        """The kind of every record of the active path, root to leaf.
 
-        The same path :meth:`iter_messages` imports from, but with the entries that link
-        the tree (``model_change``, ``session_info``, ``compaction``, ...) and message
-        records of roles that are not imported. In flatten mode (ids missing, or the chain
-        dangles) it is every record in file order, duplicated message ids once. Id-less
-        structural lines are not records and are not yielded. JSONL files only (a
-        JSON-array file yields nothing). Raises ``TRANSCRIPT_CHANGED`` like
-        :meth:`iter_entries`.
+        ``message`` (message-shaped, whatever its role), ``session_info``,
+        ``model_change``, ``thinking_level_change``, or ``entry`` (any other id-bearing
+        entry: ``compaction``, ``custom``, ``label``, ...). The active path is the one
+        :meth:`iter_messages` imports from; in flatten mode (ids missing, or the chain
+        dangles) it is every record in file order, a duplicated message id once. Id-less
+        structural lines are not records. Empty for a JSON-array file.
         """
-        if self.mode != "jsonl" or not self._path:
-            return
+        if self.mode != "jsonl":
+            return []
+        kinds = self._kinds
+        return [_KIND_NAMES[kinds[i]] for i in self._path]
+
+    @contextmanager
+    def path_reader(self) -> Iterator[Callable[[int], PathEntry]]:
+        """``read(k)``: the ``k``-th record of :meth:`path_kinds`, parsed, read from the file.
+
+        Only the records asked for are read. Raises ``TRANSCRIPT_CHANGED`` like
+        :meth:`iter_entries` when the file was replaced or rewritten since the scan.
+        """
         handle, info = _open(self.path)
         with handle:
             if (info.st_dev, info.st_ino) != self._identity or info.st_size < self.size_bytes:
                 raise _changed(self.path)
-            offsets, lengths, lines, kinds = self._offsets, self._lengths, self._lines, self._kinds
-            for i in self._path:
+            offsets, lengths, lines, kinds, path = (
+                self._offsets,
+                self._lengths,
+                self._lines,
+                self._kinds,
+                self._path,
+            )
+
+            def read(k: int) -> PathEntry:
+                i = path[k]
                 handle.seek(offsets[i])
                 data = handle.read(lengths[i])
                 text, _ = _decode(data)
@@ -1493,7 +1529,9 @@ class Transcript:
                     raise _changed(self.path) from exc
                 if not isinstance(entry, dict):
                     raise _changed(self.path)
-                yield PathEntry(lines[i], entry, kinds[i] != _K_ENTRY)
+                return PathEntry(lines[i], entry, _KIND_NAMES[kinds[i]] == "message")
+
+            yield read
 
     def _iter_array(self, handle: IO[bytes], want: Callable[[Candidate], bool] | None) -> Iterator[RawEntry]:
         if not self._array_chosen:
@@ -1725,7 +1763,8 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
                 skipped.append(SkippedLine(number, "unsupported_role"))
             continue
         if tree_id is not None:
-            add(tree_id, parent, _K_ENTRY, None, offset, length, number)
+            code = _K_SETTINGS.get(kind, _K_ENTRY) if isinstance(kind, str) else _K_ENTRY
+            add(tree_id, parent, code, None, offset, length, number)
         if isinstance(kind, str) and kind in STRUCTURAL_ENTRY_TYPES and "message" not in entry:
             structural[kind] = structural.get(kind, 0) + 1
         else:
