@@ -29,7 +29,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, inventory, migrate, read, root
+    from lcm_cli.commands import backup, compact, inventory, migrate, read, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -48,6 +48,9 @@ def build_app() -> Any:
     app.add_typer(config_cmds.config, name="config")
     app.add_typer(backup.backup, name="backup")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
+    app.command("compact", epilog=GLOBALS_EPILOG)(compact.compact)
+    app.add_typer(compact.context, name="context")
+    app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     return app

@@ -66,6 +66,24 @@ OPERATIONS: dict[str, OpSpec] = {
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
     "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",)),
+    "session.compact": OpSpec(
+        "lcm_cli.engine.compaction_ops",
+        _SELECTOR + ("apply", "token_budget", "target", "force"),
+        needs_selector=True,
+        words=("compact",),
+    ),
+    "context.assemble": OpSpec(
+        "lcm_cli.engine.compaction_ops",
+        _SELECTOR + ("token_budget", "prompt"),
+        needs_selector=True,
+        words=("context", "show"),
+    ),
+    "session.maintain": OpSpec(
+        "lcm_cli.engine.compaction_ops",
+        _SELECTOR + ("token_budget", "force"),
+        needs_selector=True,
+        words=("maintain",),
+    ),
 }
 
 

@@ -62,6 +62,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "quick": {"type": "boolean", "default": False},
     "keep": {"type": "integer", "minimum": 1},
     "force": {"type": "boolean", "default": False},
+    # compaction and assembly
+    "token_budget": {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
+    "target": {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
+    "prompt": {"type": "string", "description": "the next user prompt (prompt-aware eviction)"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(

@@ -1,0 +1,116 @@
+"""`lcm compact`, `lcm context show`, `lcm maintain`: compaction and the assembled context."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from lcm_cli.commands.options import GLOBALS_EPILOG, ConversationId, SessionKey
+from lcm_cli.commands.runner import run
+
+TokenBudget = Annotated[
+    Optional[str],
+    typer.Option(
+        "--token-budget",
+        metavar="N",
+        help="Model context window in tokens (default 128000, capped by maxAssemblyTokenBudget).",
+    ),
+]
+Force = Annotated[
+    bool, typer.Option("--force", help="Run even when below the threshold / past a retry backoff.")
+]
+
+
+def compact(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Really compact (dry run on an in-memory copy otherwise).")
+    ] = False,
+    token_budget: TokenBudget = None,
+    target: Annotated[
+        Optional[str],
+        typer.Option(
+            "--target",
+            metavar="TARGET",
+            help="budget (default: sweep until under the budget) or threshold (contextThreshold x budget).",
+        ),
+    ] = None,
+    force: Force = False,
+) -> None:
+    """Compact a conversation: leaf passes over old raw messages, then condensation.
+
+    Without --apply this is a dry run on an in-memory copy with placeholder summaries: it
+    lists the passes that would run and the tokens they would roughly save.
+
+    Example: lcm compact --session-key agent:main:main --apply
+    """
+    run(
+        ctx,
+        "session.compact",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "apply": apply,
+            "token_budget": token_budget,
+            "target": target,
+            "force": force,
+        },
+    )
+
+
+context = typer.Typer(help="The context the model sees.", no_args_is_help=True)
+
+
+@context.command("show", epilog=GLOBALS_EPILOG)
+def context_show(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    token_budget: TokenBudget = None,
+    prompt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--prompt", metavar="TEXT", help="The next prompt (used when promptAwareEviction is on)."
+        ),
+    ] = None,
+) -> None:
+    """The assembled context exactly as the model would see it, with token totals.
+
+    Example: lcm context show --conversation-id 1 --token-budget 32000 --format table
+    """
+    run(
+        ctx,
+        "context.assemble",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "token_budget": token_budget,
+            "prompt": prompt,
+        },
+    )
+
+
+def maintain(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    token_budget: TokenBudget = None,
+    force: Force = False,
+) -> None:
+    """Drain a conversation's deferred compaction debt now (the host's maintain step).
+
+    Example: lcm maintain --session-key agent:main:main
+    """
+    run(
+        ctx,
+        "session.maintain",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "token_budget": token_budget,
+            "force": force,
+        },
+    )
