@@ -303,8 +303,8 @@ def test_thousands_of_messages_compacted_turn_by_turn_lose_nothing(store: Store)
         contents = [
             r[0]
             for r in store.conn.execute(
-                "SELECT content FROM messages WHERE message_id IN (%s) ORDER BY seq"
-                % ",".join(map(str, newest))
+                "SELECT content FROM messages WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY seq",
+                (json.dumps(newest),),
             )
         ]
         assert texts[-16:] == contents  # the tail is always assembled, in order
