@@ -1,0 +1,193 @@
+"""`lcm compact` / `lcm maintain` end to end, read-back through the read commands, and kills."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.compaction import Compactor
+from lcm_cli.engine.store import Store
+from tests.conftest import REPO, lcm
+from tests.support.compaction_sim import (
+    SMALL,
+    HeadSummarizer,
+    check_invariants,
+    effective,
+    new_conversation,
+    turn_rows,
+)
+
+
+def _state(tmp_path: Path, messages: int = 400, **config: Any) -> tuple[Path, int]:
+    """A state dir with openclaw.json (small compaction sizes) and one conversation."""
+    root = tmp_path / "openclaw"
+    root.mkdir()
+    plugin = {**SMALL, **config}
+    (root / "openclaw.json").write_text(
+        json.dumps({"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": plugin}}}})
+    )
+    with Store.open(root / "lcm.db") as store:
+        cid = new_conversation(store, "agent:main:main")
+        store.add_messages(cid, turn_rows(0, messages))
+    return root, cid
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_dry_run_lists_the_passes_and_leaves_the_file_alone(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path)
+    db = root / "lcm.db"
+    before = _digest(db)
+    out = lcm(
+        "--openclaw-dir", str(root), "compact", "--session-key", "agent:main:main", "--token-budget", "4000"
+    )
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert data["dryRun"] is True and data["summarizer"] == "dry-run"
+    assert data["passes"] and data["passes"][0]["kind"] == "leaf"
+    assert data["after"]["tokens"] < data["before"]["tokens"]
+    assert data["before"]["rawTokensOutsideTail"] > data["after"]["rawTokensOutsideTail"]
+    # Manual compaction chains sweeps (each at most maxSweepIterations passes) until under the budget.
+    assert data["after"]["tokens"] <= 4000 and data["reason"] == "compacted"
+    assert len(data["passes"]) <= 12 * data["result"]["details"]["rounds"]
+    assert _digest(db) == before
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0] == 0
+    conn.close()
+
+
+def test_bad_input_is_refused_before_any_work(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path, messages=10)
+    base = ("--openclaw-dir", str(root))
+    assert lcm(*base, "compact").error["code"] == "MISSING_SELECTOR"
+    assert lcm(*base, "compact", "--conversation-id", "99").error["code"] == "CONVERSATION_NOT_FOUND"
+    bad = lcm(*base, "compact", "--conversation-id", str(cid), "--target", "everything")
+    assert bad.error["code"] == "INVALID_ARGUMENT" and "--target" in bad.error["message"]
+    assert (
+        lcm(*base, "compact", "--conversation-id", str(cid), "--token-budget", "0").error["code"]
+        == "INVALID_ARGUMENT"
+    )
+    assert (
+        lcm("--db", str(tmp_path / "missing.db"), "compact", "--conversation-id", "1").error["code"]
+        == "DATABASE_NOT_FOUND"
+    )
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_ignored_and_stateless_sessions_are_not_compacted(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path, ignoreSessionPatterns=["agent:*:main"])
+    out = lcm("--openclaw-dir", str(root), "compact", "--conversation-id", str(cid), "--token-budget", "4000")
+    assert out.json["data"]["reason"] == "session excluded" and out.json["data"]["passes"] == []
+    shown = lcm("--openclaw-dir", str(root), "context", "show", "--conversation-id", str(cid))
+    assert shown.json["data"]["messages"] == [] and shown.json["data"]["reason"] == "session excluded"
+    other = tmp_path / "other"
+    other.mkdir()
+    root2, cid2 = _state(other, statelessSessionPatterns=["agent:**"])
+    out = lcm("--openclaw-dir", str(root2), "compact", "--conversation-id", str(cid2))
+    assert out.json["data"]["reason"] == "stateless session"
+    shown = lcm("--openclaw-dir", str(root2), "context", "show", "--conversation-id", str(cid2))
+    assert shown.json["data"]["messages"]  # stateless sessions still read
+
+
+def test_engine_written_dag_reads_back_through_the_read_commands(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path, messages=1200)
+    db = root / "lcm.db"
+    with Store.open(db) as store:
+        config = effective(summaryPrefixTargetTokens=150)
+        result = Compactor(store, cid, config, HeadSummarizer()).compact(token_budget=4000, manual=True)
+        assert result["compacted"]
+        check_invariants(store.conn, cid)
+        counts = dict(store.conn.execute("SELECT kind, COUNT(*) FROM summaries GROUP BY kind").fetchall())
+        items = store.conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0]
+        top = store.conn.execute(
+            "SELECT summary_id, descendant_count FROM summaries ORDER BY depth DESC, created_at LIMIT 1"
+        ).fetchone()
+    base = ("--db", str(db))
+    listed = lcm(*base, "summaries", "list", "--conversation-id", str(cid), "--limit", "500")
+    assert listed.code == 0, listed.stderr
+    listed_items = listed.json["data"]["items"]
+    assert len(listed_items) == sum(counts.values())
+    assert {i["model"] for i in listed_items} == {"test/head"}
+    shown = lcm(*base, "summaries", "show", top[0])
+    assert shown.code == 0
+    children = shown.json["data"]["children"]
+    assert len(children) == shown.json["data"]["summary"]["childCount"] > 0
+    assert shown.json["data"]["summary"]["descendantCount"] == top[1]
+    status = lcm(*base, "status").json["data"]["status"]
+    assert status["summaries"]["count"] == sum(counts.values())
+    assert status["context"]["items"] == items
+    assert status["messages"]["count"] == 1200
+
+
+# --------------------------------------------------------------------------
+# kill -9 at random points
+# --------------------------------------------------------------------------
+
+KILLED = """
+import sys
+sys.path.insert(0, sys.argv[4])
+from lcm_cli.engine.compaction import Compactor
+from lcm_cli.engine.store import Store
+from tests.support.compaction_sim import HeadSummarizer, effective, turn_rows
+
+store = Store.open(sys.argv[1])
+cid, start = int(sys.argv[2]), int(sys.argv[3])
+compactor = Compactor(store, cid, effective(summaryPrefixTargetTokens=150), HeadSummarizer())
+print("ready", flush=True)
+while True:
+    store.add_messages(cid, turn_rows(start, 60))
+    start += 60
+    compactor.compact(token_budget=3000, manual=True)
+"""
+
+
+def test_kill_minus_nine_mid_compaction_leaves_a_consistent_database(tmp_path: Path) -> None:
+    db = tmp_path / "lcm.db"
+    with Store.open(db) as store:
+        cid = new_conversation(store)
+        store.add_messages(cid, turn_rows(0, 600))
+    rng = random.Random(11)
+    start = 600
+    for _attempt in range(6):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLED, str(db), str(cid), str(start * 10), str(REPO)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        start += 1000
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+            check_invariants(conn, cid)
+        finally:
+            conn.close()
+    # The killed runs left nothing that stops a normal compaction from finishing.
+    with Store.open(db) as store:
+        result = Compactor(store, cid, effective(), HeadSummarizer()).compact(token_budget=3000, manual=True)
+        assert result["ok"]
+        check_invariants(store.conn, cid)
+    assert lcm("--db", str(db), "status").code == 0
+
+
+@pytest.mark.parametrize("command", ["compact", "maintain"])
+def test_commands_have_help(command: str) -> None:
+    out = lcm(command, "--help")
+    assert out.code == 0 and "Example:" in out.stdout
