@@ -438,3 +438,22 @@ def test_failed_drain_stays_pending_with_backoff(store: Store) -> None:
     good = Compactor(store, cid, effective(), HeadSummarizer())
     assert drain_debt(good, force=True)["changed"]
     assert _debt(store, cid)["pending"] == 0
+
+
+def test_paged_boundary_matches_the_whole_list_rule(store: Store) -> None:
+    """find_boundary reads newest pages only; it must agree with the rule over every item."""
+    import random
+
+    rng = random.Random(5)
+    for trial in range(12):
+        cid = new_conversation(store, f"agent:main:b{trial}")
+        count = rng.choice([0, 1, 3, 16, 600])
+        user_every = rng.choice([1, 7, 900, 10**6])
+        rows = [
+            {"role": "user" if i % user_every == 0 else "assistant", "content": "x" * rng.randint(1, 80)}
+            for i in range(rng.randint(0, 1300))
+        ]
+        store.add_messages(cid, rows)
+        cap = rng.choice([None, 50, 5000])
+        items = ci.load_items(store.conn, cid)
+        assert ci.find_boundary(store.conn, cid, count, cap) == ci.tail_boundary(items, count, cap), trial

@@ -334,12 +334,19 @@ def _serialized_quarters(value: Any, key: str | None = None) -> int:
 
 def serialized_tokens(message: Mapping[str, Any]) -> int:
     """The serialized estimate of one whole message (§6.7)."""
+    text = _json(message)
+    if len(text) < 4096:
+        # No string inside can reach the 4096-character media rule.
+        return (token_quarters(text) + 3) // 4
     return (_serialized_quarters(dict(message)) + 3) // 4
 
 
-def clamp(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+def clamp(
+    messages: list[dict[str, Any]], budget: int, costs: list[int] | None = None
+) -> list[dict[str, Any]]:
     """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7)."""
-    costs = [serialized_tokens(m) for m in messages]
+    if costs is None:
+        costs = [serialized_tokens(m) for m in messages]
     if sum(costs) <= budget or not messages:
         return messages
     target = math.floor(0.9 * budget)
@@ -404,8 +411,13 @@ def assemble(
     )
     messages = tp.normalize(messages)
     messages = tp.sanitize_pairing(messages)
-    messages = clamp(messages, budget)
-    estimated = sum(serialized_tokens(m) for m in messages)
+    costs = [serialized_tokens(m) for m in messages]
+    clamped = clamp(messages, budget, costs)
+    if clamped is messages:
+        estimated = sum(costs)
+    else:
+        estimated = sum(serialized_tokens(m) for m in clamped)
+    messages = clamped
     return {
         "messages": messages,
         "estimatedTokens": estimated,

@@ -16,7 +16,7 @@ import importlib
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, NamedTuple
 
@@ -274,6 +274,11 @@ class Compactor:
         s = self.settings
         return ci.tail_boundary(items, s.fresh_tail_count, s.fresh_tail_max_tokens)
 
+    def current_boundary(self) -> int:
+        """The fresh-tail boundary read from the database, newest items only."""
+        s = self.settings
+        return ci.find_boundary(self.conn, self.cid, s.fresh_tail_count, s.fresh_tail_max_tokens)
+
     def raw_tokens_outside_tail(self, items: Sequence[Item]) -> int:
         """Leaf-source tokens of raw messages before the fresh-tail boundary."""
         edge = self.boundary(items)
@@ -281,7 +286,7 @@ class Compactor:
 
     # -- leaf ----------------------------------------------------------------
 
-    def leaf_chunk(self, items: Sequence[Item], boundary: int, scan_after: int) -> list[Item]:
+    def leaf_chunk(self, items: Iterable[Item], boundary: int, scan_after: int) -> list[Item]:
         """The oldest contiguous raw run outside the tail, capped at ``leafChunkTokens`` (§4.4)."""
         cap = self.settings.leaf_chunk_tokens
         chunk: list[Item] = []
@@ -566,8 +571,10 @@ class Compactor:
         previous_leaf: str | None = None
         after_skip = False
         while True:
-            items = self.items()
-            chunk = self.leaf_chunk(items, self.boundary(items), scan_after)
+            edge = self.current_boundary()
+            chunk = self.leaf_chunk(
+                ci.iter_items(self.conn, self.cid, after=scan_after, before=edge), edge, scan_after
+            )
             if not chunk:
                 break
             if out_of_budget():
@@ -576,7 +583,8 @@ class Compactor:
             if previous_leaf is not None:
                 previous = previous_leaf
             elif after_skip:
-                previous = self._nearest_summaries(items, chunk[0].ordinal, None)
+                head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
+                previous = self._nearest_summaries(head, chunk[0].ordinal, None)
             else:
                 previous = None
             outcome = self.leaf_pass(chunk, previous)
@@ -608,20 +616,21 @@ class Compactor:
         prefix_target = s.prefix_target(token_budget)
 
         def pressure(items: Sequence[Item]) -> bool:
+            # ``items`` are the ones before the fresh tail.
             if stop_at_tokens is not None and running > stop_at_tokens:
                 return True
-            edge = self.boundary(items)
-            return sum(i.tokens for i in items if not i.is_message and i.ordinal < edge) > prefix_target
+            return sum(i.tokens for i in items if not i.is_message) > prefix_target
 
         no_progress = False
         for hard in (False, True):
             if hard and no_progress:
                 break
             while True:
-                items = self.items()
+                edge = self.current_boundary()
+                items = ci.load_items(self.conn, self.cid, before=edge)
                 if not pressure(items):
                     break
-                candidate = self.condensed_candidate(items, self.boundary(items), hard=hard)
+                candidate = self.condensed_candidate(items, edge, hard=hard)
                 if candidate is None:
                     break
                 chunk = candidate

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.tokens import estimate_tokens
@@ -41,9 +41,13 @@ SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id,
 FROM context_items ci
 LEFT JOIN messages m ON m.message_id = ci.message_id
 LEFT JOIN summaries s ON s.summary_id = ci.summary_id
-WHERE ci.conversation_id = ?
-ORDER BY ci.ordinal
+WHERE ci.conversation_id = ? AND ci.ordinal > ? AND ci.ordinal < ?
+ORDER BY ci.ordinal {order}
+LIMIT ?
 """
+_NO_LIMIT = -1
+_PAGE = 512
+_FAR = 1 << 62
 
 
 def speaker_line(sender_metadata: str | None) -> str:
@@ -62,26 +66,79 @@ def speaker_line(sender_metadata: str | None) -> str:
     return " | speaker (untrusted metadata): " + json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
 
-def load_items(conn: sqlite3.Connection, conversation_id: int) -> list[Item]:
-    """The conversation's context items in ordinal order; dangling references are skipped."""
-    items: list[Item] = []
-    for row in conn.execute(_ITEMS_SQL, (conversation_id,)):
-        (ordinal, kind, mid, sid, role, m_tokens, m_created, m_content, sender) = row[:9]
-        depth, s_tokens, s_content, s_created = row[9:]
-        if kind == "message":
-            if role is None:
-                continue
-            tokens = m_tokens if m_tokens and m_tokens > 0 else estimate_tokens(m_content or "")
+def _item(row: Sequence[Any]) -> Item | None:
+    (ordinal, kind, mid, sid, role, m_tokens, m_created, m_content, sender) = row[:9]
+    depth, s_tokens, s_content, s_created = row[9:]
+    if kind == "message":
+        if role is None:
+            return None
+        tokens = m_tokens if m_tokens and m_tokens > 0 else estimate_tokens(m_content or "")
+        if sender:
             line = speaker_line(sender)
             if line:
                 tokens += estimate_tokens(line)
-            items.append(Item(ordinal, True, mid, None, role, tokens, None, m_created))
-        else:
-            if depth is None:
-                continue
-            tokens = s_tokens if s_tokens and s_tokens > 0 else estimate_tokens(s_content or "")
-            items.append(Item(ordinal, False, None, sid, None, tokens, depth, s_created))
-    return items
+        return Item(ordinal, True, mid, None, role, tokens, None, m_created)
+    if depth is None:
+        return None
+    tokens = s_tokens if s_tokens and s_tokens > 0 else estimate_tokens(s_content or "")
+    return Item(ordinal, False, None, sid, None, tokens, depth, s_created)
+
+
+def _query(
+    conn: sqlite3.Connection, conversation_id: int, after: int, before: int, limit: int, *, newest_first: bool
+) -> list[Item]:
+    sql = _ITEMS_SQL.format(order="DESC" if newest_first else "ASC")
+    rows = conn.execute(sql, (conversation_id, after, before, limit)).fetchall()
+    return [item for item in map(_item, rows) if item is not None]
+
+
+def load_items(
+    conn: sqlite3.Connection, conversation_id: int, *, after: int = -1, before: int | None = None
+) -> list[Item]:
+    """Context items with ``after < ordinal < before``, in ordinal order; dangling references skipped."""
+    return _query(
+        conn, conversation_id, after, _FAR if before is None else before, _NO_LIMIT, newest_first=False
+    )
+
+
+def iter_items(
+    conn: sqlite3.Connection, conversation_id: int, *, after: int = -1, before: int | None = None
+) -> Iterator[Item]:
+    """Like :func:`load_items`, read a page at a time so a caller that stops early reads little.
+
+    Each page is fetched whole: no statement stays open across the caller's writes.
+    """
+    end = _FAR if before is None else before
+    while True:
+        rows = conn.execute(_ITEMS_SQL.format(order="ASC"), (conversation_id, after, end, _PAGE)).fetchall()
+        for row in rows:
+            item = _item(row)
+            if item is not None:
+                yield item
+        if len(rows) < _PAGE:
+            return
+        after = rows[-1][0]
+
+
+def find_boundary(conn: sqlite3.Connection, conversation_id: int, count: int, max_tokens: int | None) -> int:
+    """The fresh-tail boundary read newest first, a page at a time (same rule as :func:`tail_boundary`)."""
+    newest: list[Item] = []
+    before = _FAR
+    while True:
+        page = _query(conn, conversation_id, -1, before, _PAGE, newest_first=True)
+        if not page:
+            break
+        newest.extend(page)
+        before = page[-1].ordinal
+        if len(page) < _PAGE:
+            break
+        # Enough read once the newest user message and `count` messages after it are in.
+        raw = [i for i in newest if i.is_message]
+        users = [i for i in raw if i.role == "user"]
+        if users and len(raw) >= count + 1 and raw.index(users[0]) + count < len(raw):
+            break
+    newest.reverse()
+    return tail_boundary(newest, count, max_tokens)
 
 
 def tail_boundary(

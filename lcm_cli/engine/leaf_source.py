@@ -92,15 +92,26 @@ def _tool_sections(parts: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
+@lru_cache(maxsize=16)
+def _tag_patterns(tags: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(
+        re.compile(rf"<{re.escape(tag)}>.*?</{re.escape(tag)}>", re.IGNORECASE | re.DOTALL)
+        for tag in tags
+        if tag
+    )
+
+
 def strip_injected_tags(text: str, tags: Iterable[str]) -> str:
     """Remove every ``<tag>…</tag>`` span of the configured tags and the untrusted header (§5.6)."""
-    tags = [t for t in tags if t]
-    if not tags:
+    patterns = _tag_patterns(tuple(tags))
+    if not patterns:
         return text
-    for tag in tags:
-        pattern = re.compile(rf"<{re.escape(tag)}>.*?</{re.escape(tag)}>", re.IGNORECASE | re.DOTALL)
-        text = pattern.sub("", text)
-    return _UNTRUSTED_HEADER.sub("", text).strip()
+    if "<" in text:
+        for pattern in patterns:
+            text = pattern.sub("", text)
+    if "Untrusted context" in text:
+        text = _UNTRUSTED_HEADER.sub("", text)
+    return text.strip()
 
 
 def message_text(content: str, parts: Sequence[Mapping[str, Any]], tags: Iterable[str]) -> str:
