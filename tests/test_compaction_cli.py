@@ -191,3 +191,21 @@ def test_kill_minus_nine_mid_compaction_leaves_a_consistent_database(tmp_path: P
 def test_commands_have_help(command: str) -> None:
     out = lcm(command, "--help")
     assert out.code == 0 and "Example:" in out.stdout
+
+
+@pytest.mark.parametrize("era", ["0.1", "0.9"])
+def test_older_databases_assemble_and_plan(tmp_path: Path, era: str) -> None:
+    from tests.support.legacy_schema import make_legacy_db
+
+    db = tmp_path / "old.db"
+    make_legacy_db(db, era)
+    before = _digest(db)
+    conn = sqlite3.connect(db)
+    cid = conn.execute("SELECT conversation_id FROM context_items LIMIT 1").fetchone()[0]
+    conn.close()
+    shown = lcm("--db", str(db), "context", "show", "--conversation-id", str(cid))
+    assert shown.code == 0, shown.stderr
+    assert shown.json["data"]["messages"]
+    planned = lcm("--db", str(db), "compact", "--conversation-id", str(cid), "--force")
+    assert planned.code == 0, planned.stderr
+    assert _digest(db) == before  # neither reading nor planning touched the file

@@ -190,7 +190,7 @@ def rebuild_message(
 
 _ITEMS = """
 SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id,
-       m.role, m.content AS m_content, m.openclaw_sender_metadata AS sender,
+       m.role, m.content AS m_content, {sender} AS sender,
        s.kind, s.depth, s.content AS s_content, s.earliest_at, s.latest_at, s.descendant_count
 FROM context_items ci
 LEFT JOIN messages m ON m.message_id = ci.message_id
@@ -224,7 +224,10 @@ _PART_KEYS = (
 
 def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) -> list[Resolved]:
     """Every context item as a model message; deleted rows are skipped."""
-    cursor = conn.execute(_ITEMS, (conversation_id,))
+    # Databases older than sender metadata (lossless-claw < 0.15.2) lack the column.
+    message_columns = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
+    sender = "m.openclaw_sender_metadata" if "openclaw_sender_metadata" in message_columns else "NULL"
+    cursor = conn.execute(_ITEMS.format(sender=sender), (conversation_id,))
     columns = [d[0] for d in cursor.description]
     rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
     parts: dict[int, list[dict[str, Any]]] = {}

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lcm_cli.engine import context_items as ci
+from lcm_cli.engine.db import schema
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.conversation_rows import find_conversation, identity_of
 from lcm_cli.engine.errors import LcmError, invalid_argument
@@ -85,6 +86,8 @@ def _memory_copy(path: str) -> Any:
     finally:
         source.close()
     target.execute("PRAGMA foreign_keys = ON")
+    # An older file gets the same additive migrations `--apply` would give it.
+    schema.migrate(target)
     return Store(target, Path(path))
 
 
