@@ -17,9 +17,9 @@ from typing import Any
 from urllib.parse import quote
 
 from lcm_cli.engine import context_items as ci
-from lcm_cli.engine.db import schema
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.conversation_rows import find_conversation, identity_of
+from lcm_cli.engine.db import schema
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
