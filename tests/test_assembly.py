@@ -242,3 +242,16 @@ def test_clamp_keeps_the_newest_suffix_within_ninety_percent() -> None:
     assert kept[0]["role"] == "user"
     assert all(m["role"] != "toolResult" for m in kept)
     assert clamp(messages[:1], 10**6) == messages[:1]
+
+
+def test_tail_calls_are_dropped_only_when_their_result_exists_elsewhere() -> None:
+    call = {"role": "assistant", "content": [{"type": "toolCall", "id": "c9", "name": "x"}]}
+    early = {"role": "toolResult", "toolCallId": "c9", "content": [{"type": "text", "text": "r"}]}
+    # In the tail, no result anywhere: kept (the host may still deliver it).
+    assert tp.drop_unpaired_calls([call], [True], set()) == [call]
+    # In the tail, a result exists in the context but not after the call: dropped.
+    assert tp.drop_unpaired_calls([early, call], [False, True], {"c9"}) == [early]
+    # Before the tail, with its result after it: kept.
+    assert tp.drop_unpaired_calls([call, early], [False, False], {"c9"}) == [call, early]
+    # Before the tail, no result after it: dropped.
+    assert tp.drop_unpaired_calls([call], [False], set()) == []
