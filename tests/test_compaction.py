@@ -457,3 +457,23 @@ def test_paged_boundary_matches_the_whole_list_rule(store: Store) -> None:
         cap = rng.choice([None, 50, 5000])
         items = ci.load_items(store.conn, cid)
         assert ci.find_boundary(store.conn, cid, count, cap) == ci.tail_boundary(items, count, cap), trial
+
+
+def test_spend_limit_skips_the_pass_and_an_endpoint_down_falls_back(store: Store) -> None:
+    from lcm_cli.engine.summarize.base import SpendLimitError
+    from tests.support.compaction_sim import endpoint_down
+
+    cid = new_conversation(store)
+    store.add_messages(cid, turn_rows(0, 200))
+    shape = context_shape(store.conn, cid)
+    guarded = Compactor(store, cid, effective(), FailingSummarizer(0, SpendLimitError("24 calls in 10 min")))
+    result = guarded.compact(token_budget=4000, manual=True)
+    assert not result["ok"] and "summary spend backoff open" in result["failure"]
+    assert context_shape(store.conn, cid) == shape
+    # The endpoint being down is not a loss either: the deterministic fallback is stored.
+    down = Compactor(store, cid, effective(maxSweepIterations=1), endpoint_down())
+    sweep = down.full_sweep(token_budget=4000, force=True)
+    assert [p["level"] for p in sweep.passes] == ["fallback"]
+    content = store.conn.execute("SELECT content FROM summaries").fetchone()[0]
+    assert "msg 0:" in content
+    check_invariants(store.conn, cid)

@@ -25,6 +25,7 @@ from lcm_cli.engine import leaf_source as src
 from lcm_cli.engine.context_items import Item
 from lcm_cli.engine.store import Store, iso_timestamp, parse_timestamp
 from lcm_cli.engine.summarize.base import (
+    SpendLimitError,
     Summarizer,
     SummarizerAuthError,
     SummarizerError,
@@ -185,6 +186,10 @@ def summarize(
             text = summarizer.summarize(request)
         except SummarizerAuthError:
             return Summary("", "fallback", True)
+        except SpendLimitError:
+            raise
+        except SummarizerError:
+            break  # the model failed: deterministic fallback, as the reference does
         if not text.strip():
             break
         if estimate_tokens(text) < input_tokens:
@@ -231,6 +236,12 @@ class _PassOutcome(NamedTuple):
     content: str = ""
     record: dict[str, Any] | None = None
     error: str | None = None
+
+
+def _failed(exc: Exception) -> _PassOutcome:
+    if isinstance(exc, SpendLimitError):
+        return _PassOutcome("failed", error=f"summary spend backoff open: {exc}")
+    return _PassOutcome("failed", error=f"{type(exc).__name__}: {exc}")
 
 
 # --------------------------------------------------------------------------
@@ -359,8 +370,8 @@ class Compactor:
                 previous_context=previous_context,
                 custom_instructions=self.custom,
             )
-        except SummarizerError as exc:
-            return _PassOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # any summarizer failure skips the pass; nothing is written
+            return _failed(exc)
         if summary.auth_failure:
             return _PassOutcome("auth-failure", error="provider auth failure")
         removed = sum(i.tokens for i in chunk)
@@ -482,8 +493,8 @@ class Compactor:
                 previous_context=previous_context,
                 custom_instructions=self.custom,
             )
-        except SummarizerError as exc:
-            return _PassOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # any summarizer failure skips the pass; nothing is written
+            return _failed(exc)
         if summary.auth_failure:
             return _PassOutcome("auth-failure", error="provider auth failure")
         removed = sum(i.tokens for i in chunk)

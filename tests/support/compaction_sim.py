@@ -49,18 +49,28 @@ class HeadSummarizer:
 
 
 class FailingSummarizer(HeadSummarizer):
-    """Succeeds ``ok_calls`` times, then raises ``error`` on every call."""
+    """Succeeds ``ok_calls`` times, then raises ``error`` on every call.
+
+    The default error is one escalation does not absorb (a crash inside the summarizer),
+    so the pass fails; a plain :class:`SummarizerError` (endpoint down) turns into the
+    deterministic fallback summary instead.
+    """
 
     def __init__(self, ok_calls: int = 0, error: Exception | None = None) -> None:
         super().__init__()
         self.ok_calls = ok_calls
-        self.error = error or SummarizerError("endpoint down")
+        self.error = error or RuntimeError("endpoint down")
 
     def summarize(self, request: SummaryRequest) -> str:
         if len(self.calls) >= self.ok_calls:
             self.calls.append(request)
             raise self.error
         return super().summarize(request)
+
+
+def endpoint_down() -> FailingSummarizer:
+    """A summarizer whose endpoint does not answer (escalation falls back)."""
+    return FailingSummarizer(0, SummarizerError("connection refused"))
 
 
 def auth_failing() -> FailingSummarizer:
