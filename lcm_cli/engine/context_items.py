@@ -229,11 +229,21 @@ def replace_range(
         (conversation_id, low),
     ).fetchone()[0]
     if below == low + 1 and count == top + 1 - shift:
-        # Negative temporaries first: moving in place could collide on (conversation, ordinal).
-        conn.execute(
-            "UPDATE context_items SET ordinal = -(ordinal - ?) - 1 WHERE conversation_id = ? AND ordinal > ?",
-            (shift, conversation_id, low),
-        )
+        try:
+            # SQLite walks the primary-key index upward, so each row moves into a slot
+            # already freed; one statement, half the index work of two.
+            conn.execute(
+                "UPDATE context_items SET ordinal = ordinal - ? WHERE conversation_id = ? AND ordinal > ?",
+                (shift, conversation_id, low),
+            )
+            return
+        except sqlite3.IntegrityError:
+            # Another visiting order collided: the failed statement alone was undone.
+            # Negative temporaries first, then back.
+            conn.execute(
+                "UPDATE context_items SET ordinal = -(ordinal - ?) - 1 WHERE conversation_id = ? AND ordinal > ?",
+                (shift, conversation_id, low),
+            )
     else:
         ordinals = [
             r[0]
