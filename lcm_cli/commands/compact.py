@@ -42,7 +42,7 @@ def compact(
 ) -> None:
     """Compact a conversation: leaf passes over old raw messages, then condensation.
 
-    Without --apply this is a dry run on an in-memory copy with placeholder summaries: it
+    Without --apply this is a dry run on an in-memory copy of the conversation, with placeholder summaries: it
     lists the passes that would run and the tokens they would roughly save.
 
     Example: lcm compact --session-key agent:main:main --apply

@@ -75,20 +75,52 @@ def _open_store(ctx: Context) -> Any:
     return store
 
 
-def _memory_copy(path: str) -> Any:
-    """An in-memory copy of the database, for dry runs that must not touch the file."""
+# What a dry run copies: every row of one conversation, table by table.
+_BY_CONVERSATION = "conversation_id = ?"
+_BY_MESSAGE = "message_id IN (SELECT message_id FROM src.messages WHERE conversation_id = ?)"
+_BY_SUMMARY = "summary_id IN (SELECT summary_id FROM src.summaries WHERE conversation_id = ?)"
+_COPY = (
+    ("conversations", _BY_CONVERSATION),
+    ("messages", _BY_CONVERSATION),
+    ("message_parts", _BY_MESSAGE),
+    ("summaries", _BY_CONVERSATION),
+    ("summary_messages", _BY_SUMMARY),
+    ("summary_parents", _BY_SUMMARY),
+    ("context_items", _BY_CONVERSATION),
+)
+
+
+def _conversation_copy(path: str, conversation_id: int) -> Any:
+    """An in-memory database holding one conversation, for dry runs that must not touch the file.
+
+    The copy has the current schema (an older file's rows fit: only shared columns are
+    copied) and only this conversation's rows, so a dry run costs memory in proportion
+    to the conversation, not to the whole database.
+    """
     from lcm_cli.engine.store import Store
 
-    source = sqlite3.connect("file:" + quote(os.path.abspath(path)) + "?mode=ro", uri=True)
-    target = sqlite3.connect(":memory:", isolation_level=None)
+    target = sqlite3.connect("file::memory:", uri=True, isolation_level=None)
     try:
-        source.backup(target)
-    finally:
-        source.close()
-    target.execute("PRAGMA foreign_keys = ON")
-    # An older file gets the same additive migrations `--apply` would give it.
-    schema.migrate(target)
-    return Store(target, Path(path))
+        schema.migrate(target)
+        source = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+        target.execute("ATTACH DATABASE ? AS src", (source,))
+        present = {r[0] for r in target.execute("SELECT name FROM src.sqlite_master WHERE type = 'table'")}
+        for table, where in _COPY:
+            if table not in present:
+                continue
+            mine = [r[1] for r in target.execute(f"PRAGMA main.table_info({table})")]
+            theirs = {r[1] for r in target.execute(f"PRAGMA src.table_info({table})")}
+            columns = ", ".join(c for c in mine if c in theirs)
+            target.execute(
+                f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM src.{table} WHERE {where}",
+                (conversation_id,),
+            )
+        target.execute("DETACH DATABASE src")
+        target.execute("PRAGMA foreign_keys = ON")
+        return Store(target, Path(path))
+    except BaseException:
+        target.close()
+        raise
 
 
 def _option_int(req: Request, name: str) -> int | None:
@@ -136,7 +168,7 @@ def compact(ctx: Context, req: Request) -> Result:
         reason = "session excluded" if excluded == "ignored" else "stateless session"
         return Result({**base, "ok": True, "compacted": False, "reason": reason, "passes": [], "skipped": []})
     summarizer: Summarizer = configured_summarizer(ctx) if apply else PlanningSummarizer()
-    store = _open_store(ctx) if apply else _memory_copy(ctx.database_path)
+    store = _open_store(ctx) if apply else _conversation_copy(ctx.database_path, row["conversation_id"])
     try:
         compactor = Compactor(store, row["conversation_id"], ctx.effective, summarizer)
         before = _snapshot(compactor)
