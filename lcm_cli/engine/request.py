@@ -62,6 +62,14 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "quick": {"type": "boolean", "default": False},
     "keep": {"type": "integer", "minimum": 1},
     "force": {"type": "boolean", "default": False},
+    # the hook and serve doors
+    "list": {"type": "boolean", "default": False},
+    "stdio": {"type": "boolean", "default": False},
+    "socket": {"type": "string"},
+    "max_request_bytes": {"type": "integer", "minimum": 1024},
+    # control contract
+    "operation": {"enum": ["status", "doctor", "rotate"]},
+    "session_id": {"type": "string"},
     # compaction and assembly
     "token_budget": {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
     "target": {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
