@@ -209,3 +209,16 @@ def test_older_databases_assemble_and_plan(tmp_path: Path, era: str) -> None:
     planned = lcm("--db", str(db), "compact", "--conversation-id", str(cid), "--force")
     assert planned.code == 0, planned.stderr
     assert _digest(db) == before  # neither reading nor planning touched the file
+
+
+def test_auto_runs_the_host_routing(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path, messages=60)
+    base = ("--openclaw-dir", str(root), "compact", "--conversation-id", str(cid))
+    below = lcm(*base, "--auto", "--token-budget", "100000")
+    assert below.json["data"]["reason"] == "below threshold" and below.json["data"]["passes"] == []
+    # The host observed more than the stored context: over the threshold, so it runs.
+    over = lcm(
+        *base, "--auto", "--token-budget", "100000", "--current-token-count", "90000", "--target", "threshold"
+    )
+    assert over.code == 0, over.stderr
+    assert over.json["data"]["passes"]

@@ -39,6 +39,19 @@ def compact(
         ),
     ] = None,
     force: Force = False,
+    auto: Annotated[
+        bool,
+        typer.Option(
+            "--auto",
+            help="Run as the host does after a turn: nothing below the threshold, then the target route.",
+        ),
+    ] = False,
+    current_token_count: Annotated[
+        Optional[str],
+        typer.Option(
+            "--current-token-count", metavar="N", help="Prompt tokens the host observed (with --auto)."
+        ),
+    ] = None,
 ) -> None:
     """Compact a conversation: leaf passes over old raw messages, then condensation.
 
@@ -57,6 +70,8 @@ def compact(
             "token_budget": token_budget,
             "target": target,
             "force": force,
+            "auto": auto,
+            "current_token_count": current_token_count,
         },
     )
 

@@ -173,7 +173,12 @@ def compact(ctx: Context, req: Request) -> Result:
         compactor = Compactor(store, row["conversation_id"], ctx.effective, summarizer)
         before = _snapshot(compactor)
         outcome = compactor.compact(
-            token_budget=budget, target=target, force=bool(extra.get("force")), manual=True
+            token_budget=budget,
+            target=target,
+            force=bool(extra.get("force")),
+            # An operator's `lcm compact` is a manual compaction; a host passes --auto.
+            manual=not extra.get("auto"),
+            current_token_count=_option_int(req, "current_token_count"),
         )
         after = _snapshot(compactor)
     finally:

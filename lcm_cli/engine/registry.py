@@ -76,7 +76,7 @@ OPERATIONS: dict[str, OpSpec] = {
     "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction_ops",
-        _SELECTOR + ("apply", "token_budget", "target", "force"),
+        _SELECTOR + ("apply", "token_budget", "target", "force", "auto", "current_token_count"),
         needs_selector=True,
         words=("compact",),
         writes=True,

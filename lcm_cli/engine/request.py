@@ -74,6 +74,8 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "token_budget": {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
     "target": {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
     "prompt": {"type": "string", "description": "the next user prompt (prompt-aware eviction)"},
+    "auto": {"type": "boolean", "default": False, "description": "host-triggered, not manual"},
+    "current_token_count": {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(
