@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,7 +24,7 @@ from lcm_cli.engine.db import schema
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
-from lcm_cli.engine.session_exclusion import exclusion
+from lcm_cli.engine.sessions import SessionPolicy, queue_key, session_lock
 from lcm_cli.engine.summarize.base import Summarizer, SummaryRequest
 from lcm_cli.engine.tokens import estimate_tokens
 
@@ -60,19 +61,14 @@ def configured_summarizer(ctx: Context) -> Summarizer:
     return summarizer
 
 
+def _exclusion(ctx: Context, row: Any) -> str | None:
+    """``excluded``, ``stateless`` or None for the conversation's session (§1.3)."""
+    return SessionPolicy.from_config(ctx.effective).exclusion(row["session_id"], row["session_key"])
+
+
 def _conversation(ctx: Context, req: Request) -> Any:
     assert req.selector is not None
     return find_conversation(ctx, req.selector)
-
-
-def _open_store(ctx: Context) -> Any:
-    from lcm_cli.engine.store import Store
-
-    store = Store.open(ctx.database_path)
-    # The reader's bounded lock wait (LCM_BUSY_TIMEOUT_MS), not the store's 30 s: a CLI
-    # call facing a busy writer should say so promptly.
-    store.conn.execute(f"PRAGMA busy_timeout = {int(ctx.timeout_ms)}")
-    return store
 
 
 # What a dry run copies: every row of one conversation, table by table.
@@ -163,13 +159,20 @@ def compact(ctx: Context, req: Request) -> Result:
         "threshold": settings.threshold(budget),
         "target": target,
     }
-    excluded = exclusion(ctx.effective, row["session_key"], row["session_id"])
+    excluded = _exclusion(ctx, row)
     if excluded:
-        reason = "session excluded" if excluded == "ignored" else "stateless session"
+        reason = "session excluded" if excluded == "excluded" else "stateless session"
         return Result({**base, "ok": True, "compacted": False, "reason": reason, "passes": [], "skipped": []})
     summarizer: Summarizer = configured_summarizer(ctx) if apply else PlanningSummarizer()
-    store = _open_store(ctx) if apply else _conversation_copy(ctx.database_path, row["conversation_id"])
-    try:
+    # A real run holds the session's in-process writer lock (one writer per session in a
+    # warm `lcm serve`) and uses the context's store; a dry run works on its own copy.
+    with ExitStack() as stack:
+        if apply:
+            stack.enter_context(session_lock(queue_key(row["session_id"], row["session_key"])))
+            store = ctx.store()
+        else:
+            store = _conversation_copy(ctx.database_path, row["conversation_id"])
+            stack.callback(store.close)
         compactor = Compactor(store, row["conversation_id"], ctx.effective, summarizer)
         before = _snapshot(compactor)
         outcome = compactor.compact(
@@ -181,8 +184,6 @@ def compact(ctx: Context, req: Request) -> Result:
             current_token_count=_option_int(req, "current_token_count"),
         )
         after = _snapshot(compactor)
-    finally:
-        store.close()
     data = {**base, "summarizer": summarizer.model, "before": before, "after": after, **outcome}
     if not outcome["ok"] and outcome.get("failure"):
         raise LcmError(
@@ -205,7 +206,7 @@ def assemble(ctx: Context, req: Request) -> Result:
     row = _conversation(ctx, req)
     extra = req.extra or {}
     base = {"conversation": identity_of(row)}
-    if exclusion(ctx.effective, row["session_key"], row["session_id"]) == "ignored":
+    if _exclusion(ctx, row) == "excluded":
         # The host would pass its live messages straight through; the CLI has none.
         return Result(
             {
@@ -237,9 +238,9 @@ def maintain(ctx: Context, req: Request) -> Result:
     row = _conversation(ctx, req)
     extra = req.extra or {}
     base = {"conversation": identity_of(row)}
-    excluded = exclusion(ctx.effective, row["session_key"], row["session_id"])
+    excluded = _exclusion(ctx, row)
     if excluded:
-        reason = "session excluded by pattern" if excluded == "ignored" else "stateless session"
+        reason = "session excluded by pattern" if excluded == "excluded" else "stateless session"
         return Result({**base, "changed": False, "reason": reason})
     if not ctx.probe.has_table("conversation_compaction_maintenance"):
         return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
@@ -250,12 +251,9 @@ def maintain(ctx: Context, req: Request) -> Result:
     if pending is None or not (pending["pending"] or pending["running"]):
         return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
     summarizer = configured_summarizer(ctx)
-    store = _open_store(ctx)
-    try:
-        compactor = Compactor(store, row["conversation_id"], ctx.effective, summarizer)
+    with session_lock(queue_key(row["session_id"], row["session_key"])):
+        compactor = Compactor(ctx.store(), row["conversation_id"], ctx.effective, summarizer)
         outcome = drain_debt(
             compactor, token_budget=_option_int(req, "token_budget"), force=bool(extra.get("force"))
         )
-    finally:
-        store.close()
     return Result({**base, **outcome})

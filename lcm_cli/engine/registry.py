@@ -74,6 +74,22 @@ OPERATIONS: dict[str, OpSpec] = {
     # The control contract's results are sanitized: no paths, not even in meta.
     "control": OpSpec("lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False),
     "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),
+    "session.ingest": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
+        words=("ingest",),
+        writes=True,
+    ),
+    "session.bootstrap": OpSpec(
+        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), writes=True
+    ),
+    "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
+    "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
+    "session.end": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
+        writes=True,
+    ),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction_ops",
         _SELECTOR + ("apply", "token_budget", "target", "force", "auto", "current_token_count"),
