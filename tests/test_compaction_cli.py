@@ -74,8 +74,8 @@ def test_bad_input_is_refused_before_any_work(tmp_path: Path) -> None:
     base = ("--openclaw-dir", str(root))
     assert lcm(*base, "compact").error["code"] == "MISSING_SELECTOR"
     assert lcm(*base, "compact", "--conversation-id", "99").error["code"] == "CONVERSATION_NOT_FOUND"
-    bad = lcm(*base, "compact", "--conversation-id", str(cid), "--target", "everything")
-    assert bad.error["code"] == "INVALID_ARGUMENT" and "--target" in bad.error["message"]
+    bad = lcm(*base, "compact", "--conversation-id", str(cid), "--compaction-target", "everything")
+    assert bad.error["code"] == "INVALID_ARGUMENT" and "--compaction-target" in bad.error["message"]
     assert (
         lcm(*base, "compact", "--conversation-id", str(cid), "--token-budget", "0").error["code"]
         == "INVALID_ARGUMENT"
@@ -211,14 +211,50 @@ def test_older_databases_assemble_and_plan(tmp_path: Path, era: str) -> None:
     assert _digest(db) == before  # neither reading nor planning touched the file
 
 
-def test_auto_runs_the_host_routing(tmp_path: Path) -> None:
+def test_host_routing_manual_and_observed_tokens(tmp_path: Path) -> None:
     root, cid = _state(tmp_path, messages=60)
-    base = ("--openclaw-dir", str(root), "compact", "--conversation-id", str(cid))
-    below = lcm(*base, "--auto", "--token-budget", "100000")
+    base = ("--openclaw-dir", str(root), "compact", "--conversation-id", str(cid), "--token-budget", "100000")
+    below = lcm(*base)
     assert below.json["data"]["reason"] == "below threshold" and below.json["data"]["passes"] == []
+    manual = lcm(*base, "--manual")
+    assert manual.json["data"]["passes"] and manual.json["data"]["reason"] == "compacted"
     # The host observed more than the stored context: over the threshold, so it runs.
-    over = lcm(
-        *base, "--auto", "--token-budget", "100000", "--current-token-count", "90000", "--target", "threshold"
+    observed = lcm(*base, "--current-token-count", "90000", "--compaction-target", "threshold")
+    assert observed.code == 0, observed.stderr
+    assert observed.json["data"]["passes"]
+
+
+def test_sessions_named_by_the_host(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path, messages=30, ignoreSessionPatterns=["agent:*:cron:**"])
+    base = ("--openclaw-dir", str(root))
+    live = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "prefill"}])
+    by_id = lcm(*base, "context", "show", "--session-id", "sess-agent:main:main")
+    assert by_id.code == 0, by_id.stderr
+    assert by_id.json["data"]["conversation"]["conversationId"] == cid and by_id.json["data"]["messages"]
+    unknown = lcm(*base, "context", "show", "--session-id", "nobody", "--messages", live)
+    assert unknown.json["data"]["reason"] == "no conversation found for session"
+    assert unknown.json["data"]["messages"] == [{"role": "user", "content": "hi"}]
+    assert unknown.json["data"]["estimatedTokens"] == 0
+    ignored = lcm(*base, "context", "show", "--session-key", "agent:main:cron:nightly", "--messages", live)
+    assert ignored.json["data"]["reason"] == "session excluded"
+    assert ignored.json["data"]["messages"] == [{"role": "user", "content": "hi"}]
+    nothing = lcm(*base, "compact", "--session-id", "nobody", "--apply")
+    assert nothing.json["data"]["reason"] == "no conversation found for session"
+    assert lcm(*base, "maintain", "--session-id", "nobody").json["data"]["reason"] == "conversation not found"
+    assert (
+        lcm(*base, "context", "show", "--session-id", "x", "--messages", "{").error["code"]
+        == "INVALID_ARGUMENT"
     )
-    assert over.code == 0, over.stderr
-    assert over.json["data"]["passes"]
+    # Through the hook door, with the host's camelCase names.
+    import subprocess
+    import sys
+
+    hook = subprocess.run(
+        [str(Path(sys.executable).with_name("lcm")), "--openclaw-dir", str(root), "hook", "context.assemble"],
+        input=json.dumps({"sessionKey": "agent:main:main", "tokenBudget": 2000}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hook.returncode == 0, hook.stderr
+    assert json.loads(hook.stdout)["data"]["estimatedTokens"] <= 2000

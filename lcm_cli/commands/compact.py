@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from lcm_cli.commands.ingest import SessionId
 from lcm_cli.commands.options import GLOBALS_EPILOG, ConversationId, SessionKey
 from lcm_cli.commands.runner import run
 
@@ -26,39 +27,37 @@ def compact(
     ctx: typer.Context,
     conversation_id: ConversationId = None,
     session_key: SessionKey = None,
+    session_id: SessionId = None,
     apply: Annotated[
         bool, typer.Option("--apply", help="Really compact (dry run on an in-memory copy otherwise).")
     ] = False,
     token_budget: TokenBudget = None,
-    target: Annotated[
+    compaction_target: Annotated[
         Optional[str],
         typer.Option(
-            "--target",
+            "--compaction-target",
             metavar="TARGET",
-            help="budget (default: sweep until under the budget) or threshold (contextThreshold x budget).",
+            help="budget (default: until under the budget) or threshold (contextThreshold x budget).",
         ),
     ] = None,
     force: Force = False,
-    auto: Annotated[
+    manual: Annotated[
         bool,
-        typer.Option(
-            "--auto",
-            help="Run as the host does after a turn: nothing below the threshold, then the target route.",
-        ),
+        typer.Option("--manual", help="An operator's compaction: sweep even below the threshold."),
     ] = False,
     current_token_count: Annotated[
         Optional[str],
-        typer.Option(
-            "--current-token-count", metavar="N", help="Prompt tokens the host observed (with --auto)."
-        ),
+        typer.Option("--current-token-count", metavar="N", help="Prompt tokens the host observed last turn."),
     ] = None,
 ) -> None:
     """Compact a conversation: leaf passes over old raw messages, then condensation.
 
-    Without --apply this is a dry run on an in-memory copy of the conversation, with placeholder summaries: it
-    lists the passes that would run and the tokens they would roughly save.
+    Runs what the host's compact runs: nothing at or below the threshold unless --manual
+    or --force. Without --apply this is a dry run on an in-memory copy of the
+    conversation, with placeholder summaries: it lists the passes that would run and the
+    tokens they would roughly save.
 
-    Example: lcm compact --session-key agent:main:main --apply
+    Example: lcm compact --session-key agent:main:main --manual --apply
     """
     run(
         ctx,
@@ -66,11 +65,12 @@ def compact(
         {
             "conversation_id": conversation_id,
             "session_key": session_key,
+            "session_id": session_id,
             "apply": apply,
             "token_budget": token_budget,
-            "target": target,
+            "compaction_target": compaction_target,
             "force": force,
-            "auto": auto,
+            "manual": manual,
             "current_token_count": current_token_count,
         },
     )
@@ -84,11 +84,20 @@ def context_show(
     ctx: typer.Context,
     conversation_id: ConversationId = None,
     session_key: SessionKey = None,
+    session_id: SessionId = None,
     token_budget: TokenBudget = None,
     prompt: Annotated[
         Optional[str],
         typer.Option(
             "--prompt", metavar="TEXT", help="The next prompt (used when promptAwareEviction is on)."
+        ),
+    ] = None,
+    messages: Annotated[
+        Optional[str],
+        typer.Option(
+            "--messages",
+            metavar="JSON",
+            help="The host's live messages, returned as they are for a session LCM does not hold.",
         ),
     ] = None,
 ) -> None:
@@ -102,8 +111,10 @@ def context_show(
         {
             "conversation_id": conversation_id,
             "session_key": session_key,
+            "session_id": session_id,
             "token_budget": token_budget,
             "prompt": prompt,
+            "messages": messages,
         },
     )
 
@@ -112,6 +123,7 @@ def maintain(
     ctx: typer.Context,
     conversation_id: ConversationId = None,
     session_key: SessionKey = None,
+    session_id: SessionId = None,
     token_budget: TokenBudget = None,
     force: Force = False,
 ) -> None:
@@ -125,6 +137,7 @@ def maintain(
         {
             "conversation_id": conversation_id,
             "session_key": session_key,
+            "session_id": session_id,
             "token_budget": token_budget,
             "force": force,
         },

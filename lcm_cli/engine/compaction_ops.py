@@ -9,22 +9,23 @@ from the database; a stateless one is assembled but never written.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from lcm_cli.engine import context_items as ci
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import find_conversation, identity_of
+from lcm_cli.engine.conversation_rows import find_conversation, identity_of, require_lcm_tables
 from lcm_cli.engine.db import schema
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
-from lcm_cli.engine.sessions import SessionPolicy, queue_key, session_lock
+from lcm_cli.engine.request import Request, Selector
+from lcm_cli.engine.sessions import SessionPolicy, find_active, queue_key, session_lock
 from lcm_cli.engine.summarize.base import Summarizer, SummaryRequest
 from lcm_cli.engine.tokens import estimate_tokens
 
@@ -61,14 +62,83 @@ def configured_summarizer(ctx: Context) -> Summarizer:
     return summarizer
 
 
-def _exclusion(ctx: Context, row: Any) -> str | None:
-    """``excluded``, ``stateless`` or None for the conversation's session (§1.3)."""
-    return SessionPolicy.from_config(ctx.effective).exclusion(row["session_id"], row["session_key"])
+class Target(NamedTuple):
+    """The session a call names and its conversation (None when it has none yet)."""
+
+    row: Any
+    session_id: str | None
+    session_key: str | None
+    excluded: str | None  # "excluded", "stateless" or None (compat/engine.md §1.3)
 
 
-def _conversation(ctx: Context, req: Request) -> Any:
-    assert req.selector is not None
-    return find_conversation(ctx, req.selector)
+def _target(ctx: Context, req: Request) -> Target:
+    """Resolve ``--conversation-id``, else ``--session-key`` / ``--session-id``.
+
+    A conversation id must exist (CONVERSATION_NOT_FOUND). A session the host names may
+    have no conversation yet: the operation then reports that instead of failing. An
+    ignored session is recognised before the database is read.
+    """
+    policy = SessionPolicy.from_config(ctx.effective)
+    session_id = ((req.extra or {}).get("session_id") or "").strip() or None
+    if req.selector is not None and req.selector.kind == "conversationId":
+        row = find_conversation(ctx, req.selector)
+        sid, key = row["session_id"], row["session_key"]
+        return Target(row, sid, key, policy.exclusion(sid, key))
+    key = str(req.selector.value) if req.selector is not None else None
+    if key is None and session_id is None:
+        raise LcmError(
+            "MISSING_SELECTOR",
+            "Name the conversation: pass --conversation-id <id>, --session-key <key> or "
+            "--session-id <id> (find them with `lcm conversations list`).",
+        )
+    excluded = policy.exclusion(session_id, key)
+    if excluded == "excluded":
+        return Target(None, session_id, key, excluded)
+    require_lcm_tables(ctx)
+    if not (
+        ctx.probe.has_column("conversations", "active")
+        and ctx.probe.has_column("conversations", "session_key")
+    ):
+        # A file older than session keys and archiving: only the key lookup of the read
+        # commands applies (it finds nothing without the column).
+        found = None
+    else:
+        found = find_active(ctx.db, session_id, key)
+    if found is None and key is not None and req.selector is not None:
+        # No active row: an archived conversation of the key still answers a read.
+        try:
+            found_row = find_conversation(ctx, req.selector)
+        except LcmError:
+            found_row = None
+        return Target(found_row, session_id, key, excluded)
+    if found is None:
+        return Target(None, session_id, key, excluded)
+    row = find_conversation(ctx, Selector("conversationId", int(found[0])))
+    return Target(row, session_id or row["session_id"], key or row["session_key"], excluded)
+
+
+def _identity(target: Target) -> dict[str, Any]:
+    if target.row is not None:
+        return {"conversation": identity_of(target.row)}
+    return {"conversation": None, "sessionId": target.session_id, "sessionKey": target.session_key}
+
+
+def _live_messages(req: Request) -> list[dict[str, Any]]:
+    """The host's live messages (``messages``), trailing assistant prefill stripped."""
+    raw = (req.extra or {}).get("messages")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise invalid_argument("--messages is not JSON: pass a JSON array of message objects.") from None
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
+        raise invalid_argument("--messages must be a JSON array of message objects.")
+    messages = list(raw)
+    while messages and messages[-1].get("role") == "assistant":
+        messages.pop()
+    return messages
 
 
 # What a dry run copies: every row of one conversation, table by table.
@@ -143,32 +213,43 @@ def compact(ctx: Context, req: Request) -> Result:
     from lcm_cli.engine.compaction import Compactor, Settings
 
     extra = req.extra or {}
-    target = extra.get("target") or "budget"
+    target = extra.get("compaction_target") or "budget"
     if target not in TARGETS:
         raise invalid_argument(
-            f"Invalid --target value {target!r}: expected budget or threshold.", {"value": target}
+            f"Invalid --compaction-target value {target!r}: expected budget or threshold.", {"value": target}
         )
-    row = _conversation(ctx, req)
+    found = _target(ctx, req)
     apply = bool(extra.get("apply"))
     settings = Settings.from_effective(ctx.effective)
     budget = settings.budget(_option_int(req, "token_budget"))
     base = {
-        "conversation": identity_of(row),
+        **_identity(found),
         "dryRun": not apply,
         "tokenBudget": budget,
         "threshold": settings.threshold(budget),
-        "target": target,
+        "compactionTarget": target,
     }
-    excluded = _exclusion(ctx, row)
-    if excluded:
-        reason = "session excluded" if excluded == "excluded" else "stateless session"
+    if found.excluded:
+        reason = "session excluded" if found.excluded == "excluded" else "stateless session"
         return Result({**base, "ok": True, "compacted": False, "reason": reason, "passes": [], "skipped": []})
+    if found.row is None:
+        return Result(
+            {
+                **base,
+                "ok": True,
+                "compacted": False,
+                "reason": "no conversation found for session",
+                "passes": [],
+                "skipped": [],
+            }
+        )
+    row = found.row
     summarizer: Summarizer = configured_summarizer(ctx) if apply else PlanningSummarizer()
     # A real run holds the session's in-process writer lock (one writer per session in a
     # warm `lcm serve`) and uses the context's store; a dry run works on its own copy.
     with ExitStack() as stack:
         if apply:
-            stack.enter_context(session_lock(queue_key(row["session_id"], row["session_key"])))
+            stack.enter_context(session_lock(queue_key(found.session_id, found.session_key)))
             store = ctx.store()
         else:
             store = _conversation_copy(ctx.database_path, row["conversation_id"])
@@ -179,8 +260,7 @@ def compact(ctx: Context, req: Request) -> Result:
             token_budget=budget,
             target=target,
             force=bool(extra.get("force")),
-            # An operator's `lcm compact` is a manual compaction; a host passes --auto.
-            manual=not extra.get("auto"),
+            manual=bool(extra.get("manual")),
             current_token_count=_option_int(req, "current_token_count"),
         )
         after = _snapshot(compactor)
@@ -203,23 +283,20 @@ def assemble(ctx: Context, req: Request) -> Result:
     """Assemble one conversation's context (read-only)."""
     from lcm_cli.engine.assembly import assemble as assemble_context
 
-    row = _conversation(ctx, req)
     extra = req.extra or {}
-    base = {"conversation": identity_of(row)}
-    if _exclusion(ctx, row) == "excluded":
-        # The host would pass its live messages straight through; the CLI has none.
+    live = _live_messages(req)
+    found = _target(ctx, req)
+    base = _identity(found)
+    if found.excluded == "excluded" or found.row is None:
+        # Ignored sessions never touch the database, and a session without a conversation
+        # has nothing stored: the host's own live messages pass through.
+        reason = "session excluded" if found.excluded == "excluded" else "no conversation found for session"
         return Result(
-            {
-                **base,
-                "messages": [],
-                "estimatedTokens": 0,
-                "systemPromptAddition": None,
-                "reason": "session excluded",
-            }
+            {**base, "messages": live, "estimatedTokens": 0, "systemPromptAddition": None, "reason": reason}
         )
     result = assemble_context(
         ctx.db,
-        row["conversation_id"],
+        found.row["conversation_id"],
         ctx.effective,
         token_budget=_option_int(req, "token_budget"),
         prompt=extra.get("prompt"),
@@ -235,13 +312,15 @@ def maintain(ctx: Context, req: Request) -> Result:
     """Run pending compaction debt now; ``--force`` ignores an active retry backoff."""
     from lcm_cli.engine.compaction import Compactor, drain_debt
 
-    row = _conversation(ctx, req)
     extra = req.extra or {}
-    base = {"conversation": identity_of(row)}
-    excluded = _exclusion(ctx, row)
-    if excluded:
-        reason = "session excluded by pattern" if excluded == "excluded" else "stateless session"
+    found = _target(ctx, req)
+    base = _identity(found)
+    if found.excluded:
+        reason = "session excluded by pattern" if found.excluded == "excluded" else "stateless session"
         return Result({**base, "changed": False, "reason": reason})
+    if found.row is None:
+        return Result({**base, "changed": False, "reason": "conversation not found"})
+    row = found.row
     if not ctx.probe.has_table("conversation_compaction_maintenance"):
         return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
     pending = ctx.query_one(
@@ -251,7 +330,7 @@ def maintain(ctx: Context, req: Request) -> Result:
     if pending is None or not (pending["pending"] or pending["running"]):
         return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
     summarizer = configured_summarizer(ctx)
-    with session_lock(queue_key(row["session_id"], row["session_key"])):
+    with session_lock(queue_key(found.session_id, found.session_key)):
         compactor = Compactor(ctx.store(), row["conversation_id"], ctx.effective, summarizer)
         outcome = drain_debt(
             compactor, token_budget=_option_int(req, "token_budget"), force=bool(extra.get("force"))

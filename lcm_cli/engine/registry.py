@@ -92,21 +92,27 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction_ops",
-        _SELECTOR + ("apply", "token_budget", "target", "force", "auto", "current_token_count"),
-        needs_selector=True,
+        _SELECTOR
+        + (
+            "session_id",
+            "apply",
+            "token_budget",
+            "compaction_target",
+            "force",
+            "manual",
+            "current_token_count",
+        ),
         words=("compact",),
         writes=True,
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.compaction_ops",
-        _SELECTOR + ("token_budget", "prompt"),
-        needs_selector=True,
+        _SELECTOR + ("session_id", "token_budget", "prompt", "messages"),
         words=("context", "show"),
     ),
     "session.maintain": OpSpec(
         "lcm_cli.engine.compaction_ops",
-        _SELECTOR + ("token_budget", "force"),
-        needs_selector=True,
+        _SELECTOR + ("session_id", "token_budget", "force"),
         words=("maintain",),
         writes=True,
     ),
