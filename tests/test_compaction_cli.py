@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.server
 import json
 import os
 import random
@@ -10,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -258,3 +260,111 @@ def test_sessions_named_by_the_host(tmp_path: Path) -> None:
     )
     assert hook.returncode == 0, hook.stderr
     assert json.loads(hook.stdout)["data"]["estimatedTokens"] <= 2000
+
+
+# --------------------------------------------------------------------------
+# --apply with the configured summarizers
+# --------------------------------------------------------------------------
+
+
+def test_apply_with_the_extractive_summarizer_reads_back(tmp_path: Path) -> None:
+    root, cid = _state(tmp_path, messages=500)
+    base = ("--openclaw-dir", str(root))
+    out = lcm(
+        *base, "compact", "--conversation-id", str(cid), "--token-budget", "4000", "--manual", "--apply"
+    )
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert data["summarizer"] == "extractive" and data["dryRun"] is False
+    assert data["compacted"] and data["after"]["tokens"] <= 4000
+    conn = sqlite3.connect(root / "lcm.db")
+    try:
+        check_invariants(conn, cid)
+        assert {r[0] for r in conn.execute("SELECT DISTINCT model FROM summaries")} == {"extractive"}
+    finally:
+        conn.close()
+    shown = lcm(*base, "context", "show", "--conversation-id", str(cid), "--token-budget", "4000")
+    assert shown.json["data"]["messages"][0]["content"].startswith("<summary ")
+    listed = lcm(*base, "summaries", "list", "--conversation-id", str(cid))
+    assert listed.json["data"]["items"]
+
+
+def test_locked_database_is_database_busy_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, cid = _state(tmp_path, messages=300)
+    monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "200")
+    holder = sqlite3.connect(root / "lcm.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        out = lcm(
+            "--openclaw-dir", str(root), "compact", "--conversation-id", str(cid), "--manual", "--apply"
+        )
+        assert out.error["code"] == "DATABASE_BUSY"
+        assert out.code == 5
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    conn = sqlite3.connect(root / "lcm.db")
+    assert conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0] == 0
+    conn.close()
+
+
+def test_maintain_drains_recorded_debt(tmp_path: Path) -> None:
+    from lcm_cli.engine.compaction import record_debt
+
+    root, cid = _state(tmp_path, messages=400)
+    with Store.open(root / "lcm.db") as store:
+        record_debt(store, cid, token_budget=4000, current_token_count=9000)
+    base = ("--openclaw-dir", str(root))
+    out = lcm(*base, "maintain", "--session-key", "agent:main:main", "--token-budget", "4000")
+    assert out.code == 0, out.stderr
+    assert out.json["data"]["changed"] is True
+    row = (
+        sqlite3.connect(root / "lcm.db")
+        .execute("SELECT pending, running, last_failure_summary FROM conversation_compaction_maintenance")
+        .fetchone()
+    )
+    assert row == (0, 0, None)
+    again = lcm(*base, "maintain", "--session-key", "agent:main:main")
+    assert again.json["data"]["reason"] == "no deferred compaction debt"
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        body = b'{"error": {"message": "invalid api key"}}'
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_auth_failure_from_a_real_endpoint_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        root, cid = _state(tmp_path, messages=300)
+        monkeypatch.setenv("LCM_SUMMARIZER", "openai")
+        monkeypatch.setenv("LCM_SUMMARY_MODEL", "openai/test-model")
+        monkeypatch.setenv("LCM_SUMMARY_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+        monkeypatch.setenv("LCM_SUMMARY_API_KEY", "wrong")
+        out = lcm(
+            "--openclaw-dir", str(root), "compact", "--conversation-id", str(cid), "--manual", "--apply"
+        )
+        assert out.code == 0, out.stderr
+        data = out.json["data"]
+        assert data["ok"] is False and data["reason"] == "provider auth failure"
+        assert data["passes"] == []
+        conn = sqlite3.connect(root / "lcm.db")
+        assert conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0] == 0
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -12,7 +12,6 @@ failure skips the pass: nothing is written and the failure is reported.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import time
@@ -24,13 +23,7 @@ from lcm_cli.engine import context_items as ci
 from lcm_cli.engine import leaf_source as src
 from lcm_cli.engine.context_items import Item
 from lcm_cli.engine.store import Store, iso_timestamp, parse_timestamp
-from lcm_cli.engine.summarize.base import (
-    SpendLimitError,
-    Summarizer,
-    SummarizerAuthError,
-    SummarizerError,
-    SummaryRequest,
-)
+from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer
 from lcm_cli.engine.tokens import estimate_tokens
 
 DEFAULT_TOKEN_BUDGET = 128000
@@ -118,7 +111,7 @@ class Settings(NamedTuple):
 
 
 # --------------------------------------------------------------------------
-# Summarizer call (escalation lives in summarize/escalation.py once it lands)
+# Summarizer call
 # --------------------------------------------------------------------------
 
 
@@ -130,15 +123,6 @@ class Summary(NamedTuple):
     auth_failure: bool
 
 
-def _fallback_text(source_text: str, effective: Mapping[str, Any]) -> str:
-    """The compaction-level deterministic fallback (§5.2): trimmed source + truncation note."""
-    budget = max(64, _int(effective, "fallbackMaxTokens", 512))
-    text = source_text.strip()
-    note = f"\n[Truncated from {estimate_tokens(text)} tokens]"
-    room = max(0, budget - estimate_tokens(note)) * 4
-    return text[:room] + note
-
-
 def summarize(
     summarizer: Summarizer,
     source_text: str,
@@ -148,53 +132,23 @@ def summarize(
     previous_context: str | None,
     custom_instructions: str | None,
 ) -> Summary:
-    """Run one summarization with escalation; auth failures come back flagged, not raised.
+    """One summarization with the reference's escalation (§5.1); auth failures come back flagged.
 
-    Uses ``summarize_with_escalation`` from :mod:`lcm_cli.engine.summarize.escalation`
-    when that module is present; until then a minimal local escalation (normal, then
-    aggressive when the output is not smaller than the input, then the deterministic
-    fallback) stands in.
+    An endpoint that fails without an auth error yields the deterministic fallback;
+    :class:`SpendLimitError` and unexpected exceptions propagate to the pass, which
+    then writes nothing.
     """
-    try:
-        escalation: Any = importlib.import_module("lcm_cli.engine.summarize.escalation")
-    except ImportError:
-        escalation = None
-    if escalation is not None:
-        result = escalation.summarize_with_escalation(
-            summarizer,
-            source_text,
-            depth=depth,
-            effective=effective,
-            previous_context=previous_context,
-            custom_instructions=custom_instructions,
-        )
-        return Summary(result.content, result.level, bool(result.auth_failure))
-    if not source_text.strip():
-        return Summary("[Truncated from 0 tokens]", "fallback", False)
-    target = _int(effective, "leafTargetTokens" if depth == 0 else "condensedTargetTokens", 2000)
-    input_tokens = max(1, estimate_tokens(source_text))
-    for aggressive in (False, True):
-        request = SummaryRequest(
-            source_text,
-            target,
-            depth=depth,
-            aggressive=aggressive,
-            previous_context=previous_context,
-            custom_instructions=custom_instructions or "",
-        )
-        try:
-            text = summarizer.summarize(request)
-        except SummarizerAuthError:
-            return Summary("", "fallback", True)
-        except SpendLimitError:
-            raise
-        except SummarizerError:
-            break  # the model failed: deterministic fallback, as the reference does
-        if not text.strip():
-            break
-        if estimate_tokens(text) < input_tokens:
-            return Summary(text, "aggressive" if aggressive else "normal", False)
-    return Summary(_fallback_text(source_text, effective), "fallback", False)
+    from lcm_cli.engine.summarize.escalation import summarize_with_escalation
+
+    result = summarize_with_escalation(
+        summarizer,
+        source_text,
+        depth=depth,
+        effective=effective,
+        previous_context=previous_context,
+        custom_instructions=custom_instructions,
+    )
+    return Summary(result.content, result.level, bool(result.auth_failure))
 
 
 # --------------------------------------------------------------------------
@@ -705,7 +659,8 @@ class Compactor:
                 break
             if sweep.failure:
                 failure = sweep.failure
-                reason = "summarizer failed"
+                spend = sweep.failure.startswith("summary spend")
+                reason = "summary spend backoff open" if spend else "summarizer failed"
                 tokens = sweep.tokens_after
                 break
             if not sweep.action_taken or sweep.tokens_after >= tokens:
@@ -791,10 +746,15 @@ class Compactor:
                 last.failure,
             )
         if last.failure:
+            reason = (
+                "summary spend backoff open"
+                if last.failure.startswith("summary spend")
+                else "summarizer failed"
+            )
             return _route_result(
                 False,
                 bool(passes),
-                "summarizer failed",
+                reason,
                 stored,
                 tokens,
                 rounds,

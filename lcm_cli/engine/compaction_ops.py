@@ -48,18 +48,10 @@ class PlanningSummarizer:
 
 
 def configured_summarizer(ctx: Context) -> Summarizer:
-    """The summarizer the config chooses (extractive by default)."""
-    import importlib
+    """The summarizer the config chooses (extractive by default, offline)."""
+    from lcm_cli.engine.summarize.factory import build_summarizer
 
-    try:
-        factory: Any = importlib.import_module("lcm_cli.engine.summarize.factory")
-    except ImportError:  # the factory lands with the summarizer work
-        raise LcmError(
-            "SUMMARIZER_UNAVAILABLE",
-            "No summarizer is installed in this build; dry runs work, --apply needs one.",
-        ) from None
-    summarizer: Summarizer = factory.build_summarizer(ctx.effective, dict(ctx.env))
-    return summarizer
+    return build_summarizer(ctx.effective, dict(ctx.env))
 
 
 class Target(NamedTuple):
@@ -244,7 +236,30 @@ def compact(ctx: Context, req: Request) -> Result:
             }
         )
     row = found.row
-    summarizer: Summarizer = configured_summarizer(ctx) if apply else PlanningSummarizer()
+    manual, force = bool(extra.get("manual")), bool(extra.get("force"))
+    summarizer: Summarizer = PlanningSummarizer()
+    breaker: Any = None
+    breaker_id: str | None = None
+    if apply:
+        from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker, guarded, spend_guard
+
+        configured = configured_summarizer(ctx)
+        breaker, breaker_id = circuit_breaker(ctx.effective), breaker_key(configured)
+        if breaker.is_open(breaker_id):
+            return Result(
+                {
+                    **base,
+                    "ok": True,
+                    "compacted": False,
+                    "reason": "circuit breaker open",
+                    "passes": [],
+                    "skipped": [],
+                }
+            )
+        scope = "compaction:" + queue_key(found.session_id, found.session_key)
+        if manual or force:
+            spend_guard(ctx.effective).clear(scope)  # an operator's or forced run clears the backoff
+        summarizer = guarded(configured, ctx.effective, scope)
     # A real run holds the session's in-process writer lock (one writer per session in a
     # warm `lcm serve`) and uses the context's store; a dry run works on its own copy.
     with ExitStack() as stack:
@@ -259,13 +274,19 @@ def compact(ctx: Context, req: Request) -> Result:
         outcome = compactor.compact(
             token_budget=budget,
             target=target,
-            force=bool(extra.get("force")),
-            manual=bool(extra.get("manual")),
+            force=force,
+            manual=manual,
             current_token_count=_option_int(req, "current_token_count"),
         )
         after = _snapshot(compactor)
+    if breaker is not None:
+        # Auth failures feed the circuit breaker; any successful compaction resets it (§5.7).
+        if outcome["reason"].startswith("provider auth failure"):
+            breaker.record_auth_failure(breaker_id)
+        elif outcome["compacted"]:
+            breaker.record_success(breaker_id)
     data = {**base, "summarizer": summarizer.model, "before": before, "after": after, **outcome}
-    if not outcome["ok"] and outcome.get("failure"):
+    if outcome["reason"] == "summarizer failed":
         raise LcmError(
             "SUMMARIZER_FAILED",
             f"The summarizer failed ({outcome['failure']}); passes before the failure were kept, "

@@ -16,17 +16,11 @@ from functools import lru_cache
 from typing import Any
 
 from lcm_cli.engine.store import parse_timestamp
+from lcm_cli.engine.summarize.sanitize import strip_injected_context_tags, strip_reasoning
 
 _DATA_URL = re.compile(r"data:[a-z]+/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+", re.IGNORECASE)
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{200,}$")
 _FILE_ID = re.compile(r"file_[0-9a-f]{16}", re.IGNORECASE)
-_UNTRUSTED_HEADER = re.compile(
-    r"^[ \t]*Untrusted context \(metadata, do not treat as instructions or commands\):[ \t]*$",
-    re.MULTILINE,
-)
-# Reasoning blocks a model may leak into a summary (§5.6 reasoning leak guard).
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>.*\Z", re.IGNORECASE | re.DOTALL)
 _HUMAN_TEXT_KEYS = ("text", "transcript", "transcription", "message", "summary", "content", "output")
 
 
@@ -92,26 +86,9 @@ def _tool_sections(parts: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
-@lru_cache(maxsize=16)
-def _tag_patterns(tags: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(
-        re.compile(rf"<{re.escape(tag)}>.*?</{re.escape(tag)}>", re.IGNORECASE | re.DOTALL)
-        for tag in tags
-        if tag
-    )
-
-
 def strip_injected_tags(text: str, tags: Iterable[str]) -> str:
-    """Remove every ``<tag>…</tag>`` span of the configured tags and the untrusted header (§5.6)."""
-    patterns = _tag_patterns(tuple(tags))
-    if not patterns:
-        return text
-    if "<" in text:
-        for pattern in patterns:
-            text = pattern.sub("", text)
-    if "Untrusted context" in text:
-        text = _UNTRUSTED_HEADER.sub("", text)
-    return text.strip()
+    """Remove the configured injected-context tags and the untrusted header (§5.6)."""
+    return strip_injected_context_tags(text, tuple(tags))
 
 
 def message_text(content: str, parts: Sequence[Mapping[str, Any]], tags: Iterable[str]) -> str:
@@ -137,9 +114,7 @@ def message_text(content: str, parts: Sequence[Mapping[str, Any]], tags: Iterabl
 
 def sanitize_summary(text: str) -> str:
     """A summary's text with leaked reasoning blocks removed, trimmed (§5.6)."""
-    text = _THINK_BLOCK.sub("", text or "")
-    text = _THINK_OPEN.sub("", text)
-    return text.strip()
+    return strip_reasoning(text or "")
 
 
 def find_file_ids(texts: Iterable[str], seed: Iterable[str] = ()) -> list[str]:

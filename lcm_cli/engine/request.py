@@ -62,6 +62,13 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "quick": {"type": "boolean", "default": False},
     "keep": {"type": "integer", "minimum": 1},
     "force": {"type": "boolean", "default": False},
+    # prompts
+    "var": {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[a-z_]+=.*$"},
+        "description": "NAME=VALUE template variable",
+    },
+    "source_file": {"type": "string", "description": "UTF-8 text file used as $source_text"},
     # the hook and serve doors
     "list": {"type": "boolean", "default": False},
     "stdio": {"type": "boolean", "default": False},
