@@ -368,3 +368,54 @@ def test_auth_failure_from_a_real_endpoint_writes_nothing(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_conversation_driven_through_the_operations_keeps_bounded_context(tmp_path: Path) -> None:
+    """ingest → compact (host routing, applied) → assemble, turn after turn, nothing lost."""
+    from lcm_cli.engine.api import call
+
+    root = tmp_path / "openclaw"
+    root.mkdir()
+    plugin = {**SMALL, "contextThreshold": 0.5, "summaryPrefixTargetTokens": 250}
+    (root / "openclaw.json").write_text(
+        json.dumps({"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": plugin}}}})
+    )
+    session = {"session_id": "sim-1", "session_key": "agent:main:sim"}
+    budget = 6000
+    where = {"openclaw_dir": str(root)}
+    for turn in range(40):
+        rows = turn_rows(turn * 40, 40)
+        messages = [
+            {
+                "role": r["role"],
+                "content": r["content"],
+                "timestamp": 1_780_000_000_000 + (turn * 40 + i) * 30_000,
+            }
+            for i, r in enumerate(rows)
+        ]
+        ingested = call("session.ingest", {**session, "messages": messages}, **where)
+        assert ingested["data"]["ingested"] == 40, ingested["data"]
+        compacted = call(
+            "session.compact",
+            {**session, "token_budget": budget, "compaction_target": "threshold", "apply": True},
+            **where,
+        )["data"]
+        assert compacted["ok"], compacted
+        assembled = call("context.assemble", {**session, "token_budget": budget}, **where)["data"]
+        assert assembled["estimatedTokens"] <= budget
+        cid = assembled["conversation"]["conversationId"]
+        conn = sqlite3.connect(root / "lcm.db")
+        try:
+            check_invariants(conn, cid)
+            assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == (turn + 1) * 40
+            newest = conn.execute(
+                "SELECT content FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 16", (cid,)
+            ).fetchall()
+        finally:
+            conn.close()
+        texts = [
+            m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
+            for m in assembled["messages"]
+        ]
+        assert texts[-16:] == [r[0] for r in reversed(newest)]  # the fresh tail, intact and last
+    assert compacted["after"]["tokens"] <= budget // 2
