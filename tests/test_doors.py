@@ -389,5 +389,6 @@ def test_concurrent_writers_on_the_socket_lose_nothing(tmp_path: Path) -> None:
         mine = [r for r in rows if r[0] == session]
         assert [r[1] for r in mine] == list(range(1, 81))  # contiguous seq: nothing lost or doubled
         for writer_number in (0, 2) if session == "s-0" else (1, 3):
+            # One client's requests apply in the order it sent them.
             sent = [r[2] for r in mine if r[2].startswith(f"writer {writer_number} ")]
-            assert sent == [f"writer {writer_number} message {i}" for i in range(40)]  # one client's order kept
+            assert sent == [f"writer {writer_number} message {i}" for i in range(40)]
