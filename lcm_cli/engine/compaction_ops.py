@@ -335,7 +335,8 @@ def maintain(ctx: Context, req: Request) -> Result:
 
     extra = req.extra or {}
     found = _target(ctx, req)
-    base = _identity(found)
+    # The host's maintain result carries transcript-GC counts; lcm does no transcript GC.
+    base = {**_identity(found), "bytesFreed": 0, "rewrittenEntries": 0}
     if found.excluded:
         reason = "session excluded by pattern" if found.excluded == "excluded" else "stateless session"
         return Result({**base, "changed": False, "reason": reason})
