@@ -29,7 +29,18 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, control, doors, ingest, inventory, migrate, prompts, read, root
+    from lcm_cli.commands import (
+        backup,
+        compact,
+        control,
+        doors,
+        ingest,
+        inventory,
+        migrate,
+        prompts,
+        read,
+        root,
+    )
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands import rotate as rotate_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
@@ -51,6 +62,9 @@ def build_app() -> Any:
     app.command("rotate", epilog=GLOBALS_EPILOG)(rotate_cmds.rotate)
     app.add_typer(prompts.prompts, name="prompts")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
+    app.command("compact", epilog=GLOBALS_EPILOG)(compact.compact)
+    app.add_typer(compact.context, name="context")
+    app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
     app.add_typer(control.control, name="control")
     app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)

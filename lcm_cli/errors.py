@@ -55,6 +55,7 @@ EXIT_STATUS: dict[str, int] = {
     "DATABASE_QUERY_FAILED": 5,
     "SERVE_SOCKET_IN_USE": 5,
     "SERVE_SOCKET_FAILED": 5,
+    "SUMMARIZER_FAILED": 1,
     "INTERNAL_ERROR": 1,
 }
 

@@ -10,6 +10,7 @@ import re
 from typing import Any, TextIO
 
 _BREAKS = re.compile(r"[\t\r\n]+")
+_SUMMARY_PARTS = re.compile(r'<summary id="([^"]*)"[^>]* depth="(\d+)".*?<content>(.*)</content>', re.DOTALL)
 
 
 def _cell(value: Any) -> str:
@@ -133,6 +134,8 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         for msg in data["sourceMessages"]:
             messages.add(f"#{msg['messageId']} seq {msg['seq']} {msg['role']}: {_short(msg['content'])}")
         console.print(tree)
+    elif command == "context.assemble" and isinstance(data, dict):
+        _render_context(console, data, kv_table)
     elif command in _FULL_TEXT and isinstance(data, dict):
         # A prompt is read as a whole: a person wants the text itself, not a cell preview.
         where = data.get("path") or data.get("overridePath") or data.get("builtinPath")
@@ -152,3 +155,48 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         console.print(_cell(data))
     if envelope.get("pagination"):
         console.print(kv_table("pagination", envelope["pagination"]))
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for block in content or []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text") or ""))
+        elif kind in ("thinking", "reasoning", "redacted_thinking"):
+            texts.append("(reasoning)")
+        else:
+            name = block.get("name") or message.get("toolName") or ""
+            texts.append(f"[{kind} {name}]".replace(" ]", "]"))
+    return " ".join(texts)
+
+
+def _render_context(console: Any, data: dict[str, Any], kv_table: Any) -> None:
+    """The assembled context as a person reads it: one row per message, then the totals."""
+    from rich.table import Table
+
+    from lcm_cli.engine.assembly import serialized_tokens
+
+    table = Table(title="context.assemble: what the model sees", caption="--format json shows every field")
+    table.add_column("#", justify="right")
+    table.add_column("role")
+    table.add_column("tokens", justify="right")
+    table.add_column("content", overflow="fold")
+    for index, message in enumerate(data.get("messages") or []):
+        text = _message_text(message)
+        role = message.get("role", "")
+        if role == "user" and text.startswith("<summary "):
+            found = _SUMMARY_PARTS.search(text)
+            if found:
+                role = f"summary d{found.group(2)}"
+                text = f"{found.group(1)}: {found.group(3).strip()}"
+        table.add_row(str(index), role, str(serialized_tokens(message)), _short(text, 120))
+    console.print(table)
+    details = dict(data.get("details") or {})
+    totals = {"messages": len(data.get("messages") or []), "estimatedTokens": data.get("estimatedTokens")}
+    console.print(kv_table("totals", {**totals, **details}))

@@ -91,6 +91,32 @@ OPERATIONS: dict[str, OpSpec] = {
         ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
         writes=True,
     ),
+    "session.compact": OpSpec(
+        "lcm_cli.engine.compaction_ops",
+        _SELECTOR
+        + (
+            "session_id",
+            "apply",
+            "token_budget",
+            "compaction_target",
+            "force",
+            "manual",
+            "current_token_count",
+        ),
+        words=("compact",),
+        writes=True,
+    ),
+    "context.assemble": OpSpec(
+        "lcm_cli.engine.compaction_ops",
+        _SELECTOR + ("session_id", "token_budget", "prompt", "messages"),
+        words=("context", "show"),
+    ),
+    "session.maintain": OpSpec(
+        "lcm_cli.engine.compaction_ops",
+        _SELECTOR + ("session_id", "token_budget", "force"),
+        words=("maintain",),
+        writes=True,
+    ),
     "rotate": OpSpec(
         "lcm_cli.engine.rotate",
         _SELECTOR + ("apply", "backup", "session_file"),

@@ -97,6 +97,12 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "reason": {"type": "string", "description": "why the session ended (session_end reason)"},
     "next_session_id": {"type": "string"},
     "next_session_key": {"type": "string"},
+    # compaction and assembly
+    "token_budget": {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
+    "compaction_target": {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
+    "prompt": {"type": "string", "description": "the next user prompt (prompt-aware eviction)"},
+    "manual": {"type": "boolean", "default": False, "description": "an operator's compaction: always sweep"},
+    "current_token_count": {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(

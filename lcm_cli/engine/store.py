@@ -500,12 +500,14 @@ class Store:
         model: str = "unknown",
         file_ids: Sequence[str] | None = None,
         token_count: int | None = None,
+        source_message_token_count: int | None = None,
     ) -> str:
         """Insert a leaf summary of ``message_ids`` (in source order); return its id.
 
         Computes depth 0, the covered time range, and the source message token
-        total; links the messages with ordinals 0..n-1. The context is left
-        alone: call :meth:`replace_context_with_summary` to compact.
+        total (unless given: compaction counts speaker lines too); links the
+        messages with ordinals 0..n-1. The context is left alone: call
+        :meth:`replace_context_with_summary` to compact.
         """
         ids = list(message_ids)
         if not ids:
@@ -537,7 +539,9 @@ class Store:
                 latest_at=latest,
                 descendant_count=0,
                 descendant_token_count=0,
-                source_message_token_count=sum(found[i][3] for i in ids),
+                source_message_token_count=sum(found[i][3] for i in ids)
+                if source_message_token_count is None
+                else source_message_token_count,
             )
             self.conn.executemany(
                 "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)",

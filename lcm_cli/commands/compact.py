@@ -1,0 +1,144 @@
+"""`lcm compact`, `lcm context show`, `lcm maintain`: compaction and the assembled context."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from lcm_cli.commands.ingest import SessionId
+from lcm_cli.commands.options import GLOBALS_EPILOG, ConversationId, SessionKey
+from lcm_cli.commands.runner import run
+
+TokenBudget = Annotated[
+    Optional[str],
+    typer.Option(
+        "--token-budget",
+        metavar="N",
+        help="Model context window in tokens (default 128000, capped by maxAssemblyTokenBudget).",
+    ),
+]
+Force = Annotated[
+    bool, typer.Option("--force", help="Run even when below the threshold / past a retry backoff.")
+]
+
+
+def compact(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    session_id: SessionId = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Really compact (dry run on an in-memory copy otherwise).")
+    ] = False,
+    token_budget: TokenBudget = None,
+    compaction_target: Annotated[
+        Optional[str],
+        typer.Option(
+            "--compaction-target",
+            metavar="TARGET",
+            help="budget (default: until under the budget) or threshold (contextThreshold x budget).",
+        ),
+    ] = None,
+    force: Force = False,
+    manual: Annotated[
+        bool,
+        typer.Option("--manual", help="An operator's compaction: sweep even below the threshold."),
+    ] = False,
+    current_token_count: Annotated[
+        Optional[str],
+        typer.Option("--current-token-count", metavar="N", help="Prompt tokens the host observed last turn."),
+    ] = None,
+) -> None:
+    """Compact a conversation: leaf passes over old raw messages, then condensation.
+
+    Runs what the host's compact runs: nothing at or below the threshold unless --manual
+    or --force. Without --apply this is a dry run on an in-memory copy of the
+    conversation, with placeholder summaries: it lists the passes that would run and the
+    tokens they would roughly save.
+
+    Example: lcm compact --session-key agent:main:main --manual --apply
+    """
+    run(
+        ctx,
+        "session.compact",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "session_id": session_id,
+            "apply": apply,
+            "token_budget": token_budget,
+            "compaction_target": compaction_target,
+            "force": force,
+            "manual": manual,
+            "current_token_count": current_token_count,
+        },
+    )
+
+
+context = typer.Typer(help="The context the model sees.", no_args_is_help=True)
+
+
+@context.command("show", epilog=GLOBALS_EPILOG)
+def context_show(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    session_id: SessionId = None,
+    token_budget: TokenBudget = None,
+    prompt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--prompt", metavar="TEXT", help="The next prompt (used when promptAwareEviction is on)."
+        ),
+    ] = None,
+    messages: Annotated[
+        Optional[str],
+        typer.Option(
+            "--messages",
+            metavar="JSON",
+            help="The host's live messages, returned as they are for a session LCM does not hold.",
+        ),
+    ] = None,
+) -> None:
+    """The assembled context exactly as the model would see it, with token totals.
+
+    Example: lcm context show --conversation-id 1 --token-budget 32000 --format table
+    """
+    run(
+        ctx,
+        "context.assemble",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "session_id": session_id,
+            "token_budget": token_budget,
+            "prompt": prompt,
+            "messages": messages,
+        },
+    )
+
+
+def maintain(
+    ctx: typer.Context,
+    conversation_id: ConversationId = None,
+    session_key: SessionKey = None,
+    session_id: SessionId = None,
+    token_budget: TokenBudget = None,
+    force: Force = False,
+) -> None:
+    """Drain a conversation's deferred compaction debt now (the host's maintain step).
+
+    Example: lcm maintain --session-key agent:main:main
+    """
+    run(
+        ctx,
+        "session.maintain",
+        {
+            "conversation_id": conversation_id,
+            "session_key": session_key,
+            "session_id": session_id,
+            "token_budget": token_budget,
+            "force": force,
+        },
+    )
