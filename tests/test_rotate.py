@@ -4,9 +4,11 @@ refusals that write nothing, and the backup modes (real transcripts, real lcm.db
 from __future__ import annotations
 
 import hashlib
+import http.server
 import json
 import os
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -322,16 +324,70 @@ def test_headerless_and_missing_transcripts_are_refused(tmp_path: Path) -> None:
     assert details["reason"] == "transcript-missing"
 
 
-def test_raw_context_outside_the_tail_is_compacted_or_refused(tmp_path: Path) -> None:
-    session = seed_session(tmp_path / "oc", messages=30, summarize=False)
-    import importlib.util
+def test_apply_leaf_compacts_raw_context_outside_the_tail(tmp_path: Path) -> None:
+    session = seed_session(
+        tmp_path / "oc", messages=60, summarize=False, extra_config={"leafChunkTokens": 600}
+    )
+    planned = _rotate(session).json["data"]["compaction"]["rawMessagesToCompact"]
+    assert planned > 0
+    counts = _db_counts(session.db)
+    out = _rotate(session, "--apply", "--backup", "none")
+    assert out.code == 0, out.stderr
+    compaction = out.json["data"]["compaction"]
+    assert compaction["rawMessagesBefore"] == planned and compaction["rawMessagesAfter"] == 0
+    passes = compaction["passes"]
+    assert len(passes) > 1 and all(p["kind"] == "leaf" and p["depth"] == 0 for p in passes)
+    assert sum(p["sourceCount"] for p in passes) == planned
+    conn = sqlite3.connect(session.db)
+    try:
+        # Leaf-only: no condensed summaries; the raw messages left are the fresh tail.
+        assert conn.execute("SELECT DISTINCT kind, depth FROM summaries").fetchall() == [("leaf", 0)]
+        raw = conn.execute("SELECT COUNT(*) FROM context_items WHERE item_type = 'message'").fetchone()[0]
+        linked = conn.execute("SELECT COUNT(DISTINCT message_id) FROM summary_messages").fetchone()[0]
+    finally:
+        conn.close()
+    assert raw == counts["messages"] - planned and linked == planned
+    assert _db_counts(session.db)["messages"] == counts["messages"]
+    assert _bootstrap(session)["importedMessages"] == 0
 
-    if importlib.util.find_spec("lcm_cli.engine.compaction") is None:
-        before = _files(session.root)
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = b'{"error": {"message": "invalid api key"}}'
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_summarizer_failure_refuses_and_keeps_the_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        session = seed_session(tmp_path / "oc", messages=40, summarize=False)
+        old = session.transcript.read_bytes()
+        monkeypatch.setenv("LCM_SUMMARIZER", "openai")
+        monkeypatch.setenv("LCM_SUMMARY_MODEL", "openai/rotate-test-model")
+        monkeypatch.setenv("LCM_SUMMARY_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+        monkeypatch.setenv("LCM_SUMMARY_API_KEY", "wrong")
         out = _rotate(session, "--apply")
-        # Rotate refuses rather than cut messages that no summary covers yet.
-        assert out.code == 3 and out.error["details"]["reasonCode"] == "summarization_unavailable"
-        assert _files(session.root) == before
+        assert out.code == 3, out.stderr
+        details = out.error["details"]
+        assert details["reasonCode"] == "summarization_unavailable"
+        assert details["reason"] in ("provider-auth-failure", "summarizer-failed")
+        assert session.transcript.read_bytes() == old
+        assert _baks(session.root) == [] and not list(session.transcript.parent.glob("*.bak"))
+        assert _db_counts(session.db)["summaries"] == 0
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_bad_backup_mode_and_selector(tmp_path: Path) -> None:

@@ -191,127 +191,119 @@ def plan_from_kinds(
 # --------------------------------------------------------------------------------------
 
 
-def _leaf_tokens(token_count: Any, content: str | None) -> int:
-    from lcm_cli.engine.tokens import estimate_tokens
-
-    if isinstance(token_count, int) and token_count > 0:
-        return token_count
-    return estimate_tokens(content or "")
-
-
-def _message_items(conn: Any, cid: int) -> list[tuple[int, str, int]]:
-    """``(ordinal, role, leaf-source tokens)`` of the context's message items, newest first."""
-    return [
-        (row[0], row[1], _leaf_tokens(row[2], row[3]))
-        for row in conn.execute(
-            "SELECT ci.ordinal, m.role, m.token_count, m.content FROM context_items ci"
-            " JOIN messages m ON m.message_id = ci.message_id"
-            " WHERE ci.conversation_id = ? AND ci.item_type = 'message' ORDER BY ci.ordinal DESC",
-            (cid,),
-        )
-    ]
-
-
-def tail_boundary(rows: Sequence[tuple[int, str, int]], effective: Mapping[str, Any]) -> int | None:
-    """The fresh-tail boundary ordinal over message items given newest first (§4.3); None: no tail.
-
-    The tail always reaches back to the newest user message; past it, at most
-    ``freshTailCount`` messages and (after the first) at most ``freshTailMaxTokens``.
-    """
-    from lcm_cli.engine.fresh_tail import tail_limits
-
-    count, max_tokens = tail_limits(effective)
-    newest_user = next((row[0] for row in rows if row[1] == "user"), None)
-    protected = 0
-    total = 0
-    boundary: int | None = None
-    if count <= 0:
-        return None
-    for ordinal, _role, tokens in rows:
-        user_protected = newest_user is None or (boundary is not None and boundary <= newest_user)
-        if user_protected and protected >= count:
-            break
-        if user_protected and protected > 0 and max_tokens is not None and total + tokens > max_tokens:
-            break
-        boundary = ordinal
-        protected += 1
-        total += tokens
-    return boundary
-
-
 def raw_outside_tail(conn: Any, cid: int, effective: Mapping[str, Any]) -> dict[str, int]:
     """Message context items before the fresh-tail boundary: what rotate leaf-compacts.
 
-    ``{messageItems, rawMessages, rawTokens}``: all message items of the context, and
-    the raw messages (and their leaf-source tokens) outside the fresh tail.
+    ``{messageItems, rawMessages, rawTokens}``: all message items of the context, and the
+    raw messages (and their leaf-source tokens, compat/engine.md §4.1) outside the fresh
+    tail, with the boundary compaction itself uses (§4.3).
     """
-    rows = _message_items(conn, cid)
-    boundary = tail_boundary(rows, effective)
-    outside = [row for row in rows if boundary is None or row[0] < boundary]
+    from lcm_cli.engine import context_items as ci
+    from lcm_cli.engine.compaction import Settings
+
+    settings = Settings.from_effective(effective)
+    items = [item for item in ci.load_items(conn, cid) if item.is_message]
+    edge = ci.tail_boundary(items, settings.fresh_tail_count, settings.fresh_tail_max_tokens)
+    outside = [item for item in items if item.ordinal < edge]
     return {
-        "messageItems": len(rows),
+        "messageItems": len(items),
         "rawMessages": len(outside),
-        "rawTokens": sum(row[2] for row in outside),
+        "rawTokens": sum(item.tokens for item in outside),
     }
 
 
-def compact_outside_tail(ctx: Context, store: Any, cid: int) -> dict[str, Any]:
+def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, Any]:
     """Force leaf-only compaction until no raw context remains outside the fresh tail.
 
-    Bounded by the number of message context items; condensation is not run
-    (compat/operations.md §3.2 step 5, engine.md §4.13). A summarizer that cannot finish
-    the job is a ``summarization_unavailable`` refusal; the passes already written stay
-    (each is its own transaction and a valid state).
+    compat/operations.md §3.2 step 5 and engine.md §4.13 with condensation disabled: one
+    leaf chunk per pass (oldest raw run outside the tail, ``leafChunkTokens`` per chunk,
+    the nearest preceding summaries as previous context), at most as many passes as the
+    context has message items. Each pass is its own transaction (the summarizer runs
+    outside it), so passes already written stay if a later one fails. An open circuit
+    breaker, an auth failure, a failing summarizer or raw messages left over afterwards
+    (incomplete coverage) are ``summarization_unavailable`` refusals: the transcript is
+    not rewritten.
     """
-    before = raw_outside_tail(store.conn, cid, ctx.effective)
+    from lcm_cli.engine import context_items as ci
+    from lcm_cli.engine.compaction import Compactor
+    from lcm_cli.engine.compaction_ops import configured_summarizer
+    from lcm_cli.engine.sessions import queue_key, session_lock
+    from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker, guarded, spend_guard
+
+    cid = target.conversation_id
+    effective = ctx.effective
+    before = raw_outside_tail(store.conn, cid, effective)
     out: dict[str, Any] = {
         "rawMessagesBefore": before["rawMessages"],
         "rawTokensBefore": before["rawTokens"],
         "passes": [],
+        "skipped": [],
     }
     if before["rawMessages"] == 0:
         out["rawMessagesAfter"] = 0
         return out
-    leaf_pass = _leaf_compactor(ctx, store, cid)
-    for _ in range(before["messageItems"]):
-        record = leaf_pass()
-        if record is None:
-            break
-        out["passes"].append(record)
-        if raw_outside_tail(store.conn, cid, ctx.effective)["rawMessages"] == 0:
-            break
-    after = raw_outside_tail(store.conn, cid, ctx.effective)
+    configured = configured_summarizer(ctx)
+    breaker, breaker_id = circuit_breaker(effective), breaker_key(configured)
+    if breaker.is_open(breaker_id):
+        raise unavailable(
+            "summarization_unavailable",
+            "circuit-breaker-open",
+            "The summarizer's circuit breaker is open (repeated auth failures); raw messages outside the "
+            "fresh tail cannot be summarized, so the transcript was not rotated. Fix the summarizer "
+            "credentials, then retry.",
+            conversationId=cid,
+        )
+    scope = "compaction:" + queue_key(target.session_id, target.session_key)
+    spend_guard(effective).clear(scope)  # a forced run clears the spend backoff (engine.md §4.8)
+    compactor = Compactor(store, cid, effective, guarded(configured, effective, scope))
+    conn = store.conn
+    scan_after = -1
+    with session_lock(queue_key(target.session_id, target.session_key)):
+        for _ in range(before["messageItems"]):
+            edge = compactor.current_boundary()
+            chunk = compactor.leaf_chunk(
+                ci.iter_items(conn, cid, after=scan_after, before=edge), edge, scan_after
+            )
+            if not chunk:
+                break
+            head = ci.load_items(conn, cid, before=chunk[0].ordinal)
+            outcome = compactor.leaf_pass(chunk, compactor._nearest_summaries(head, chunk[0].ordinal, None))
+            span = [chunk[0].ordinal, chunk[-1].ordinal]
+            if outcome.status == "empty-source":
+                out["skipped"].append({"reason": "empty-source", "ordinals": span})
+                scan_after = chunk[-1].ordinal
+                continue
+            if outcome.status == "chunk-changed":
+                out["skipped"].append({"reason": "chunk-changed", "ordinals": span})
+                continue
+            if outcome.status in ("auth-failure", "failed"):
+                if outcome.status == "auth-failure":
+                    breaker.record_auth_failure(breaker_id)
+                raise unavailable(
+                    "summarization_unavailable",
+                    "summarizer-failed" if outcome.status == "failed" else "provider-auth-failure",
+                    f"The summarizer failed ({outcome.error}) during rotate's leaf compaction; "
+                    f"{len(out['passes'])} passes were kept, the transcript was not rotated. Check the "
+                    "summarizer settings (`lcm config show`), then retry.",
+                    conversationId=cid,
+                    passes=len(out["passes"]),
+                )
+            assert outcome.record is not None
+            out["passes"].append(outcome.record)
+    if out["passes"]:
+        breaker.record_success(breaker_id)
+    after = raw_outside_tail(conn, cid, effective)
     out["rawMessagesAfter"] = after["rawMessages"]
     if after["rawMessages"]:
         raise unavailable(
             "summarization_unavailable",
             "incomplete-coverage",
-            f"Leaf compaction left {after['rawMessages']} raw messages outside the fresh tail; the "
-            "transcript was not rotated. Check the summarizer (`lcm doctor`), then run rotate again.",
+            f"Leaf compaction left {after['rawMessages']} raw messages outside the fresh tail (no text to "
+            "summarize, or the pass bound was reached); the transcript was not rotated.",
             conversationId=cid,
             passes=len(out["passes"]),
         )
     return out
-
-
-def _leaf_compactor(ctx: Context, store: Any, cid: int) -> Any:
-    """One forced leaf pass per call (returns its record, or None when nothing was left)."""
-    import importlib.util
-
-    if importlib.util.find_spec("lcm_cli.engine.compaction") is None:
-        raise unavailable(
-            "summarization_unavailable",
-            "compaction-unavailable",
-            "This lcm cannot compact yet, and raw messages lie outside the fresh tail: rotating "
-            "now would drop them from the transcript before they are summarized. Nothing was written.",
-            conversationId=cid,
-        )
-    raise unavailable(  # replaced by the compaction engine's leaf pass when it lands
-        "summarization_unavailable",
-        "compaction-unavailable",
-        "Leaf compaction is not wired into rotate yet; nothing was written.",
-        conversationId=cid,
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -619,8 +611,6 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     target = _resolve(ctx.db, req, effective, session_file)
     cid = target.conversation_id
     _require_header(target)
-    if raw_outside_tail(ctx.db, cid, effective)["rawMessages"]:
-        _leaf_compactor(ctx, None, cid)  # refuses now, before any write, when it cannot compact
     store = ctx.store()
     # Step 4: everything the transcript holds must be in the database before it is cut.
     reconciled = bootstrap_session(
@@ -641,7 +631,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
             reconcile={k: reconciled.get(k) for k in ("reason", "importedMessages", "remainingMessages")},
         )
     # Step 5: no raw context outside the fresh tail (each pass is its own transaction).
-    compaction = compact_outside_tail(ctx, store, cid)
+    compaction = compact_outside_tail(ctx, store, target)
     # Step 7 comes before the rewrite: the backup holds the state the rewrite starts from.
     made: dict[str, Any] | None = None
     if mode == "latest":

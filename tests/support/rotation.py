@@ -69,20 +69,13 @@ def seed_session(
 
 def summarize_outside_tail(store: Any, cid: int, effective: dict[str, Any], *, chunk: int = 20) -> int:
     """Fold the raw messages outside the fresh tail into leaf summaries; return how many."""
-    from lcm_cli.engine.rotate import _message_items, tail_boundary
+    from lcm_cli.engine import context_items as ci
+    from lcm_cli.engine.compaction import Settings
 
-    rows = _message_items(store.conn, cid)
-    boundary = tail_boundary(rows, effective)
-    outside = sorted(r[0] for r in rows if boundary is None or r[0] < boundary)
-    if not outside:
-        return 0
-    by_ordinal = dict(
-        store.conn.execute(
-            "SELECT ordinal, message_id FROM context_items WHERE conversation_id = ? AND item_type = 'message'",
-            (cid,),
-        ).fetchall()
-    )
-    ids = [by_ordinal[o] for o in outside]
+    settings = Settings.from_effective({"freshTailCount": 64, **effective})
+    items = [i for i in ci.load_items(store.conn, cid) if i.is_message]
+    edge = ci.tail_boundary(items, settings.fresh_tail_count, settings.fresh_tail_max_tokens)
+    ids = [i.message_id for i in items if i.ordinal < edge and i.message_id is not None]
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
         summary = store.add_leaf_summary(cid, part, f"Summary of {len(part)} messages from #{part[0]}.")
