@@ -933,3 +933,48 @@ def test_candidates_agree_with_built_messages(tmp_path: Path) -> None:
         assert [c.position for c in candidates] == list(range(transcript.candidate_count))
         chosen = list(transcript.iter_messages(lambda c: c.position % 3 == 0))
         assert chosen == built[::3]
+
+
+# --- the active path with every record kind (what `lcm rotate` rewrites from) -----------------
+
+
+def test_path_kinds_and_reader_follow_the_active_path(tmp_path: Path) -> None:
+    from tests.support.transcripts import write_transcript
+
+    generated = write_transcript(tmp_path / "s.jsonl", session_id="s", messages=60, branches=True)
+    scan = reader.scan_transcript(generated.path)
+    kinds = scan.path_kinds()
+    with scan.path_reader() as read:
+        entries = [read(k) for k in range(len(kinds))]
+    # Root to leaf: every record's parent is the record before it (the path is a chain).
+    ids = [e.entry["id"] for e in entries]
+    assert [e.entry.get("parentId") for e in entries] == [None, *ids[:-1]]
+    # The messages on it are exactly the imported ones, plus messages of other roles.
+    message_ids = [e.entry["id"] for e, k in zip(entries, kinds) if k == "message"]
+    imported = [c.entry_id for c in scan.iter_candidates()]
+    assert [i for i in message_ids if i in set(imported)] == imported == generated.expected_ids
+    assert not set(generated.abandoned_ids) & set(ids)
+    # Settings entries have their own kind; every other entry type is "entry".
+    for entry, kind in zip(entries, kinds):
+        expected = entry.entry["type"]
+        if expected not in ("session_info", "model_change", "thinking_level_change", "message"):
+            expected = "entry"
+        assert kind == expected and entry.is_message == (kind == "message")
+    assert {k for k in kinds} >= {"message", "entry", "session_info", "model_change", "thinking_level_change"}
+    assert scan.read_header_line() == json.loads(generated.path.read_text().splitlines()[0])
+
+
+def test_path_kinds_in_flatten_mode_and_header_reading(tmp_path: Path) -> None:
+    from tests.support.transcripts import write_transcript
+
+    legacy = write_transcript(tmp_path / "legacy.jsonl", session_id="l", messages=12, with_ids=False)
+    scan = reader.scan_transcript(legacy.path)
+    # Without ids only message-shaped lines are records; in file order.
+    assert scan.path_kinds() == ["message"] * 12
+    assert reader.read_session_header(legacy.path) == {**json.loads(legacy.path.read_text().splitlines()[0])}
+    bare = write_transcript(tmp_path / "bare.jsonl", session_id="b", messages=5, header=False)
+    assert reader.read_session_header(bare.path) is None
+    assert reader.scan_transcript(bare.path).read_header_line() is None
+    array = tmp_path / "array.json"
+    array.write_text('[{"role": "user", "content": "hi"}]')
+    assert reader.read_session_header(array) is None and reader.scan_transcript(array).path_kinds() == []
