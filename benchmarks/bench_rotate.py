@@ -16,6 +16,7 @@ exits 0 once it has printed its results::
     .venv/bin/python benchmarks/bench_rotate.py                 # table on stdout
     .venv/bin/python benchmarks/bench_rotate.py --messages 5000 # a smaller session
     .venv/bin/python benchmarks/bench_rotate.py --json          # machine-readable
+    .venv/bin/python benchmarks/bench_rotate.py --raw --runs 1  # include the leaf compaction
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-def build(root: Path, messages: int) -> Any:
-    """The seeded session (see tests/support/rotation.py)."""
+def build(root: Path, messages: int, raw: bool) -> Any:
+    """The seeded session (see tests/support/rotation.py); ``raw``: nothing summarized yet."""
     from tests.support.rotation import seed_session
 
-    return seed_session(root, messages=messages, chunk=40)
+    return seed_session(root, messages=messages, chunk=40, summarize=not raw)
 
 
 def main() -> int:
@@ -53,13 +54,18 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="leave every message raw, so each run also leaf-compacts the whole session first",
+    )
     parser.add_argument("--lcm", default=str(Path(sys.executable).with_name("lcm")))
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lcm-bench-rotate-"))
     try:
         started = time.monotonic()
         print(f"building a {args.messages:,}-message session ...", file=sys.stderr)
-        session = build(work / "oc", args.messages)
+        session = build(work / "oc", args.messages, args.raw)
         build_s = time.monotonic() - started
         old_bytes = session.transcript.read_bytes()
         old_mtime = session.transcript.stat().st_mtime_ns
@@ -95,6 +101,8 @@ def main() -> int:
             last = json.loads(done.stdout)["data"]
         report = {
             "messages": args.messages,
+            "raw": args.raw,
+            "leafPasses": len(last.get("compaction", {}).get("passes", [])),
             "dbBytes": len(db_bytes),
             "transcriptBytes": len(old_bytes),
             "newTranscriptBytes": last.get("transcript", {}).get("newSizeBytes"),
@@ -109,7 +117,9 @@ def main() -> int:
         if args.json:
             print(json.dumps(report, indent=2))
         else:
-            print(f"lcm rotate --apply --backup none, {args.messages:,}-message session")
+            state = "all raw (rotate leaf-compacts first)" if args.raw else "older messages summarized"
+            print(f"lcm rotate --apply --backup none, {args.messages:,}-message session, {state}")
+            print(f"  leaf passes     {report['leafPasses']}")
             print(
                 f"  transcript      {report['transcriptBytes']:>12,} bytes -> {report['newTranscriptBytes']} bytes"
             )
