@@ -268,6 +268,23 @@ def test_apply_by_conversation_id_and_rotating_twice(tmp_path: Path) -> None:
     assert second.json["data"]["transcript"]["bytesRemoved"] == 0
 
 
+def test_session_file_option_names_another_transcript(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=40)
+    moved = tmp_path / "elsewhere" / "moved.jsonl"
+    moved.parent.mkdir()
+    moved.write_bytes(session.transcript.read_bytes())
+    out = _rotate(session, "--apply", "--backup", "none", "--session-file", str(moved))
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert data["transcript"]["sessionFile"] == str(moved) and data["checkpoint"]["sessionFilePath"] == str(
+        moved
+    )
+    assert data["reconcile"]["importedMessages"] == 0  # a new path: re-anchored, nothing imported
+    assert moved.stat().st_size == data["transcript"]["newSizeBytes"] < session.transcript.stat().st_size
+    # The recorded path is now the rotated file: a later rotate finds it without the option.
+    assert _rotate(session).json["data"]["transcript"]["sessionFile"] == str(moved)
+
+
 # --- refusals: structured, and nothing written ----------------------------------------------
 
 

@@ -394,6 +394,16 @@ class Target(NamedTuple):
     path: str
 
 
+def _has_checkpoints(conn: Any) -> bool:
+    """False for a database older than bootstrap checkpoints (lossless-claw before 0.10)."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'conversation_bootstrap_state'"
+        ).fetchone()
+        is not None
+    )
+
+
 def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file: str | None) -> Target:
     """Preconditions §3.1/§3.2 steps 1-3 against a connection (read-only or the write store)."""
     from lcm_cli.engine.sessions import SessionPolicy
@@ -452,7 +462,7 @@ def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file
             conversationId=cid,
         )
     path = session_file
-    if not path:
+    if not path and _has_checkpoints(conn):
         found = conn.execute(
             "SELECT session_file_path FROM conversation_bootstrap_state WHERE conversation_id = ?", (cid,)
         ).fetchone()
@@ -566,10 +576,14 @@ def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> 
     target = _resolve(ctx.db, req, effective, session_file)
     transcript, plan = _plan(target, effective)
     new_size = len(plan.content())
-    checkpoint = ctx.query_one(
-        "SELECT session_file_path, last_seen_size, last_seen_mtime_ms FROM conversation_bootstrap_state"
-        " WHERE conversation_id = ?",
-        (target.conversation_id,),
+    checkpoint = (
+        ctx.query_one(
+            "SELECT session_file_path, last_seen_size, last_seen_mtime_ms FROM conversation_bootstrap_state"
+            " WHERE conversation_id = ?",
+            (target.conversation_id,),
+        )
+        if _has_checkpoints(ctx.db)
+        else None
     )
     in_sync = checkpoint is not None and (checkpoint[0], checkpoint[1], checkpoint[2]) == (
         target.path,
