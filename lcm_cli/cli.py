@@ -29,7 +29,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, inventory, migrate, read, root
+    from lcm_cli.commands import backup, doctor, inventory, migrate, prune, read, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -48,7 +48,8 @@ def build_app() -> Any:
     app.add_typer(config_cmds.config, name="config")
     app.add_typer(backup.backup, name="backup")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
-    app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
+    app.add_typer(doctor.doctor, name="doctor")
+    app.add_typer(prune.prune, name="prune")
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     return app
 
@@ -127,7 +128,10 @@ def _call(parsed: Parsed, fallback: Any) -> int:
             progress.close()
     fallback.format = fmt
     fallback.emit(envelope)
-    return 0
+    # A report may ask for a non-zero exit with its data on stdout (`lcm doctor --fail-on`).
+    data = envelope.get("data")
+    status = data.get("exitStatus", 0) if isinstance(data, dict) else 0
+    return status if isinstance(status, int) and not isinstance(status, bool) else 0
 
 
 def _canonical(parsed: Parsed) -> list[str]:

@@ -53,7 +53,17 @@ OPERATIONS: dict[str, OpSpec] = {
     "config.show": OpSpec("lcm_cli.engine.config_ops", opens_db=False),
     "config.get": OpSpec("lcm_cli.engine.config_ops", args=("path",), opens_db=False),
     "config.set": OpSpec("lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False),
-    "doctor": OpSpec("lcm_cli.engine.config_ops", opens_db=False, resolves_paths=False),
+    "doctor": OpSpec(
+        "lcm_cli.doctor.scan",
+        _SELECTOR + ("recency", "check", "fail_on", "limit", "cursor"),
+        long_running=True,
+    ),
+    "doctor.apply": OpSpec(
+        "lcm_cli.doctor.apply", _SELECTOR + ("check", "apply", "no_backup"), long_running=True
+    ),
+    "doctor.clean": OpSpec(
+        "lcm_cli.doctor.clean", ("conversation_class", "apply", "vacuum", "no_backup"), long_running=True
+    ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
         ("file", "sessions_dir", "since", "max_files", "apply", "verify", "json"),
@@ -66,6 +76,22 @@ OPERATIONS: dict[str, OpSpec] = {
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
     "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",)),
+    "prune": OpSpec(
+        "lcm_cli.engine.prune_ops",
+        (
+            "conversation_id",
+            "prune_before",
+            "archived_only",
+            "include_active",
+            "max_db_size",
+            "conversation_class",
+            "out",
+            "apply",
+            "vacuum",
+        ),
+        long_running=True,
+    ),
+    "prune.restore": OpSpec("lcm_cli.engine.prune_ops", ("apply",), args=("archive",), long_running=True),
 }
 
 
