@@ -68,6 +68,12 @@ class Unit:
         return {"unit": self.unit, "check": self.check, "conversationId": self.conversation_id}
 
 
+def _only_conversation(source: ScanInput) -> int | None:
+    """The one conversation a per-conversation unit is scoped to."""
+    ids = source.scope.conversation_ids or []
+    return ids[0] if len(ids) == 1 else None
+
+
 # --------------------------------------------------------------------------- context
 
 
@@ -98,7 +104,7 @@ def _context_plan(checks: set[str]) -> Plan:
                             "ref": item["ref"],
                         }
                     )
-        (cid,) = source.scope.conversation_ids or [None]
+        cid = _only_conversation(source)
         ordinals = [
             r[0]
             for r in source.rows(
@@ -145,7 +151,7 @@ def _context_write(conversation_id: int) -> Write:
 
 def _descendants_plan(source: ScanInput) -> list[dict[str, Any]]:
     """Bottom-up recomputation of descendant counts for one conversation (in memory)."""
-    (cid,) = source.scope.conversation_ids or [None]
+    cid = _only_conversation(source)
     rows = source.rows(
         "SELECT summary_id, kind, depth, token_count, descendant_count, descendant_token_count FROM summaries "
         "WHERE conversation_id = ? ORDER BY depth, summary_id",
@@ -248,7 +254,7 @@ def _maintenance_plan(check_id: str) -> Plan:
             if check_id == "maintenance.stale"
             else maintenance.stuck_debt(source)
         )
-        (cid,) = source.scope.conversation_ids or [None]
+        cid = _only_conversation(source)
         if cid not in found:
             return []
         revision = (
