@@ -209,3 +209,24 @@ def test_newer_schema_and_pending_migrations(tmp_path: Path) -> None:
     ]
     assert entry["status"] == "WARN" and entry["details"]["newer"] is True
     assert entry["notes"] == {"m999_from_the_future": "unknown (written by a newer lcm)"}
+
+
+def test_control_contract_doctor_is_count_only(seeded: tuple[list[str], dict[str, set[Any]], Path]) -> None:
+    args, _, _ = seeded
+    out = lcm(*args, "control", "--operation", "doctor", "--session-key", "agent:main:markers")
+    assert out.json["data"] == {
+        "operation": "doctor",
+        "ok": False,
+        "warnings": [
+            "4 summaries were written by a fallback path and need repair",
+            "1 old-marker summaries",
+            "1 truncated-marker summaries",
+            "1 fallback-marker summaries",
+            "1 emergency-fallback summaries",
+        ],
+    }
+    assert out.json["meta"] == {}
+    healthy = lcm(*args, "control", "--operation", "doctor", "--session-key", "agent:main:main")
+    assert healthy.json["data"] == {"operation": "doctor", "ok": True, "warnings": []}
+    nobody = lcm(*args, "control", "--operation", "doctor", "--session-key", "agent:none")
+    assert nobody.json["data"]["warnings"] == ["current conversation unavailable"]

@@ -58,7 +58,7 @@ def doctor_scan(
     if ctx.invoked_subcommand is None:
         run(
             ctx,
-            "doctor",
+            "doctor.scan",
             {
                 "conversation_id": conversation_id,
                 "session_key": session_key,

@@ -97,3 +97,15 @@ def check_markers(source: ScanInput) -> Outcome:
         details={"byKind": counts},
         notes={item["summaryId"]: item["marker"] for item in found},
     )
+
+
+def marker_counts(ctx: Any, conversation_id: int) -> dict[str, int]:
+    """Per-kind counts of broken summaries in one conversation (for the control contract)."""
+    from lcm_cli.doctor.base import Scope
+    from lcm_cli.doctor.scan import scan_input
+
+    found = marked_summaries(scan_input(ctx, Scope([conversation_id])))
+    counts = {name: 0 for name in COUNTED_AS.values()}
+    for item in found:
+        counts[COUNTED_AS[item["marker"]]] += 1
+    return counts

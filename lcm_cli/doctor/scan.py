@@ -201,7 +201,9 @@ def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outc
     return [(check, *done[check.id]) for check in checks]
 
 
-@operation("doctor", summary="Check lcm.db for every known problem; each finding names its fix (read-only).")
+@operation(
+    "doctor.scan", summary="Check lcm.db for every known problem; each finding names its fix (read-only)."
+)
 def doctor(ctx: Context, req: Request) -> Result:
     """Run the selected checks and report PASS/INFO/WARN/FAIL/SKIP per check."""
     extra = req.extra or {}

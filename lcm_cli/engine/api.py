@@ -28,11 +28,15 @@ def call(
     output_format: str | None = None,
     now_ms: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    context: Context | None = None,
 ) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
 
     ``params`` holds option values keyed by request field (``conversation_id``,
     ``limit``, ...); ``args`` holds positional arguments (a summary id, a config path).
+    ``context`` is a warm :class:`Context` kept by a long-lived door (``lcm serve``):
+    its paths, config and connections are reused and it is not closed here; the
+    path options are then ignored (they were given when the context was made).
     """
     op = get_operation(name)
     spec = op.spec
@@ -45,19 +49,24 @@ def call(
         args=args,
         now_ms=now_ms,
     )
-    ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+    warm = context is not None
+    ctx = (
+        context if context is not None else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+    )
     ctx.progress = progress
     try:
-        if spec.resolves_paths:
+        if spec.resolves_paths and not (warm and ctx.paths_resolved and name != "config.set"):
             ctx.resolve_paths(read_config=name != "config.set")
         try:
             result = op.func(ctx, request)
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
     finally:
-        ctx.close()
+        ctx.progress = None
+        if not warm:
+            ctx.close()
     envelope: dict[str, Any] = {"ok": True, "command": name, "data": result.data}
     if result.pagination is not None:
         envelope["pagination"] = result.pagination
-    envelope["meta"] = ctx.meta() if spec.resolves_paths else {}
+    envelope["meta"] = ctx.meta() if spec.resolves_paths and spec.meta_paths else {}
     return envelope

@@ -79,6 +79,14 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "archived_only": {"type": "boolean", "default": True},
     "include_active": {"type": "boolean", "default": False},
     "max_db_size": {"type": "string", "description": "a size such as 500MB or 2GiB"},
+    # the hook and serve doors
+    "list": {"type": "boolean", "default": False},
+    "stdio": {"type": "boolean", "default": False},
+    "socket": {"type": "string"},
+    "max_request_bytes": {"type": "integer", "minimum": 1024},
+    # control contract
+    "operation": {"enum": ["status", "doctor", "rotate"]},
+    "session_id": {"type": "string"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(
