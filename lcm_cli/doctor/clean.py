@@ -115,9 +115,11 @@ def clean(ctx: Context, req: Request) -> Result:
     try:
         conn = open_writer(ctx.database_path, ctx.timeout_ms)
         try:
+            conn.execute("PRAGMA foreign_keys = OFF")  # explicit deletes; see prune.delete_staged
             with unit_of_work(conn):
                 prune.stage_ids(conn, sorted(matched))
                 deleted = prune.delete_staged(conn)
+            conn.execute("PRAGMA foreign_keys = ON")
             data["deletedConversations"] = deleted["conversations"]
             data["deletedMessages"] = deleted["messages"]
             data["deleted"] = deleted

@@ -5,9 +5,13 @@ standard library reads and writes it and a single stream needs no tar index):
 
 * line 1, the header: ``{"format": "lcm-prune-archive", "version": 1, "conversationIds": [...],
   "createdAt", "databasePath", "tables": [...]}``;
-* one line per row: ``{"t": <table>, "r": {<column>: <value>}}`` in restore order (parents
-  before children); bytes values are ``{"$b64": "..."}``;
+* per table, in restore order (parents before children): ``{"table": <name>, "columns":
+  [...]}`` and then one JSON array per row, values in column order (bytes values are
+  ``{"$b64": "..."}``);
 * the trailer: ``{"trailer": true, "rows": {<table>: n}, "sha256": <hex of every line before it>}``.
+
+Object lines start with ``{`` and row lines with ``[``, so verifying needs no JSON parse
+per row: the trailer's sha256 covers every byte of every row.
 
 A sidecar ``<archive>.manifest.json`` records the sha256 and size of the compressed file
 and the row counts. :func:`verify_archive` re-reads both; a truncated or altered archive
@@ -65,6 +69,31 @@ ARCHIVED_TABLES: tuple[tuple[str, str], ...] = (
     ),
 )
 _SUMMARY_FTS = ("summaries_fts", "summaries_fts_cjk")
+_CONV_WHERE = "conversation_id IN (SELECT id FROM temp.prune_conv)"
+
+
+def archived_tables(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """The known tables (restore order) present in this file, then any other table with a
+    ``conversation_id`` column (a newer lossless-claw may add some): nothing is left behind."""
+    present = _tables(conn)
+    known = [
+        (t, w)
+        for t, w in ARCHIVED_TABLES
+        if t in present and not (t == "focus_brief_sources" and "focus_briefs" not in present)
+    ]
+    names = {t for t, _ in ARCHIVED_TABLES}
+    virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL%'")}
+    shadow = {t for t in present for v in virtual if t.startswith(v + "_")}
+    extra = []
+    for table in sorted(present - names - virtual - shadow):
+        if table.startswith("sqlite_"):
+            continue
+        columns = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
+        if "conversation_id" in columns:
+            extra.append((table, _CONV_WHERE))
+    return known + extra
+
+
 _HASH_CHUNK = 1 << 20
 
 
@@ -96,10 +125,11 @@ def stage_ids(conn: sqlite3.Connection, conversation_ids: Sequence[int]) -> dict
     }
 
 
-def _encode(value: Any) -> Any:
+def _encode_bytes(value: Any) -> Any:
+    # json.dumps calls this only for values it cannot encode: BLOB columns come back as bytes.
     if isinstance(value, bytes):
         return {"$b64": base64.b64encode(value).decode("ascii")}
-    return value
+    raise TypeError(f"cannot archive a {type(value).__name__}")
 
 
 def _decode(value: Any) -> Any:
@@ -108,20 +138,11 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _iter_rows(conn: sqlite3.Connection, present: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for table, where in ARCHIVED_TABLES:
-        if table not in present:
-            continue
-        if table == "focus_brief_sources" and "focus_briefs" not in present:
-            continue
-        cursor = conn.execute(f"SELECT * FROM {table} WHERE {where}")
-        names = [d[0] for d in cursor.description]
-        for row in cursor:
-            yield table, {n: _encode(v) for n, v in zip(names, row)}
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_encode_bytes)
 
 
 def _line(value: Any) -> bytes:
-    return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return (_ENCODER.encode(value) + "\n").encode("utf-8")
 
 
 def manifest_path_for(archive: str) -> str:
@@ -169,34 +190,38 @@ def write_archive(
             f"Cannot write the archive in {directory}; pass --out in a writable directory.",
             {"directory": directory},
         )
-    present = _tables(conn)
     header = {
         "format": FORMAT,
         "version": VERSION,
         "createdAt": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
         "databasePath": database_path,
         "conversationIds": sorted(conversation_ids),
-        "tables": [t for t, _ in ARCHIVED_TABLES if t in present],
+        "tables": [t for t, _ in archived_tables(conn)],
     }
     temp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     digest = hashlib.sha256()
     counts: dict[str, int] = {}
+    encode = _ENCODER.encode
     try:
         with open(temp, "wb") as raw:
             # Level 1: several times faster than the default and within ~15% of its size on text.
             with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as out:
-                line = _line(header)
-                digest.update(line)
-                out.write(line)
+
+                def emit(chunk: bytes) -> None:
+                    digest.update(chunk)
+                    out.write(chunk)
+
+                emit(_line(header))
                 written = 0
-                for table, row in _iter_rows(conn, present):
-                    line = _line({"t": table, "r": row})
-                    digest.update(line)
-                    out.write(line)
-                    counts[table] = counts.get(table, 0) + 1
-                    written += 1
-                    if progress is not None and written % 20000 == 0:
-                        progress(written)
+                for table, where in archived_tables(conn):
+                    cursor = conn.execute(f"SELECT * FROM {table} WHERE {where}")
+                    emit(_line({"table": table, "columns": [d[0] for d in cursor.description]}))
+                    while rows := cursor.fetchmany(2000):
+                        emit(("\n".join(map(encode, rows)) + "\n").encode("utf-8"))
+                        counts[table] = counts.get(table, 0) + len(rows)
+                        written += len(rows)
+                        if progress is not None:
+                            progress(written)
                 out.write(_line({"trailer": True, "rows": counts, "sha256": digest.hexdigest()}))
             raw.flush()
             os.fsync(raw.fileno())
@@ -240,11 +265,16 @@ def read_archive(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(table, row)`` from a verified archive (call :func:`verify_archive` first)."""
     with gzip.open(path, "rb") as handle:
         next(handle)  # header
+        table: str = ""
+        columns: list[str] = []
         for raw in handle:
+            if raw.startswith(b"["):
+                yield table, {c: _decode(v) for c, v in zip(columns, json.loads(raw))}
+                continue
             entry = json.loads(raw)
             if entry.get("trailer"):
                 return
-            yield entry["t"], {k: _decode(v) for k, v in entry["r"].items()}
+            table, columns = entry["table"], entry["columns"]
 
 
 def verify_archive(path: str) -> dict[str, Any]:
@@ -259,11 +289,18 @@ def verify_archive(path: str) -> dict[str, Any]:
     counts: dict[str, int] = {}
     header: dict[str, Any] | None = None
     trailer: dict[str, Any] | None = None
+    table: str | None = None
     try:
         with gzip.open(path, "rb") as handle:
             for raw in handle:
                 if trailer is not None:
                     raise _corrupt(path, "data after the trailer")
+                if raw.startswith(b"[") and header is not None:
+                    if table is None:
+                        raise _corrupt(path, "a row before its table")
+                    counts[table] = counts.get(table, 0) + 1
+                    digest.update(raw)
+                    continue
                 entry = json.loads(raw)
                 if header is None:
                     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
@@ -275,7 +312,7 @@ def verify_archive(path: str) -> dict[str, Any]:
                     trailer = entry
                     continue
                 else:
-                    counts[entry["t"]] = counts.get(entry["t"], 0) + 1
+                    table = str(entry["table"])
                 digest.update(raw)
     except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise _corrupt(path, f"unreadable: {exc}") from None
@@ -308,17 +345,15 @@ def verify_archive(path: str) -> dict[str, Any]:
 
 
 def delete_staged(conn: sqlite3.Connection) -> dict[str, int]:
-    """Delete the staged conversations and everything hanging off them (caller's transaction).
+    """Delete the staged conversations and every row that hangs off them (caller's transaction).
 
-    Link rows and context items go first (their foreign keys RESTRICT), then FTS rows, then
-    the conversations; messages, parts, summaries, large-file rows, bootstrap, telemetry,
-    maintenance and focus briefs follow by ``ON DELETE CASCADE``.
+    Every table is deleted from explicitly, children first, so the result does not depend
+    on ``foreign_keys`` being on. Callers turn foreign keys off for the transaction:
+    ``context_items.message_id`` has no index, so with enforcement on each deleted message
+    would scan the whole context table (minutes for a large prune).
     """
     present = _tables(conn)
     deleted: dict[str, int] = {}
-    for table, where in ARCHIVED_TABLES[4:7]:  # summary_messages, summary_parents, context_items
-        if table in present:
-            deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
     if "messages_fts" in present:
         deleted["messages_fts"] = conn.execute(
             "DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM temp.prune_msgs)"
@@ -328,11 +363,11 @@ def delete_staged(conn: sqlite3.Connection) -> dict[str, int]:
             deleted[table] = conn.execute(
                 f"DELETE FROM {table} WHERE summary_id IN (SELECT id FROM temp.prune_sums)"
             ).rowcount
-    deleted["messages"] = int(conn.execute("SELECT COUNT(*) FROM temp.prune_msgs").fetchone()[0])
-    deleted["summaries"] = int(conn.execute("SELECT COUNT(*) FROM temp.prune_sums").fetchone()[0])
-    deleted["conversations"] = conn.execute(
-        "DELETE FROM conversations WHERE conversation_id IN (SELECT id FROM temp.prune_conv)"
-    ).rowcount
+    for table, where in reversed(archived_tables(conn)):
+        if table in present:
+            deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
+    deleted["messages"] = deleted.get("messages", 0)
+    deleted["summaries"] = deleted.get("summaries", 0)
     return deleted
 
 

@@ -206,12 +206,10 @@ def _open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
 
 def _fingerprint(conn: sqlite3.Connection) -> dict[str, int]:
     """Row counts of everything staged: equal before and after means nothing moved meanwhile."""
-    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    out: dict[str, int] = {}
-    for table, where in prune.ARCHIVED_TABLES:
-        if table in present and not (table == "focus_brief_sources" and "focus_briefs" not in present):
-            out[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}").fetchone()[0])
-    return out
+    return {
+        table: int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}").fetchone()[0])
+        for table, where in prune.archived_tables(conn)
+    }
 
 
 @operation(
@@ -267,6 +265,7 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         verified_at = time.perf_counter()
         # 3. Delete in one transaction, only if nothing changed since the snapshot.
         ctx.report_progress("deleting", 0, 1)
+        conn.execute("PRAGMA foreign_keys = OFF")  # see prune.delete_staged
         conn.execute("BEGIN IMMEDIATE")
         try:
             prune.stage_ids(conn, ids)
@@ -283,6 +282,7 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        conn.execute("PRAGMA foreign_keys = ON")
         deleted_at = time.perf_counter()
         after_used = prune.used_bytes(conn)
         vacuum: dict[str, Any] | None = None
