@@ -53,17 +53,6 @@ class ScanInput:
         """Run one read query."""
         return self.conn.execute(sql, list(params)).fetchall()
 
-    def message_conversations(self) -> dict[int, int]:
-        """message id -> conversation id, read once per scan from the covering seq index.
-
-        Looking each message up by rowid would touch the wide message rows at random.
-        """
-        if "message_conversations" not in self.memo:
-            rows = self.conn.execute("SELECT message_id, conversation_id FROM messages")
-            self.memo["message_conversations"] = dict(rows)
-        result: dict[int, int] = self.memo["message_conversations"]
-        return result
-
     def summary_conversations(self) -> dict[str, int]:
         """summary id -> conversation id (every summary), read once per scan."""
         if "summary_conversations" not in self.memo:

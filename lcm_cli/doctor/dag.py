@@ -11,51 +11,71 @@ _TABLES = ("summaries", "summary_messages", "summary_parents", "messages")
 def leaf_link_problems(source: ScanInput) -> dict[str, str]:
     """Leaf links to a missing message, to another conversation's message, or of a missing summary.
 
-    One pass over ``summary_messages`` against in-memory id maps: cheaper than a join that
-    reads every linked message row.
+    A whole-database scan walks the covering ``(conversation_id, seq)`` index of messages
+    and probes the links from there: joining from the links instead would read each linked
+    message row (wide, with its content) at random.
     """
     if "leaf_links" in source.memo:
         result: dict[str, str] = source.memo["leaf_links"]
         return result
-    messages = source.message_conversations()
-    summaries = source.summary_conversations()
+    where, params = source.scope.clause("s.conversation_id")
     problems: dict[str, str] = {}
-    for summary_id, message_id in source.conn.execute("SELECT summary_id, message_id FROM summary_messages"):
-        owner = summaries.get(summary_id)
-        if owner is None:
-            if source.scope.whole:
-                problems.setdefault(summary_id, "link-of-missing-summary")
-            continue
-        if not source.in_scope(owner):
-            continue
-        target = messages.get(message_id)
-        if target is None:
-            problems.setdefault(summary_id, "missing-message")
-        elif target != owner:
-            problems.setdefault(summary_id, "message-of-another-conversation")
+    if source.scope.whole and source.probe.has_index("messages_conv_seq_idx"):
+        cross = """SELECT DISTINCT s.summary_id FROM messages m INDEXED BY messages_conv_seq_idx
+                   JOIN summary_messages sm ON sm.message_id = m.message_id
+                   JOIN summaries s ON s.summary_id = sm.summary_id
+                   WHERE s.conversation_id != m.conversation_id"""
+    else:
+        cross = f"""SELECT DISTINCT s.summary_id FROM summaries s
+                    JOIN summary_messages sm ON sm.summary_id = s.summary_id
+                    JOIN messages m ON m.message_id = sm.message_id
+                    WHERE s.conversation_id != m.conversation_id{where}"""
+    for row in source.rows(cross, [] if source.scope.whole else params):
+        problems[row[0]] = "message-of-another-conversation"
+    for row in source.rows(
+        f"""SELECT DISTINCT s.summary_id FROM summary_messages sm JOIN summaries s ON s.summary_id = sm.summary_id
+            WHERE sm.message_id NOT IN (SELECT message_id FROM messages){where}""",
+        params,
+    ):
+        problems[row[0]] = "missing-message"
+    if source.scope.whole:
+        for row in source.rows(
+            """SELECT DISTINCT summary_id FROM summary_messages
+               WHERE summary_id NOT IN (SELECT summary_id FROM summaries)"""
+        ):
+            problems[row[0]] = "link-of-missing-summary"
     source.memo["leaf_links"] = problems
     return problems
 
 
 def parent_link_problems(source: ScanInput) -> dict[str, str]:
     """Condensed links to a missing summary, to another conversation's summary, or of a missing summary."""
-    summaries = source.summary_conversations()
+    if "parent_links" in source.memo:
+        result: dict[str, str] = source.memo["parent_links"]
+        return result
+    where, params = source.scope.clause("s.conversation_id")
     problems: dict[str, str] = {}
-    for summary_id, parent_id in source.conn.execute(
-        "SELECT summary_id, parent_summary_id FROM summary_parents"
+    for row in source.rows(
+        f"""SELECT DISTINCT s.summary_id FROM summary_parents sp
+              JOIN summaries s ON s.summary_id = sp.summary_id
+              JOIN summaries p ON p.summary_id = sp.parent_summary_id
+            WHERE p.conversation_id != s.conversation_id{where}""",
+        params,
     ):
-        owner = summaries.get(summary_id)
-        if owner is None:
-            if source.scope.whole:
-                problems.setdefault(summary_id, "link-of-missing-summary")
-            continue
-        if not source.in_scope(owner):
-            continue
-        target = summaries.get(parent_id)
-        if target is None:
-            problems.setdefault(summary_id, "missing-source-summary")
-        elif target != owner:
-            problems.setdefault(summary_id, "summary-of-another-conversation")
+        problems[row[0]] = "summary-of-another-conversation"
+    for row in source.rows(
+        f"""SELECT DISTINCT s.summary_id FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.summary_id
+            WHERE sp.parent_summary_id NOT IN (SELECT summary_id FROM summaries){where}""",
+        params,
+    ):
+        problems[row[0]] = "missing-source-summary"
+    if source.scope.whole:
+        for row in source.rows(
+            """SELECT DISTINCT summary_id FROM summary_parents
+               WHERE summary_id NOT IN (SELECT summary_id FROM summaries)"""
+        ):
+            problems[row[0]] = "link-of-missing-summary"
+    source.memo["parent_links"] = problems
     return problems
 
 
