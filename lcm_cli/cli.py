@@ -29,7 +29,19 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, control, doctor, doors, inventory, migrate, prune, read, root
+    from lcm_cli.commands import (
+        backup,
+        control,
+        doctor,
+        doors,
+        ingest,
+        inventory,
+        migrate,
+        prompts,
+        prune,
+        read,
+        root,
+    )
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -47,10 +59,13 @@ def build_app() -> Any:
     app.add_typer(read.summaries, name="summaries")
     app.add_typer(config_cmds.config, name="config")
     app.add_typer(backup.backup, name="backup")
+    app.add_typer(prompts.prompts, name="prompts")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
     app.add_typer(doctor.doctor, name="doctor")
     app.add_typer(prune.prune, name="prune")
     app.add_typer(control.control, name="control")
+    app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
+    app.add_typer(ingest.session, name="session")
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     app.command("hook", epilog=GLOBALS_EPILOG)(doors.hook)
     app.command("serve", epilog=GLOBALS_EPILOG)(doors.serve)

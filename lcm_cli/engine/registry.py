@@ -36,6 +36,7 @@ def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
 
 _TIME = ("after", "before", "between", "recency")
 _SELECTOR = ("conversation_id", "session_key")
+_PROMPTS = "lcm_cli.engine.summarize.prompt_ops"
 
 OPERATIONS: dict[str, OpSpec] = {
     "status": OpSpec("lcm_cli.engine.status"),
@@ -107,6 +108,29 @@ OPERATIONS: dict[str, OpSpec] = {
     # The control contract's results are sanitized: no paths, not even in meta.
     "control": OpSpec("lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False),
     "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),
+    "session.ingest": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
+        words=("ingest",),
+        writes=True,
+    ),
+    "session.bootstrap": OpSpec(
+        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), writes=True
+    ),
+    "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
+    "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
+    "session.end": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
+        writes=True,
+    ),
+    "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
+    "prompts.show": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.export": OpSpec(_PROMPTS, ("out", "force"), opens_db=False, resolves_paths=False),
+    "prompts.diff": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.render": OpSpec(
+        _PROMPTS, ("var", "source_file"), args=("name",), opens_db=False, resolves_paths=False
+    ),
 }
 
 
