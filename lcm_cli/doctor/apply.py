@@ -19,6 +19,8 @@ from typing import Any
 from lcm_cli.doctor import context as context_checks
 from lcm_cli.doctor import dag, fts, maintenance
 from lcm_cli.doctor.base import ScanInput, Scope
+from lcm_cli.doctor.resummarize import planned as planned_summaries
+from lcm_cli.doctor.resummarize import repair_order, resummarize
 from lcm_cli.doctor.scan import resolve_scope, scan_input, select_checks
 from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
@@ -419,8 +421,12 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
     scope = resolve_scope(ctx, req)
     source = scan_input(ctx, scope)
     skipped: list[dict[str, Any]] = []
-    if "summaries.markers" in checks:
-        skipped.extend(_marker_units_unavailable(source))
+    targets = repair_order(source) if "summaries.markers" in checks else []
+    summarizer_model = None
+    if targets:
+        from lcm_cli.engine.summarize.factory import build_summarizer
+
+        summarizer_model = build_summarizer(ctx.effective, ctx.env).model
     units = plan_units(source, checks)
     planned = []
     for unit in units:
@@ -431,7 +437,9 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
         "applied": False,
         "checks": checks,
         "scope": {"conversationIds": scope.conversation_ids},
-        "units": [{**u.describe(), "changes": ch} for u, ch in planned],
+        "units": planned_summaries(targets, summarizer_model or "")
+        + [{**u.describe(), "changes": ch} for u, ch in planned],
+        "summarizer": summarizer_model,
         "skipped": skipped,
         "notRepairable": not_repairable,
     }
@@ -441,16 +449,31 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
     ctx.close()  # the read handle must not pin an old snapshot while we write
     data["applied"] = True
     data["backup"] = None
-    if planned and not extra.get("no_backup"):
+    if (planned or targets) and not extra.get("no_backup"):
         data["backup"] = backup_first(ctx.database_path, "doctor-repair")
-    data["units"] = _write_units(ctx, [u for u, _ in planned], source)
+    data["units"] = _write_units(ctx, [u for u, _ in planned], source, targets)
     return Result(data)
 
 
-def _write_units(ctx: Context, units: list[Unit], source: ScanInput) -> list[dict[str, Any]]:
+def _write_units(
+    ctx: Context, units: list[Unit], source: ScanInput, targets: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     conn = open_writer(ctx.database_path, ctx.timeout_ms)
     results: list[dict[str, Any]] = []
     try:
+        if targets:
+            try:
+                results += resummarize(
+                    conn,
+                    targets,
+                    effective=ctx.effective,
+                    env=ctx.env,
+                    progress=lambda done, total: ctx.report_progress("re-summarizing", done, total),
+                )
+            except sqlite3.Error as exc:
+                if is_busy(exc):
+                    raise busy_error(ctx.database_path, ctx.timeout_ms, []) from None
+                raise
         writer_source = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
         for index, unit in enumerate(units):
             ctx.report_progress("repairing", index, len(units))
@@ -481,17 +504,3 @@ def _write_units(ctx: Context, units: list[Unit], source: ScanInput) -> list[dic
     finally:
         conn.close()
     return results
-
-
-def _marker_units_unavailable(source: ScanInput) -> list[dict[str, Any]]:
-    from lcm_cli.doctor.markers import marked_summaries
-
-    return [
-        {
-            "unit": f"summary:{item['summaryId']}",
-            "check": "summaries.markers",
-            "conversationId": item["conversationId"],
-            "reason": "re-summarizing needs the configured summarizer, which this build does not have yet",
-        }
-        for item in marked_summaries(source)
-    ]
