@@ -62,9 +62,10 @@ def marked_summaries(source: ScanInput) -> list[dict[str, Any]]:
     )
     sql = f"""SELECT s.summary_id, s.conversation_id, s.depth, s.kind, s.content, {model} AS model
         FROM summaries s
-        WHERE (instr(s.content, ?) > 0 OR instr(s.content, ?) > 0 OR instr(s.content, ?) > 0{model_rule}){where}
+        WHERE (instr(s.content, ?) > 0 OR instr(s.content, ?) > 0{model_rule}){where}
         ORDER BY s.conversation_id, s.depth, s.created_at, s.summary_id"""
-    markers: list[Any] = [TRUNCATION_FALLBACK, DIRECTIVE_FALLBACK, TRUNCATED_PREFIX]
+    # Both fallback markers share this prefix: one substring test covers them.
+    markers: list[Any] = ["[LCM fallback summary; ", TRUNCATED_PREFIX]
     if has_model:
         markers.append(BARE_EMERGENCY)
     found = []

@@ -151,9 +151,14 @@ def report_check(check: Check, outcome: Outcome, req: Request, scope: Scope, aft
     return entry
 
 
-# Checks that only read pages (no Python work) run on their own connection in a thread:
-# SQLite releases the GIL while it steps, so quick_check overlaps the other checks.
-_BACKGROUND = ("storage.quick-check",)
+# Checks that are (nearly) pure SQL run on their own connections in threads: SQLite
+# releases the GIL while it steps, so they overlap the checks on the main thread. Each
+# group runs in order on one connection (the DAG pair shares its link queries).
+_BACKGROUND: tuple[tuple[str, ...], ...] = (
+    ("storage.quick-check",),
+    ("dag.cross-conversation", "dag.missing-sources"),
+    ("fts.messages",),
+)
 
 
 def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outcome, int]]:
@@ -162,6 +167,7 @@ def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outc
     import threading
 
     from lcm_cli.engine.db.connection import open_read_only
+    from lcm_cli.engine.db.probe import SchemaProbe
 
     done: dict[str, tuple[Outcome, int]] = {}
     errors: list[BaseException] = []
@@ -174,25 +180,32 @@ def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outc
             outcome = check.run(input_)
         return outcome, int((time.perf_counter() - started) * 1000)
 
-    def background(check: Check) -> None:
+    def background(group: list[Check]) -> None:
         try:
             conn = open_read_only(source.database_path)
+            conn.row_factory = source.conn.row_factory
             try:
-                done[check.id] = timed(check, dataclasses.replace(source, conn=conn, memo={}))
+                mine = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
+                for check in group:
+                    done[check.id] = timed(check, mine)
             finally:
                 conn.close()
         except BaseException as exc:  # re-raised on the calling thread
             errors.append(exc)
 
-    threads = [
-        threading.Thread(target=background, args=(c,), daemon=True)
-        for c in checks
-        if c.id in _BACKGROUND and source.scope.whole
-    ]
+    wanted = {c.id: c for c in checks}
+    groups = []
+    if source.scope.whole:
+        for ids in _BACKGROUND:
+            group = [wanted[i] for i in ids if i in wanted]
+            if group:
+                groups.append(group)
+    offloaded = {c.id for group in groups for c in group}
+    threads = [threading.Thread(target=background, args=(g,), daemon=True) for g in groups]
     for thread in threads:
         thread.start()
     for check in checks:
-        if check.id not in _BACKGROUND or not source.scope.whole:
+        if check.id not in offloaded:
             done[check.id] = timed(check, source)
     for thread in threads:
         thread.join()
