@@ -107,7 +107,9 @@ def bench_prune(lcm: Path, db: Path, env: dict[str, str], runs: int) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks and print a table (or JSON)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5, help="scan runs (median reported)")
     parser.add_argument("--prune-runs", type=int, default=1, help="prune runs, each on a fresh copy")
     parser.add_argument("--json", action="store_true", help="print JSON")

@@ -100,3 +100,43 @@ def test_unknown_class_and_nothing_to_do(seeded: tuple[list[str], dict[str, set[
     assert lcm(*args, "doctor", "clean", "--class", "cron_sessions", "--apply", "--no-backup").code == 0
     again = lcm(*args, "doctor", "clean", "--class", "cron_sessions", "--apply").json["data"]
     assert again["deletedConversations"] == 0 and again["backup"] is None
+
+
+KILL_MID_CLEAN = """
+import sys, time
+import lcm_cli.engine.prune as prune
+original = prune.delete_staged
+def slow(conn):
+    result = original(conn)
+    print("inside", flush=True)
+    time.sleep(30)
+    return result
+prune.delete_staged = slow
+from lcm_cli.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_kill_during_clean_deletes_nothing(seeded: tuple[list[str], dict[str, set[Any]], Path]) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    args, _, db = seeded
+    before = counts(db)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_MID_CLEAN, *args, "doctor", "clean", "--apply", "--no-backup"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "inside"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+    assert counts(db) == before
+    assert lcm(*args, "doctor", "clean", "--apply", "--no-backup").json["data"]["deletedConversations"] == 4
