@@ -250,3 +250,29 @@ def test_kill_during_prune_delete_leaves_everything(db: Path, tmp_path: Path) ->
     assert snapshot(db) == before
     # The archive written before the kill is complete and verifiable.
     assert lcm("--db", str(db), "prune", "restore", str(tmp_path / "k.jsonl.gz")).json["data"]["ok"] is True
+
+
+def test_a_live_writer_holding_the_lock_is_database_busy(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "200")
+    before = snapshot(db)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        out = lcm(
+            "--db",
+            str(db),
+            "prune",
+            "--conversation-id",
+            "2",
+            "--out",
+            str(tmp_path / "b.jsonl.gz"),
+            "--apply",
+        )
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert out.code == 5 and out.error["code"] == "DATABASE_BUSY"
+    assert out.error["details"]["deleted"] is False
+    assert snapshot(db) == before

@@ -296,7 +296,15 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
                 "checkpoint": {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]},
             }
     except sqlite3.Error as exc:
-        raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+        err = translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms)
+        if os.path.exists(path) and isinstance(err.details, dict):
+            # Nothing was deleted; the archive already written stays valid and says so.
+            err = LcmError(
+                err.code,
+                err.message + f" Nothing was deleted; the archive {path} was written and can be removed.",
+                {**err.details, "archivePath": path, "deleted": False},
+            )
+        raise err from None
     finally:
         conn.close()
     data.update(
