@@ -240,3 +240,20 @@ def test_every_check_is_documented_with_its_id_and_fix() -> None:
         assert f"| {check.severity} |" in row, check.id
         if check.fix:
             assert check.fix.split(" --apply")[0] in row, check.id
+
+
+@pytest.mark.parametrize("era", ["0.1", "0.5", "0.9"])
+def test_older_databases_scan_without_crashing(tmp_path: Path, era: str) -> None:
+    from tests.support.legacy_schema import make_legacy_db
+
+    db = tmp_path / "old.db"
+    make_legacy_db(db, era)
+    before = db.read_bytes()
+    out = lcm("--db", str(db), "doctor", "--fail-on", "none")
+    assert out.code == 0, out.stderr
+    statuses = {c["check"]: c["status"] for c in out.json["data"]["checks"]}
+    assert statuses["storage.quick-check"] == "PASS"
+    assert statuses["storage.schema-version"] == "WARN"  # lcm's own migrations are pending
+    assert db.read_bytes() == before
+    dry = lcm("--db", str(db), "doctor", "apply")
+    assert dry.code == 0, dry.stderr
