@@ -33,11 +33,13 @@ def build_app() -> Any:
         backup,
         compact,
         control,
+        doctor,
         doors,
         ingest,
         inventory,
         migrate,
         prompts,
+        prune,
         read,
         root,
     )
@@ -63,7 +65,8 @@ def build_app() -> Any:
     app.command("compact", epilog=GLOBALS_EPILOG)(compact.compact)
     app.add_typer(compact.context, name="context")
     app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)
-    app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
+    app.add_typer(doctor.doctor, name="doctor")
+    app.add_typer(prune.prune, name="prune")
     app.add_typer(control.control, name="control")
     app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
     app.add_typer(ingest.session, name="session")
@@ -189,7 +192,10 @@ def _call(parsed: Parsed, fallback: Any) -> int:
             progress.close()
     fallback.format = fmt
     fallback.emit(envelope)
-    return 0
+    # A report may ask for a non-zero exit with its data on stdout (`lcm doctor --fail-on`).
+    data = envelope.get("data")
+    status = data.get("exitStatus", 0) if isinstance(data, dict) else 0
+    return status if isinstance(status, int) and not isinstance(status, bool) else 0
 
 
 def _canonical(parsed: Parsed) -> list[str]:

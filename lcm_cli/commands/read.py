@@ -1,4 +1,4 @@
-"""Read commands: status, conversations, messages, summaries, doctor. Each is a few lines:
+"""Read commands: status, conversations, messages, summaries. Each is a few lines:
 collect the options, call the operation, hand the envelope to the output sink."""
 
 from __future__ import annotations
@@ -36,14 +36,6 @@ def status(ctx: typer.Context) -> None:
     Example: lcm status --pretty
     """
     run(ctx, "status", {})
-
-
-def doctor(ctx: typer.Context) -> None:
-    """Reserved for diagnostics; reports that it is not available yet.
-
-    Example: lcm doctor
-    """
-    run(ctx, "doctor", {})
 
 
 @conversations.command("list", epilog=GLOBALS_EPILOG)

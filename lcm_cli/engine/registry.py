@@ -58,7 +58,21 @@ OPERATIONS: dict[str, OpSpec] = {
     "config.set": OpSpec(
         "lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False, writes=True
     ),
-    "doctor": OpSpec("lcm_cli.engine.config_ops", opens_db=False, resolves_paths=False),
+    "doctor.scan": OpSpec(
+        "lcm_cli.doctor.scan",
+        _SELECTOR + ("recency", "check", "fail_on", "limit", "cursor"),
+        words=("doctor",),
+        long_running=True,
+    ),
+    "doctor.apply": OpSpec(
+        "lcm_cli.doctor.apply", _SELECTOR + ("check", "apply", "no_backup"), long_running=True, writes=True
+    ),
+    "doctor.clean": OpSpec(
+        "lcm_cli.doctor.clean",
+        ("conversation_class", "apply", "vacuum", "no_backup"),
+        long_running=True,
+        writes=True,
+    ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
         ("file", "sessions_dir", "since", "max_files", "apply", "verify", "json"),
@@ -72,6 +86,25 @@ OPERATIONS: dict[str, OpSpec] = {
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
     "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",), writes=True),
+    "prune": OpSpec(
+        "lcm_cli.engine.prune_ops",
+        (
+            "conversation_id",
+            "prune_before",
+            "archived_only",
+            "include_active",
+            "max_db_size",
+            "conversation_class",
+            "out",
+            "apply",
+            "vacuum",
+        ),
+        long_running=True,
+        writes=True,
+    ),
+    "prune.restore": OpSpec(
+        "lcm_cli.engine.prune_ops", ("apply",), args=("archive",), long_running=True, writes=True
+    ),
     # The control contract's results are sanitized: no paths, not even in meta.
     "control": OpSpec("lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False),
     "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),

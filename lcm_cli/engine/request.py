@@ -21,7 +21,11 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
 # Fields whose CLI option is not simply ``--`` + the field name with dashes.
-OPTION_OVERRIDES: dict[str, str] = {"max_files": "--limit"}
+OPTION_OVERRIDES: dict[str, str] = {
+    "max_files": "--limit",
+    "prune_before": "--before",
+    "conversation_class": "--class",
+}
 
 
 def option_name(field: str) -> str:
@@ -62,6 +66,19 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "quick": {"type": "boolean", "default": False},
     "keep": {"type": "integer", "minimum": 1},
     "force": {"type": "boolean", "default": False},
+    # doctor and prune
+    "check": {"type": "array", "items": {"type": "string"}, "description": "check id or family (repeatable)"},
+    "fail_on": {"enum": ["info", "warn", "error", "none"], "default": "warn"},
+    "no_backup": {"type": "boolean", "default": False},
+    "conversation_class": {
+        "type": "array",
+        "items": {"enum": ["archived_subagents", "cron_sessions", "null_subagent_context", "orphaned"]},
+    },
+    "vacuum": {"type": "boolean", "default": False},
+    "prune_before": {"type": "string", "description": "a duration (90d, 12w) or an ISO-8601 timestamp"},
+    "archived_only": {"type": "boolean", "default": True},
+    "include_active": {"type": "boolean", "default": False},
+    "max_db_size": {"type": "string", "description": "a size such as 500MB or 2GiB"},
     # prompts
     "var": {
         "type": "array",
