@@ -8,6 +8,7 @@ itself a working door over the same operations.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -29,7 +30,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, inventory, migrate, read, root
+    from lcm_cli.commands import backup, inventory, migrate, read, recall, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -48,6 +49,11 @@ def build_app() -> Any:
     app.add_typer(config_cmds.config, name="config")
     app.add_typer(backup.backup, name="backup")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
+    app.command("grep", epilog=GLOBALS_EPILOG)(recall.grep)
+    app.command("describe", epilog=GLOBALS_EPILOG)(recall.describe)
+    app.command("expand", epilog=GLOBALS_EPILOG)(recall.expand)
+    app.command("expand-query", epilog=GLOBALS_EPILOG)(recall.expand_query)
+    app.command("export", epilog=GLOBALS_EPILOG)(recall.export)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     return app
@@ -66,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
         fallback.error(err)
         return exit_status(err.code)
+    except BrokenPipeError:
+        # The reader went away (`lcm export ... | head`): not an error worth a message.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         fallback.error(LcmError("INTERNAL_ERROR", "Interrupted."))
         return 130
@@ -121,10 +132,14 @@ def _call(parsed: Parsed, fallback: Any) -> int:
             openclaw_dir=parsed.globals.get("--openclaw-dir"),
             output_format=fmt,
             progress=progress,
+            stream=sys.stdout,
         )
     finally:
         if progress is not None:
             progress.close()
+    if envelope.get("streamed"):
+        sys.stdout.flush()
+        return 0  # the document itself was the output
     fallback.format = fmt
     fallback.emit(envelope)
     return 0

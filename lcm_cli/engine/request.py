@@ -62,6 +62,21 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "quick": {"type": "boolean", "default": False},
     "keep": {"type": "integer", "minimum": 1},
     "force": {"type": "boolean", "default": False},
+    # recall: grep, describe, expand, export, expand-query
+    "mode": {"enum": ["regex", "full_text"], "default": "regex"},
+    "scope": {"enum": ["messages", "summaries", "both", "files"], "default": "both"},
+    "file_id": {"type": "array", "items": {"type": "string"}},
+    "all_conversations": {"type": "boolean", "default": False},
+    "sort": {"enum": ["recency", "relevance", "hybrid"], "default": "recency"},
+    "deadline_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "default": 5000},
+    "max_bytes": {"type": "integer", "minimum": 1, "maximum": 512000, "default": 32768},
+    "max_tokens": {"type": "integer", "minimum": 1},
+    "to": {"enum": ["markdown", "jsonl"]},
+    "include_summaries": {"type": "boolean", "default": False},
+    "query": {"type": "string"},
+    "summary_id": {"type": "array", "items": {"type": "string"}},
+    "token_cap": {"type": "integer", "minimum": 1},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(
@@ -248,4 +263,9 @@ def _by_schema(field: str, value: Any) -> Any:
         return list(items)
     if not isinstance(value, str):
         raise invalid_argument(f"{option} takes a text value.", {"value": value})
+    choices = schema.get("enum")
+    if choices is not None and value not in choices:
+        raise invalid_argument(
+            f"Invalid {option} value {value!r}: expected one of {', '.join(choices)}.", {"value": value}
+        )
     return value
