@@ -74,15 +74,28 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
         holder["content"] = rest
         data["contentWindow"] = {"offset": offset, "chars": len(rest), "totalChars": len(content)}
         return
-    overhead = tb.json_tokens(data) + 40  # 40: the budget report added below
-    shown = tb.cut_text(rest, max_tokens - overhead)
+    # Reserve room for the window and budget objects added below, at their largest.
+    data["contentWindow"] = {"offset": offset, "chars": len(rest), "totalChars": len(content)}
+    data["budget"] = tb.budget_report(
+        max_tokens,
+        max_tokens,
+        {"contentChars": len(content)},
+        tb.encode_offset_cursor("describe", item_id, len(content)),
+    )
+    room = max_tokens - tb.json_tokens(data) - 2
+    shown = tb.cut_text(rest, room)
+    if rest and shown == 0:
+        raise invalid_argument(
+            f"--max-tokens {max_tokens} leaves no room for content after the metadata; "
+            f"use at least {max_tokens - room + 20}.",
+            {"value": max_tokens},
+        )
     holder["content"] = rest[:shown]
     end = offset + shown
     cursor = tb.encode_offset_cursor("describe", item_id, end) if end < len(content) else None
     data["contentWindow"] = {"offset": offset, "chars": shown, "totalChars": len(content)}
-    data["budget"] = tb.budget_report(
-        max_tokens, tb.json_tokens(data), {"contentChars": len(content) - end}, cursor
-    )
+    data["budget"] = tb.budget_report(max_tokens, 0, {"contentChars": len(content) - end}, cursor)
+    data["budget"]["usedTokens"] = tb.json_tokens(data)
 
 
 def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> dict[str, Any]:

@@ -35,15 +35,18 @@ def fit_items(items: Sequence[Any], budget: int) -> tuple[int, int]:
 
 
 def cut_text(text: str, budget: int) -> int:
-    """The longest prefix length of ``text`` whose estimate fits ``budget`` tokens."""
+    """The longest prefix length of ``text`` whose cost as a JSON string fits ``budget``.
+
+    Measured as printed (escapes such as ``\\n`` included), since that is what is read.
+    """
     if budget <= 0:
         return 0
-    if estimate_tokens(text) <= budget:
+    if json_tokens(text) <= budget:
         return len(text)
     low, high = 0, len(text)
     while low < high:  # binary search: estimates grow with the prefix
         middle = (low + high + 1) // 2
-        if estimate_tokens(text[:middle]) <= budget:
+        if json_tokens(text[:middle]) <= budget:
             low = middle
         else:
             high = middle - 1
