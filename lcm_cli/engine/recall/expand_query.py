@@ -22,8 +22,9 @@ from lcm_cli.engine.errors import invalid_argument
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall import grep as grep_mod
 from lcm_cli.engine.recall import token_budget as tb
+from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.deadline import Deadline
-from lcm_cli.engine.recall.expand import default_cap, expand_messages, find_summary
+from lcm_cli.engine.recall.expand import default_cap, find_summary
 from lcm_cli.engine.recall.scope import Scope, resolve_scope
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -31,6 +32,7 @@ from lcm_cli.engine.request import Request
 DEFAULT_ANSWER_TOKENS = 2000
 DEFAULT_TIMEOUT_MS = 120_000
 CANDIDATE_LIMIT = 50
+MESSAGES_PER_SUMMARY = 500  # more than any token cap can hold
 NO_CANDIDATES = "No matching summaries found for this scope."
 SYSTEM_PROMPT = (
     "You answer questions about an agent's past conversation using only the evidence given: "
@@ -96,17 +98,23 @@ def expand_query(ctx: Context, req: Request) -> Result:
             truncated = True
             break
         used += cost
-        body = expand_messages(ctx, summary_id, row["conversation_id"], max(1, token_cap - used))
-        if body["messages"] and tb.json_tokens(body["messages"]) <= token_cap - used:
-            header["messages"] = [
-                {k: m[k] for k in ("messageId", "seq", "role", "createdAt", "content")}
-                for m in body["messages"]
-            ]
-            used += body["budget"]["usedTokens"]
-        else:
-            header["messages"] = []
-        header["omittedMessages"] = body["budget"]["omitted"]["messages"]
-        truncated = truncated or body["budget"]["truncated"]
+        sources = source_messages(ctx, summary_id, row["conversation_id"])
+        contents = message_contents(ctx, [m["messageId"] for m in sources[:MESSAGES_PER_SUMMARY]])
+        items = [
+            {
+                "messageId": m["messageId"],
+                "seq": m["seq"],
+                "role": m["role"],
+                "createdAt": m["createdAt"],
+                "content": contents.get(m["messageId"], ""),
+            }
+            for m in sources[:MESSAGES_PER_SUMMARY]
+        ]
+        kept, spent = tb.fit_items(items, token_cap - used)  # whole messages only
+        header["messages"] = items[:kept]
+        header["omittedMessages"] = len(sources) - kept
+        used += spent
+        truncated = truncated or kept < len(sources)
         evidence.append(header)
     conversations = sorted({e["conversationId"] for e in evidence})
 
