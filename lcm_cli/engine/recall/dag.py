@@ -34,9 +34,11 @@ def subtree(ctx: Context, summary_id: str, conversation_id: int) -> list[Any]:
 def source_messages(ctx: Context, summary_id: str, conversation_id: int) -> list[dict[str, Any]]:
     """Every raw message under ``summary_id``, in summarized order, without content.
 
-    Each item: ``messageId, seq, role, tokenCount, createdAt, leafSummaryId``.
+    Each item: ``messageId, seq, role, tokenCount, createdAt, leafSummaryId``. Two queries
+    on purpose: joined in one, SQLite may build a Bloom filter over the whole messages
+    table (a full scan) to serve a few hundred primary-key lookups.
     """
-    rows = ctx.query(
+    links = ctx.query(
         """WITH RECURSIVE walk(sid, path, level) AS (
              SELECT ?, '', 0
              UNION ALL
@@ -44,27 +46,39 @@ def source_messages(ctx: Context, summary_id: str, conversation_id: int) -> list
              FROM walk JOIN summary_parents sp ON sp.summary_id = walk.sid
              JOIN summaries c ON c.summary_id = sp.parent_summary_id AND c.conversation_id = ?
              WHERE walk.level < ?)
-           SELECT m.message_id, m.seq, m.role, m.token_count, m.created_at, walk.sid
-           FROM walk JOIN summary_messages sm ON sm.summary_id = walk.sid
-           CROSS JOIN messages m ON m.message_id = sm.message_id
-           WHERE m.conversation_id = ?
+           SELECT sm.message_id, walk.sid FROM walk JOIN summary_messages sm ON sm.summary_id = walk.sid
            ORDER BY walk.path, sm.ordinal""",
-        (summary_id, conversation_id, MAX_DEPTH, conversation_id),
+        (summary_id, conversation_id, MAX_DEPTH),
     )
+    order: list[tuple[int, str]] = []
     seen: set[int] = set()
+    for message_id, leaf in links:
+        if message_id not in seen:  # a message reached twice (abnormal data) is listed once
+            seen.add(message_id)
+            order.append((message_id, leaf))
+    rows: dict[int, Any] = {}
+    for start in range(0, len(order), 500):
+        chunk = [mid for mid, _ in order[start : start + 500]]
+        marks = ",".join("?" for _ in chunk)
+        for r in ctx.query(
+            f"""SELECT message_id, conversation_id, seq, role, token_count, created_at FROM messages
+                WHERE message_id IN ({marks})""",
+            chunk,
+        ):
+            rows[r[0]] = r
     out = []
-    for r in rows:
-        if r[0] in seen:
-            continue
-        seen.add(r[0])
+    for message_id, leaf in order:
+        r = rows.get(message_id)
+        if r is None or r[1] != conversation_id:
+            continue  # dangling or cross-conversation link
         out.append(
             {
-                "messageId": r[0],
-                "seq": r[1],
-                "role": r[2],
-                "tokenCount": r[3],
-                "createdAt": r[4],
-                "leafSummaryId": r[5],
+                "messageId": message_id,
+                "seq": r[2],
+                "role": r[3],
+                "tokenCount": r[4],
+                "createdAt": r[5],
+                "leafSummaryId": leaf,
             }
         )
     return out
