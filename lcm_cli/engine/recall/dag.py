@@ -68,9 +68,10 @@ def source_messages(ctx: Context, summary_id: str, conversation_id: int) -> list
             rows[r[0]] = r
     out = []
     for message_id, leaf in order:
-        r = rows.get(message_id)
-        if r is None or r[1] != conversation_id:
+        found = rows.get(message_id)
+        if found is None or found[1] != conversation_id:
             continue  # dangling or cross-conversation link
+        r = found
         out.append(
             {
                 "messageId": message_id,
