@@ -585,82 +585,93 @@ def _summaries_like(q: Query, pos: dict[str, Any], *, cjk: bool) -> Page:
 
 
 def _regex_scan(q: Query, pos: dict[str, Any], source: str) -> Page:
+    """Python regex over the newest-first candidates after ``pos``, at most REGEX_SCAN_ROWS.
+
+    Two steps: one query orders the candidates' ``(julianday, id)`` -- answered from the
+    lcm read-path indexes without touching message bodies -- then contents are read in
+    batches by id. (Ordering full rows batch by batch would sort the scope every time.)
+    """
     assert q.regex is not None
     if source == "messages":
-        cols, table, time_expr, id_col, conv = (
+        cols, table, time_expr, id_name, conv = (
             f"{_MSG_COLS}, m.content",
             "messages m",
             MSG_TIME,
-            "m.message_id",
-            "m.conversation_id",
+            "message_id",
+            "m",
         )
     else:
-        cols, table, time_expr, id_col, conv = (
+        cols, table, time_expr, id_name, conv = (
             f"{_SUM_COLS}, s.content",
             "summaries s",
             SUM_TIME,
-            "s.summary_id",
-            "s.conversation_id",
+            "summary_id",
+            "s",
         )
-    base_where, base_params = _scope_clause(conv, q.scope)
+    id_col = f"{conv}.{id_name}"
+    where, params = _scope_clause(f"{conv}.conversation_id", q.scope)
     tw, tp = _time_clause(time_expr, q)
-    base_where += tw
-    base_params += tp
+    keyset, kparams = _keyset(pos, None, f"julianday({time_expr})", id_col)
+    where += tw + keyset
+    params += tp + kparams
     hits: list[dict[str, Any]] = []
     scanned = 0
     at = pos.get("at")
     truncated_by: str | None = None
-    exhausted = False
     current: sqlite3.Row | None = None
     info: dict[str, Any] = {}
     try:
+        candidates = _run(
+            q,
+            f"""SELECT {id_col} AS id, julianday({time_expr}) AS jd FROM {table}
+                {"WHERE " + " AND ".join(where) if where else ""}
+                ORDER BY julianday({time_expr}) DESC, {id_col} DESC LIMIT ?""",
+            params + [REGEX_SCAN_ROWS + 1],
+        )
+        more_than_cap = len(candidates) > REGEX_SCAN_ROWS
+        candidates = candidates[:REGEX_SCAN_ROWS]
         with q.deadline.bound_python():
-            while len(hits) < q.limit:
-                if scanned >= REGEX_SCAN_ROWS:
-                    truncated_by = "scanLimit"
-                    break
-                keyset, kparams = _keyset({"at": at}, None, f"julianday({time_expr})", id_col)
-                where = base_where + keyset
-                batch = min(REGEX_BATCH, REGEX_SCAN_ROWS - scanned)
-                rows = _run(
-                    q,
-                    f"""SELECT {cols} FROM {table} {"WHERE " + " AND ".join(where) if where else ""}
-                        ORDER BY julianday({time_expr}) DESC, {id_col} DESC LIMIT ?""",
-                    base_params + kparams + [batch],
-                )
-                if not rows:
-                    exhausted = True
-                    break
-                for row in rows:
+            for start in range(0, len(candidates), REGEX_BATCH):
+                chunk = [c[0] for c in candidates[start : start + REGEX_BATCH]]
+                marks = ",".join("?" for _ in chunk)
+                fetched = {
+                    r[id_name]: r
+                    for r in _run(q, f"SELECT {cols} FROM {table} WHERE {id_col} IN ({marks})", chunk)
+                }
+                for row_id in chunk:
+                    row = fetched.get(row_id)
+                    if row is None:
+                        continue  # deleted since the first query
                     current = row
                     found = q.regex.search(row["content"] or "")
                     current = None
                     scanned += 1
-                    at = [None, row["jd"], row[id_col.split(".")[1]]]
+                    at = [None, row["jd"], row_id]
                     if found is not None:
                         snippet = _flatten(found.group(0))
-                        hit = (
+                        hits.append(
                             _message_hit(row, snippet) if source == "messages" else _summary_hit(row, snippet)
                         )
-                        hits.append(hit)
                         if len(hits) >= q.limit:
                             break
-                if len(rows) < batch and len(hits) < q.limit:
-                    exhausted = True
+                if len(hits) >= q.limit:
                     break
+        if len(hits) >= q.limit and (scanned < len(candidates) or more_than_cap):
+            truncated_by = "limit"
+        elif more_than_cap:
+            truncated_by = "scanLimit"
     except DeadlineExceeded:
         truncated_by = "deadline"
         if current is not None:
             # The match on this row was cut: report it and move past it, so a pathological
             # row cannot pin every following page to the same spot.
-            row_id = current[id_col.split(".")[1]]
-            info["unsearchedIds"] = [row_id]
-            at = [None, current["jd"], row_id]
-    if truncated_by is None and not exhausted:
-        truncated_by = "limit"
-    next_pos = None if exhausted and truncated_by is None else {"at": at, "path": "regex"}
-    if next_pos is not None and at is None:
-        next_pos = {"path": "regex"}
+            info["unsearchedIds"] = [current[id_name]]
+            at = [None, current["jd"], current[id_name]]
+    if truncated_by is None:
+        return Page(hits, "regex", None, None, {"scannedRows": scanned, **info})
+    next_pos: dict[str, Any] = {"path": "regex"}
+    if at is not None:
+        next_pos["at"] = at
     return Page(hits, "regex", next_pos, truncated_by, {"scannedRows": scanned, **info})
 
 
