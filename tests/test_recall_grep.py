@@ -334,3 +334,21 @@ def test_grep_is_reachable_through_the_python_door(corpus_dir: tuple[Path, dict[
         openclaw_dir=str(root),
     )
     assert envelope["command"] == "grep" and envelope["meta"]["searchPath"] == {"messages": "fts5"}
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["grep", "billing", "--mode", "full_text", "--all-conversations"],
+        ["grep", "billing", "--scope", "files", "--all-conversations"],
+        ["describe", "file_text000000000001"],
+        ["expand", "sum_cond00000000000"],
+        ["expand-query", "why?", "--query", "billing", "--all-conversations"],
+        ["export", "--conversation-id", "1", "--to", "jsonl"],
+    ],
+    ids=lambda words: " ".join(words[:3]),
+)
+def test_recall_commands_stay_light(corpus_dir: tuple[Path, dict[str, Any]], words: list[str]) -> None:
+    from tests.test_startup import loaded_modules
+
+    assert loaded_modules("--openclaw-dir", str(corpus_dir[0]), *words) == []

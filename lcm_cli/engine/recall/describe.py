@@ -56,7 +56,14 @@ def describe(ctx: Context, req: Request) -> Result:
     if req.cursor:
         offset, _ = tb.decode_offset_cursor(req.cursor, "describe", item_id)
     if item_id.startswith("file_"):
-        data = _describe_file(ctx, item_id, scope, extra.get("max_bytes") or DEFAULT_MAX_BYTES)
+        try:
+            data = _describe_file(ctx, item_id, scope, extra.get("max_bytes") or DEFAULT_MAX_BYTES)
+        except LcmError as exc:
+            # Summary ids are opaque text: one may start with "file_" too.
+            known = ctx.query_one("SELECT 1 FROM summaries WHERE summary_id = ?", (item_id,))
+            if exc.code != "FILE_NOT_FOUND" or known is None:
+                raise
+            data = _describe_summary(ctx, item_id, scope)
     else:
         data = _describe_summary(ctx, item_id, scope)
     if offset or max_tokens:
