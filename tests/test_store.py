@@ -658,3 +658,18 @@ def test_parse_timestamp_shapes() -> None:
     assert parse_timestamp(None) is None
     assert store_module.iso_timestamp(sqlite_shape) == "2026-01-01T10:00:00.000Z"
     assert store_module.sqlite_timestamp(iso_shape) == "2026-01-01 10:00:00"
+
+
+def test_part_ids_are_unique_sorted_v4_uuids() -> None:
+    """Part ids count upwards from a random v4 start (index locality) and stay valid v4 text."""
+    import uuid
+
+    from lcm_cli.engine.store import PartIds
+
+    first, second = PartIds(), PartIds()
+    ids = [first.next() for _ in range(1000)]
+    assert ids == sorted(ids)
+    assert len(set(ids) | {second.next() for _ in range(1000)}) == 2000
+    for text in ids[:3] + ids[-3:]:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)

@@ -82,6 +82,35 @@ def message_identity_hash(role: str, content: str) -> str:
     return digest.hexdigest()
 
 
+class PartIds:
+    """UUID v4 strings for ``message_parts.part_id`` that sort in insertion order.
+
+    The reference uses random v4 UUIDs. Fully random keys land all over the primary-key
+    B-tree, so a bulk import touches a different page for every part; here each writer
+    draws one random 122-bit UUID and counts upwards from it (version and variant bits
+    kept), so consecutive parts share index pages. Every id is still a valid, unique v4
+    string: two writers collide only if their random starts fall within a batch of each
+    other in a 2^122 space.
+    """
+
+    _COUNTER_MASK = (1 << 62) - 1
+    _VARIANT = 0b10 << 62
+
+    def __init__(self) -> None:
+        start = uuid.uuid4()
+        # The high 64 bits (with the version nibble) stay fixed: keep them as text.
+        self._prefix = str(start)[:19]
+        # The low 64 bits hold the variant (2 bits) and a 62-bit counter; start it in the
+        # lower half so it cannot wrap within any plausible number of parts.
+        self._counter = (start.int & self._COUNTER_MASK) >> 1
+
+    def next(self) -> str:
+        """The next id."""
+        self._counter += 1
+        low = self._VARIANT | (self._counter & self._COUNTER_MASK)
+        return f"{self._prefix}{low >> 48:04x}-{low & 0xFFFFFFFFFFFF:012x}"
+
+
 def new_summary_id(content: str) -> str:
     """A fresh summary id: ``sum_`` + 16 hex digits of SHA-256(content + random UUID)."""
     return "sum_" + hashlib.sha256((content + str(uuid.uuid4())).encode()).hexdigest()[:16]
@@ -190,6 +219,7 @@ class Store:
         self.path = path
         self._depth = 0
         self._savepoints = 0
+        self._part_ids = PartIds()
         usable = schema.fts5_available(conn)
         trigram = usable and schema.trigram_available(conn)
         # Only write FTS rows when the table exists AND this build can use it:
@@ -437,13 +467,14 @@ class Store:
                 )
             return ids
 
-    @staticmethod
-    def _part_row(part: Mapping[str, Any], message_id: int, session_id: str, ordinal: int) -> tuple[Any, ...]:
+    def _part_row(
+        self, part: Mapping[str, Any], message_id: int, session_id: str, ordinal: int
+    ) -> tuple[Any, ...]:
         unknown = part.keys() - _PART_KEYS
         if unknown:
             raise ValueError(f"unknown message part fields: {sorted(unknown)}")
         return (
-            str(uuid.uuid4()),
+            self._part_ids.next(),
             message_id,
             session_id,
             part.get("part_type", "text"),
