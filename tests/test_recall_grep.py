@@ -352,3 +352,34 @@ def test_recall_commands_stay_light(corpus_dir: tuple[Path, dict[str, Any]], wor
     from tests.test_startup import loaded_modules
 
     assert loaded_modules("--openclaw-dir", str(corpus_dir[0]), *words) == []
+
+
+@pytest.mark.parametrize("mode", ["full_text", "regex", "like"])
+def test_walk_with_ties_and_rows_inserted_during_the_walk(tmp_path: Path, mode: str) -> None:
+    from lcm_cli.engine.store import Store
+
+    db = tmp_path / "ties.db"
+    with Store.open(db) as store:
+        cid = store.create_conversation("s-ties", session_key="agent:ties")
+        rows = [{"role": "user", "content": f"tie word {i}", "created_at": "2026-07-01 10:00:00"} for i in range(6)]
+        rows += [{"role": "user", "content": "tie early", "created_at": "2026-07-01 09:00:00"}]
+        store.add_messages(cid, rows)
+    if mode == "like":
+        drop_full_text_tables(db)
+    args = ["--db", str(db), "grep", "tie", "--conversation-id", str(cid), "--scope", "messages", "--limit", "2"]
+    if mode != "regex":
+        args += ["--mode", "full_text"]
+    seen: list[int] = []
+    cursor = None
+    for page in range(10):
+        out = lcm(*args, *(["--cursor", cursor] if cursor else []))
+        assert out.code == 0, out.stderr
+        body = out.json
+        seen += [h["id"] for h in body["data"]["hits"]]
+        cursor = body["pagination"]["nextCursor"]
+        if page == 0:
+            with Store.open(db) as store:  # a live writer adds a newer match mid-walk
+                store.add_message(cid, "user", "tie newest", created_at="2026-07-01 11:00:00")
+        if cursor is None:
+            break
+    assert seen == [6, 5, 4, 3, 2, 1, 7]
