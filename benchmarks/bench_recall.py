@@ -39,9 +39,25 @@ from bench_read import (  # noqa: E402 - the sibling script is the shared harnes
     verdict,
 )
 
-# Queries for full-text grep: a rare word, a two-word AND, and a very common word (worst
-# case: ~35,000 matching messages that all have to be ordered by time).
-FULL_TEXT_QUERIES = (("rare word", "kodaly"), ("two words", "timeout retry"), ("common word", "deploy"))
+# Queries for full-text grep, from rare to common: a word in a few dozen messages (picked
+# from the index), a two-word AND, a word in ~1% of messages, and a word in ~7% (worst
+# case: ~35,000 matches that all have to be ordered by time).
+FULL_TEXT_QUERIES = (("1% word", "kodaly"), ("two words", "timeout retry"), ("7% word", "deploy"))
+
+
+def rare_term(db_path: Path) -> str | None:
+    """An indexed word that occurs in 20-60 messages (FTS5's vocabulary, on a side connection)."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, 'messages_fts', 'row')")
+        row = conn.execute(
+            "SELECT term FROM temp.vocab WHERE doc BETWEEN 20 AND 60 ORDER BY term LIMIT 1"
+        ).fetchone()
+        return row[0] if row else None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
 
 
 def _check_export(bench: Bench, code: int, out: bytes, err: bytes) -> None:
@@ -83,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         export_path = Path(openclaw_dir) / "export.jsonl"
         # The floor: what any lcm process costs on this machine before it does any work.
         benches = [Bench("lcm --version (floor)", [str(lcm), "--version"], None)]
-        for label, query in FULL_TEXT_QUERIES:
+        rare = rare_term(db_path)
+        queries = ((("rare word", rare),) if rare else ()) + FULL_TEXT_QUERIES
+        for label, query in queries:
             params = {"mode": "full_text", "all_conversations": True, "limit": 20}
             benches.append(
                 Bench(
