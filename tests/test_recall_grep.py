@@ -361,12 +361,26 @@ def test_walk_with_ties_and_rows_inserted_during_the_walk(tmp_path: Path, mode: 
     db = tmp_path / "ties.db"
     with Store.open(db) as store:
         cid = store.create_conversation("s-ties", session_key="agent:ties")
-        rows = [{"role": "user", "content": f"tie word {i}", "created_at": "2026-07-01 10:00:00"} for i in range(6)]
+        rows = [
+            {"role": "user", "content": f"tie word {i}", "created_at": "2026-07-01 10:00:00"}
+            for i in range(6)
+        ]
         rows += [{"role": "user", "content": "tie early", "created_at": "2026-07-01 09:00:00"}]
         store.add_messages(cid, rows)
     if mode == "like":
         drop_full_text_tables(db)
-    args = ["--db", str(db), "grep", "tie", "--conversation-id", str(cid), "--scope", "messages", "--limit", "2"]
+    args = [
+        "--db",
+        str(db),
+        "grep",
+        "tie",
+        "--conversation-id",
+        str(cid),
+        "--scope",
+        "messages",
+        "--limit",
+        "2",
+    ]
     if mode != "regex":
         args += ["--mode", "full_text"]
     seen: list[int] = []

@@ -70,8 +70,9 @@ def grep(
         ),
     ] = None,
 ) -> None:
-    """Search messages, summaries or large files; meta says which back-end ran and if the
-    result is complete.
+    """Search messages, summaries or large files; meta says what ran and if it is complete.
+
+    --session-key searches the whole session family (active and archived conversations).
 
     Example: lcm grep "deploy failed" --mode full_text --session-key agent:main:main
     """
@@ -113,8 +114,10 @@ def describe(
     max_tokens: MaxTokens = None,
     cursor: Cursor = None,
 ) -> None:
-    """One summary (metadata, time range, DAG neighbours, source message ids, file ids) or
-    one large file (metadata, exploration summary, content).
+    """Describe one summary (sum_…) or large file (file_…): metadata, links, content.
+
+    A summary shows its time range, parents, children, source message ids and file ids; a
+    file its metadata, exploration summary and content up to --max-bytes.
 
     Example: lcm describe sum_0123456789abcdef --max-tokens 800
     """
@@ -142,8 +145,9 @@ def expand(
     max_tokens: MaxTokens = None,
     cursor: Cursor = None,
 ) -> None:
-    """A summary's source messages, walked down the DAG in order, within a token cap
-    (default: maxExpandTokens).
+    """A summary's source messages, in order, within a token cap (default maxExpandTokens).
+
+    Reports what was left out and a cursor that continues exactly there.
 
     Example: lcm expand sum_0123456789abcdef --max-tokens 2000
     """
@@ -186,8 +190,9 @@ def expand_query(
         typer.Option("--timeout-ms", metavar="MS", help="Overall time limit (default delegationTimeoutMs)."),
     ] = None,
 ) -> None:
-    """Answer PROMPT from expanded summaries with the configured model; without a model,
-    return the ranked evidence and say no answer was generated.
+    """Answer PROMPT from expanded summaries with the configured model.
+
+    Without a model it returns the ranked, expanded evidence and says no answer was generated.
 
     Example: lcm expand-query "Why did the deploy fail?" --query deploy --session-key agent:main:main
     """
@@ -226,8 +231,9 @@ def export(
         bool, typer.Option("--include-summaries", help="Also export the summary DAG.")
     ] = False,
 ) -> None:
-    """Export one conversation's raw messages as Markdown, or as JSONL that
-    `lcm migrate-sessions --file` imports back to the same messages.
+    """Export one conversation's raw messages as Markdown or a JSONL transcript.
+
+    The JSONL form re-imports with `lcm migrate-sessions --file` to the same messages.
 
     Example: lcm export --session-key agent:main:main --to jsonl --out main.jsonl
     """
