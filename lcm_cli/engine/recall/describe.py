@@ -16,7 +16,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import source_messages, subtree
-from lcm_cli.engine.recall.grep import is_text_mime, resolve_inside
+from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
-import os
 import re
 import sqlite3
 import time
@@ -25,6 +23,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
+from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -42,7 +41,6 @@ FILE_SCAN_BYTES = 512_000
 FILE_MATCHES_PER_FILE = 10
 SNIPPET_CHARS = 200
 DEFAULT_DEADLINE_MS = 5_000
-_TEXT_MIME = re.compile(r"^text/|json|javascript|xml|yaml|yml|toml", re.IGNORECASE)
 MSG_TIME = "m.created_at"
 SUM_TIME = "COALESCE(s.latest_at, s.created_at)"
 FILE_TIME = "f.created_at"
@@ -218,6 +216,8 @@ def _fingerprint(
     file_ids: list[str],
     req: Request,
 ) -> str:
+    import hashlib  # here: its OpenSSL binding costs a few ms at start-up
+
     raw = json.dumps(
         [pattern, mode, scope_name, sort, scope.conversation_ids, file_ids, req.time.after, req.time.before]
     )
@@ -704,23 +704,6 @@ def _check_file_ids(ctx: Context, file_ids: list[str], scope: Scope) -> None:
     for file_id, cid in rows.items():
         if not scope.allows(cid):
             raise not_in_scope("file", file_id, scope)
-
-
-def is_text_mime(mime: str | None) -> bool:
-    """Text-like MIME types (null counts as text): the only payloads grep and describe read."""
-    return mime is None or bool(_TEXT_MIME.search(mime))
-
-
-def resolve_inside(storage_uri: str, root: str) -> str | None:
-    """The real path of ``storage_uri`` if it lies inside ``root`` (symlinks resolved), else None."""
-    try:
-        real = os.path.realpath(storage_uri)
-        base = os.path.realpath(root)
-    except (OSError, ValueError):
-        return None
-    if os.path.commonpath([real, base]) != base:
-        return None
-    return real
 
 
 def _search_files(q: Query, pos: dict[str, Any]) -> Page:
