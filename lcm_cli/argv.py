@@ -32,8 +32,12 @@ GLOBAL_OPTIONS: dict[str, bool] = {
     "--help": False,
     "-h": False,
 }
-# Commands that belong to the door, not to an operation.
-DOOR_COMMANDS: dict[tuple[str, ...], tuple[str, ...]] = {("commands",): ()}
+# Commands that belong to the door, not to an operation: words -> (arguments, options).
+DOOR_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("commands",): ((), ()),
+    ("hook",): (("operation",), ("list",)),
+    ("serve",): ((), ("stdio", "socket", "max_request_bytes")),
+}
 
 
 def is_flag(field: str) -> bool:
@@ -55,8 +59,8 @@ def command_table() -> dict[tuple[str, ...], CommandShape]:
         command_words(name, spec): CommandShape(name, {option_name(f): f for f in spec.options}, spec.args)
         for name, spec in OPERATIONS.items()
     }
-    for words, args in DOOR_COMMANDS.items():
-        table[words] = CommandShape(".".join(words), {}, args)
+    for words, (args, fields) in DOOR_COMMANDS.items():
+        table[words] = CommandShape(".".join(words), {option_name(f): f for f in fields}, args)
     return table
 
 

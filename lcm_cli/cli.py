@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from lcm_cli import __version__
-from lcm_cli.argv import COMPLETION_FLAGS, Parsed, parse_argv
+from lcm_cli.argv import COMPLETION_FLAGS, GLOBAL_OPTIONS, HELP_FLAGS, VERSION_FLAGS, Parsed, parse_argv
 from lcm_cli.engine.errors import LcmError, invalid_argument
 
 
@@ -30,7 +30,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, inventory, migrate, read, recall, root
+    from lcm_cli.commands import backup, control, doors, inventory, migrate, read, recall, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -55,7 +55,10 @@ def build_app() -> Any:
     app.command("expand-query", epilog=GLOBALS_EPILOG)(recall.expand_query)
     app.command("export", epilog=GLOBALS_EPILOG)(recall.export)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
+    app.add_typer(control.control, name="control")
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
+    app.command("hook", epilog=GLOBALS_EPILOG)(doors.hook)
+    app.command("serve", epilog=GLOBALS_EPILOG)(doors.serve)
     return app
 
 
@@ -96,6 +99,9 @@ def _run(argv: list[str], fallback: Any) -> int:
         a.split("=")[0] in COMPLETION_FLAGS for a in argv
     ):
         return _typer(argv, completion=True)
+    door = _door_command(argv)
+    if door is not None:
+        return door
     parsed = parse_argv(argv)
     pretty = parsed.globals.get("--pretty", False) is True
     if parsed.version:
@@ -108,6 +114,45 @@ def _run(argv: list[str], fallback: Any) -> int:
     if parsed.command is not None and parsed.command.name == "commands":
         return _typer(_canonical(parsed))
     return _call(parsed, fallback)
+
+
+# Doors that are not operations: they read their own arguments.
+_DOORS = ("hook", "serve")
+
+
+def _door_command(argv: list[str]) -> int | None:
+    """Run `lcm hook ...` / `lcm serve ...` (global options may stand anywhere); None otherwise."""
+    globals_: dict[str, Any] = {}
+    rest: list[str] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        name, eq, inline = token.partition("=")
+        if name in GLOBAL_OPTIONS and name not in HELP_FLAGS + VERSION_FLAGS:
+            if not GLOBAL_OPTIONS[name]:
+                globals_[name] = True
+            elif eq:
+                globals_[name] = inline
+            elif index < len(argv):
+                globals_[name] = argv[index]
+                index += 1
+            continue
+        rest.append(token)
+    if not rest or rest[0] not in _DOORS:
+        return None
+    if any(t in VERSION_FLAGS for t in rest):
+        sys.stdout.write(_version_line(globals_.get("--pretty") is True))
+        return 0
+    if any(t in HELP_FLAGS for t in rest):
+        return _typer([rest[0], "--help"])
+    if rest[0] == "hook":
+        from lcm_cli.hooks import main_hook
+
+        return main_hook(rest[1:], globals_)
+    from lcm_cli.serve import main_serve
+
+    return main_serve(rest[1:], globals_)
 
 
 def _call(parsed: Parsed, fallback: Any) -> int:

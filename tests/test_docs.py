@@ -264,7 +264,8 @@ def parse_command_line(tokens: list[str], *, naming: bool = False) -> tuple[tupl
         problems.append(f"`{line}`: `{_title(path)}` has no command {rest[0]!r}")
     else:
         arguments = [p for p in command.params if not getattr(p, "opts", ["-"])[0].startswith("-")]
-        if len(rest) != len(arguments) and not (wants_help or naming):
+        required = [p for p in arguments if getattr(p, "required", True)]
+        if not len(required) <= len(rest) <= len(arguments) and not (wants_help or naming):
             problems.append(f"`{line}`: `{_title(path)}` takes {len(arguments)} argument(s), got {rest}")
     allowed = {**ROOT_OPTIONS, **_options_of(command)}
     problems += [

@@ -29,6 +29,7 @@ def call(
     now_ms: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     stream: TextIO | None = None,
+    context: Context | None = None,
 ) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
 
@@ -37,6 +38,9 @@ def call(
     ``stream`` is where a document-producing operation (``export`` without ``--out``) may
     write its document; the envelope then carries ``"streamed": true`` and the door
     prints nothing more.
+    ``context`` is a warm :class:`Context` kept by a long-lived door (``lcm serve``):
+    its paths, config and connections are reused and it is not closed here; the
+    path options are then ignored (they were given when the context was made).
     """
     op = get_operation(name)
     spec = op.spec
@@ -49,22 +53,27 @@ def call(
         args=args,
         now_ms=now_ms,
     )
-    ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+    warm = context is not None
+    ctx = (
+        context if context is not None else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+    )
     ctx.progress = progress
     ctx.stream = stream
     try:
-        if spec.resolves_paths:
+        if spec.resolves_paths and not (warm and ctx.paths_resolved and name != "config.set"):
             ctx.resolve_paths(read_config=name != "config.set")
         try:
             result = op.func(ctx, request)
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
     finally:
-        ctx.close()
+        ctx.progress = None
+        if not warm:
+            ctx.close()
     envelope: dict[str, Any] = {"ok": True, "command": name, "data": result.data}
     if result.pagination is not None:
         envelope["pagination"] = result.pagination
-    envelope["meta"] = ctx.meta() if spec.resolves_paths else {}
+    envelope["meta"] = ctx.meta() if spec.resolves_paths and spec.meta_paths else {}
     if result.meta:
         envelope["meta"].update(result.meta)
     if result.streamed:

@@ -36,6 +36,7 @@ class Context:
         self._conn: sqlite3.Connection | None = None
         self._probe: SchemaProbe | None = None
         self.timeout_ms = busy_timeout_ms(dict(self.env))
+        self.paths_resolved = False
         # Long operations report (stage, done, total) here; a door may show a progress bar.
         self.progress: Callable[[str, int, int], None] | None = None
         # Where a document-producing operation may stream its output (set by the CLI door).
@@ -61,6 +62,7 @@ class Context:
             except LcmError as exc:
                 raise LcmError(exc.code, exc.message, {"configPath": self.config_path}) from None
         self.resolve_database_path()
+        self.paths_resolved = read_config
 
     def resolve_database_path(self) -> None:
         """Resolve the database path against the current plugin config."""

@@ -25,6 +25,8 @@ class OpSpec(NamedTuple):
     resolves_paths: bool = True
     words: tuple[str, ...] = ()  # CLI words when not the dotted name (`lcm backup` = backup.create)
     long_running: bool = False  # shows a progress bar on a terminal
+    writes: bool = False  # changes the database or config: `lcm serve` serializes it per session
+    meta_paths: bool = True  # the envelope's meta names the database and config paths
 
 
 def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
@@ -52,20 +54,26 @@ OPERATIONS: dict[str, OpSpec] = {
     "summaries.show": OpSpec("lcm_cli.engine.summaries", ("max_tokens",), args=("summary_id",)),
     "config.show": OpSpec("lcm_cli.engine.config_ops", opens_db=False),
     "config.get": OpSpec("lcm_cli.engine.config_ops", args=("path",), opens_db=False),
-    "config.set": OpSpec("lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False),
+    "config.set": OpSpec(
+        "lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False, writes=True
+    ),
     "doctor": OpSpec("lcm_cli.engine.config_ops", opens_db=False, resolves_paths=False),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
         ("file", "sessions_dir", "since", "max_files", "apply", "verify", "json"),
         words=("migrate-sessions",),
         long_running=True,
+        writes=True,
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.backup_ops", ("out", "quick", "keep"), words=("backup",), long_running=True
     ),
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
-    "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",)),
+    "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",), writes=True),
+    # The control contract's results are sanitized: no paths, not even in meta.
+    "control": OpSpec("lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False),
+    "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),
     "grep": OpSpec(
         "lcm_cli.engine.recall.grep",
         _SELECTOR

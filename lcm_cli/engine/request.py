@@ -77,6 +77,14 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "summary_id": {"type": "array", "items": {"type": "string"}},
     "token_cap": {"type": "integer", "minimum": 1},
     "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
+    # the hook and serve doors
+    "list": {"type": "boolean", "default": False},
+    "stdio": {"type": "boolean", "default": False},
+    "socket": {"type": "string"},
+    "max_request_bytes": {"type": "integer", "minimum": 1024},
+    # control contract
+    "operation": {"enum": ["status", "doctor", "rotate"]},
+    "session_id": {"type": "string"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(

@@ -1,0 +1,392 @@
+"""`lcm serve`: one warm process answering newline-delimited JSON requests.
+
+Each request is one line ``{"id", "method", "params"}``; each answer is one line
+``{"id", "result"}`` (``result`` is exactly the envelope the in-process call returns) or
+``{"id", "error": {code, message, details}}``. Answers may come back out of order: match
+them by ``id``. Besides every registry operation there are three methods of the server
+itself: ``health``, ``reload`` (re-read config and reopen the database on next use) and
+``shutdown``.
+
+Concurrency: requests run on a small thread pool, each worker with its own warm
+:class:`~lcm_cli.engine.context.Context` (config resolved once, read connection kept
+open). Reads run concurrently; operations that write wait in a per-session queue (session
+key, else session id, else conversation id), so one session's writes apply in arrival
+order while other sessions carry on. Every write is its own transaction, so stopping
+(EOF, ``shutdown``, SIGTERM/SIGINT) waits for the requests in flight and never leaves one
+half-done.
+
+Transports: ``--stdio`` (the host owns the pipe) or ``--socket PATH`` (a Unix socket
+created with mode 0600, one request stream per connection; a second server on the same
+path is refused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO, Any
+
+from lcm_cli import __version__
+from lcm_cli.engine.errors import LcmError
+
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+WORKERS = 4
+SERVER_METHODS = ("health", "reload", "shutdown")
+
+Respond = Callable[[dict[str, Any]], None]
+
+
+def _error(request_id: Any, err: LcmError) -> dict[str, Any]:
+    return {"id": request_id, "error": err.to_dict()}
+
+
+class Server:
+    """The warm engine behind every stream: contexts, per-session queues, the worker pool."""
+
+    def __init__(
+        self,
+        *,
+        db: str | None = None,
+        config: str | None = None,
+        openclaw_dir: str | None = None,
+        env: dict[str, str] | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        workers: int = WORKERS,
+    ) -> None:
+        self._flags = (db, config, openclaw_dir)
+        self._env = env
+        self.max_request_bytes = max_request_bytes
+        self._local = threading.local()
+        self._generation = 0
+        self._queues: dict[str, threading.Lock] = {}
+        self._queues_lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="lcm-serve")
+        self._in_flight = 0
+        self._count_lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.started = time.monotonic()
+        self.served = 0
+
+    # -- warm state ------------------------------------------------------------
+
+    def context(self) -> Any:
+        """This worker thread's warm context (made again after a ``reload``)."""
+        from lcm_cli.engine.context import Context
+
+        local = self._local
+        ctx = getattr(local, "ctx", None)
+        if ctx is None or local.generation != self._generation:
+            if ctx is not None:
+                ctx.close()  # connections belong to the thread that opened them
+            db, config, openclaw_dir = self._flags
+            ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
+            local.ctx, local.generation = ctx, self._generation
+        return ctx
+
+    def reload(self) -> None:
+        """Re-read config and reopen databases on each worker's next request."""
+        self._generation += 1
+
+    def queue(self, key: str) -> threading.Lock:
+        """The lock that serializes writes for one session."""
+        with self._queues_lock:
+            lock = self._queues.get(key)
+            if lock is None:
+                lock = self._queues[key] = threading.Lock()
+            return lock
+
+    # -- requests --------------------------------------------------------------
+
+    def handle_line(self, line: bytes, respond: Respond) -> Future[None] | None:
+        """Parse one request line and answer it (operations run on the pool)."""
+        try:
+            request = json.loads(line)
+        except ValueError as exc:
+            respond(_error(None, LcmError("INVALID_REQUEST", f"Request is not valid JSON ({exc}).")))
+            return None
+        if not isinstance(request, dict):
+            respond(
+                _error(
+                    None, LcmError("INVALID_REQUEST", "A request is one JSON object {id, method, params}.")
+                )
+            )
+            return None
+        request_id = request.get("id")
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int, float)):
+            respond(
+                _error(None, LcmError("INVALID_REQUEST", 'A request needs an "id" (a string or a number).'))
+            )
+            return None
+        method = request.get("method")
+        if not isinstance(method, str) or not method:
+            respond(_error(request_id, LcmError("INVALID_REQUEST", 'A request needs a "method" (a string).')))
+            return None
+        params = request.get("params", {})
+        if method in SERVER_METHODS:
+            respond({"id": request_id, "result": self._server_method(method)})
+            return None
+        with self._count_lock:
+            self._in_flight += 1
+        return self._executor.submit(self._run, request_id, method, params, respond)
+
+    def _server_method(self, method: str) -> dict[str, Any]:
+        if method == "reload":
+            self.reload()
+            data: dict[str, Any] = {"reloaded": True}
+        elif method == "shutdown":
+            self.stopping.set()
+            data = {"stopping": True}
+        else:
+            data = {
+                "version": __version__,
+                "pid": os.getpid(),
+                "uptimeMs": int((time.monotonic() - self.started) * 1000),
+                "served": self.served,
+                "inFlight": self._in_flight,
+            }
+        return {"ok": True, "command": method, "data": data, "meta": {}}
+
+    def _run(self, request_id: Any, method: str, params: Any, respond: Respond) -> None:
+        from lcm_cli.dispatch import operation_spec, serialization_key, split_params
+        from lcm_cli.engine.api import call
+
+        try:
+            spec = operation_spec(method)
+            fields, args = split_params(method, params)
+            ctx = self.context()
+            if spec.writes:
+                with self.queue(serialization_key(method, fields)):
+                    envelope = call(method, fields, args=args, context=ctx)
+            else:
+                envelope = call(method, fields, args=args, context=ctx)
+            if method == "config.set":
+                self.reload()  # the config changed under every warm context
+            respond({"id": request_id, "result": envelope})
+        except LcmError as err:
+            respond(_error(request_id, err))
+        except Exception as exc:  # one bad request must not take the server down
+            if os.environ.get("LCM_DEBUG") == "1":
+                import traceback
+
+                traceback.print_exc()
+            respond(_error(request_id, LcmError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")))
+        finally:
+            with self._count_lock:
+                self._in_flight -= 1
+                self.served += 1
+
+    def close(self) -> None:
+        """Wait for every request in flight, then stop the pool."""
+        self._executor.shutdown(wait=True)
+
+
+def serve_stream(
+    server: Server, rfile: IO[bytes] | io.BufferedIOBase, wfile: IO[bytes] | io.BufferedIOBase
+) -> None:
+    """Answer the requests of one stream until EOF or ``shutdown``; wait for its answers."""
+    write_lock = threading.Lock()
+    pending: list[Future[None]] = []
+    broken = threading.Event()
+
+    def respond(message: dict[str, Any]) -> None:
+        from lcm_cli.output import to_json
+
+        data = to_json(message).encode("utf-8")
+        with write_lock:
+            if broken.is_set():
+                return
+            try:
+                wfile.write(data)
+                wfile.flush()
+            except (OSError, ValueError):
+                broken.set()  # the client went away; the work itself is already committed
+
+    limit = server.max_request_bytes
+    while not server.stopping.is_set() and not broken.is_set():
+        line = rfile.readline(limit + 1)
+        if not line:
+            break
+        if len(line) > limit:
+            while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
+                line = rfile.readline(1 << 20)
+            respond(
+                _error(
+                    None,
+                    LcmError(
+                        "REQUEST_TOO_LARGE",
+                        f"Request line is larger than {limit} bytes; split large batches into several requests.",
+                        {"limitBytes": limit},
+                    ),
+                )
+            )
+            continue
+        if not line.strip():
+            continue
+        future = server.handle_line(line, respond)
+        if future is not None:
+            pending.append(future)
+            pending = [f for f in pending if not f.done()]
+    for future in pending:
+        future.result()
+
+
+def _wait_for_stop(server: Server) -> None:
+    """Block the main thread until EOF, ``shutdown``, SIGTERM or SIGINT.
+
+    The signal handlers only set an event: raising from a handler could land inside
+    any lock the main thread holds, so the transports run on their own threads.
+    """
+
+    def stop(signum: int, frame: Any) -> None:
+        server.stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while not server.stopping.wait(0.5):
+        pass
+
+
+def run_stdio(server: Server) -> int:
+    """Serve stdin/stdout until EOF, ``shutdown`` or SIGTERM."""
+    import sys
+
+    def read_requests() -> None:
+        try:
+            serve_stream(server, sys.stdin.buffer, sys.stdout.buffer)
+        finally:
+            server.stopping.set()
+
+    reader = threading.Thread(target=read_requests, name="lcm-serve-stdin", daemon=True)
+    reader.start()
+    _wait_for_stop(server)
+    server.close()  # every request in flight finishes and is answered
+    reader.join(timeout=0.5)
+    if reader.is_alive():
+        # Stopped by a signal or `shutdown` while the reader still blocks on stdin: the
+        # interpreter cannot finalize under a thread holding stdin's lock, and there is
+        # nothing left to flush but stdout.
+        sys.stdout.flush()
+        os._exit(0)
+    return 0
+
+
+def _claim_socket(path: str) -> Any:
+    """Lock ``PATH.lock`` and clear a stale socket file; refuse a path another server owns."""
+    import fcntl
+    import stat
+
+    lock = open(path + ".lock", "a+b")  # noqa: SIM115 - held for the server's lifetime
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise LcmError(
+            "SERVE_SOCKET_IN_USE",
+            f"Another `lcm serve` owns {path}. Stop it first or choose another --socket path.",
+            {"socket": path},
+        ) from None
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return lock
+    if not stat.S_ISSOCK(mode):
+        lock.close()
+        raise LcmError(
+            "SERVE_SOCKET_IN_USE",
+            f"{path} exists and is not a socket; refusing to replace it. Choose another --socket path.",
+            {"socket": path},
+        )
+    os.unlink(path)  # a socket left by a server that died: we hold the lock, so it is stale
+    return lock
+
+
+def run_socket(server: Server, path: str) -> int:
+    """Serve a Unix socket (mode 0600) until SIGTERM or ``shutdown``."""
+    import socketserver
+
+    path = os.path.abspath(path)
+    lock = _claim_socket(path)
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            serve_stream(server, self.rfile, self.wfile)
+
+    class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+        block_on_close = False  # in-flight work is tracked by the pool, not by connection threads
+
+    old_umask = os.umask(0o177)  # the socket is born 0600: no window where others can connect
+    try:
+        try:
+            unix = UnixServer(path, Handler)
+        except OSError as exc:
+            lock.close()
+            raise LcmError(
+                "SERVE_SOCKET_FAILED", f"Cannot listen on {path} ({exc}).", {"socket": path}
+            ) from None
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    threading.Thread(
+        target=unix.serve_forever, kwargs={"poll_interval": 0.2}, name="lcm-serve-socket", daemon=True
+    ).start()
+    try:
+        _wait_for_stop(server)
+    finally:
+        unix.shutdown()
+        unix.server_close()
+        server.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        lock.close()
+    return 0
+
+
+def main_serve(argv: list[str], globals_: dict[str, Any]) -> int:
+    """Parse `serve` options (after the global options) and run the server."""
+    stdio = False
+    socket_path: str | None = None
+    max_bytes = DEFAULT_MAX_REQUEST_BYTES
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        name, eq, inline = token.partition("=")
+        if name == "--stdio" and not eq:
+            stdio = True
+        elif name in ("--socket", "--max-request-bytes"):
+            if eq:
+                value = inline
+            elif index < len(argv):
+                value = argv[index]
+                index += 1
+            else:
+                raise LcmError("INVALID_ARGUMENT", f"Option '{name} <value>' needs a value.")
+            if name == "--socket":
+                socket_path = value
+            else:
+                if not value.isdigit() or int(value) < 1024:
+                    raise LcmError("INVALID_ARGUMENT", "--max-request-bytes takes an integer ≥ 1024.")
+                max_bytes = int(value)
+        else:
+            raise LcmError(
+                "INVALID_ARGUMENT", f"Unknown option '{name}' for `lcm serve`; see `lcm serve --help`."
+            )
+    if stdio == (socket_path is not None):
+        raise LcmError("INVALID_ARGUMENT", "`lcm serve` needs exactly one of --stdio or --socket PATH.")
+    server = Server(
+        db=globals_.get("--db"),
+        config=globals_.get("--config"),
+        openclaw_dir=globals_.get("--openclaw-dir"),
+        max_request_bytes=max_bytes,
+    )
+    if socket_path is not None:
+        return run_socket(server, socket_path)
+    return run_stdio(server)
