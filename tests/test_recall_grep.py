@@ -397,3 +397,39 @@ def test_walk_with_ties_and_rows_inserted_during_the_walk(tmp_path: Path, mode: 
         if cursor is None:
             break
     assert seen == [6, 5, 4, 3, 2, 1, 7]
+
+
+def test_recall_operations_through_hook_and_serve(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
+    import subprocess
+    import sys
+
+    root, c = corpus_dir
+    exe = [str(Path(sys.executable).with_name("lcm"))]
+    hook = subprocess.run(
+        exe + ["--openclaw-dir", str(root), "hook", "grep"],
+        input=json.dumps(
+            {"pattern": "billing", "mode": "full_text", "allConversations": True, "scope": "messages"}
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hook.returncode == 0, hook.stderr
+    body = json.loads(hook.stdout)
+    assert ids(body, "message") == [2, 1, 10, 9] and body["meta"]["searchPath"] == {"messages": "fts5"}
+    requests = [
+        {"id": 1, "method": "describe", "params": {"itemId": c["leaf_a"]}},
+        {"id": 2, "method": "expand", "params": {"summaryId": c["leaf_a"]}},
+        {"id": 3, "method": "export", "params": {"conversationId": c["main"], "to": "jsonl"}},
+    ]
+    serve = subprocess.run(
+        exe + ["--openclaw-dir", str(root), "serve", "--stdio"],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    replies = {r["id"]: r["result"] for r in map(json.loads, serve.stdout.splitlines())}
+    assert replies[1]["data"]["sourceMessageIds"] == [1, 2]
+    assert [m["messageId"] for m in replies[2]["data"]["messages"]] == [1, 2]
+    assert replies[3]["data"]["document"].count('"type":"message"') == 8
