@@ -30,7 +30,7 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, control, doors, inventory, migrate, read, recall, root
+    from lcm_cli.commands import backup, control, doors, ingest, inventory, migrate, read, recall, root
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -56,6 +56,8 @@ def build_app() -> Any:
     app.command("export", epilog=GLOBALS_EPILOG)(recall.export)
     app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
     app.add_typer(control.control, name="control")
+    app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
+    app.add_typer(ingest.session, name="session")
     app.command("commands", epilog=GLOBALS_EPILOG)(inventory.commands)
     app.command("hook", epilog=GLOBALS_EPILOG)(doors.hook)
     app.command("serve", epilog=GLOBALS_EPILOG)(doors.serve)

@@ -34,6 +34,7 @@ class Context:
         self.plugin_config: dict[str, Any] = {}
         self._effective: dict[str, Any] | None = None
         self._conn: sqlite3.Connection | None = None
+        self._store: Any = None
         self._probe: SchemaProbe | None = None
         self.timeout_ms = busy_timeout_ms(dict(self.env))
         self.paths_resolved = False
@@ -115,8 +116,32 @@ class Context:
         if self.progress is not None:
             self.progress(stage, done, total)
 
+    def store(self) -> Any:
+        """The write store on this context's database, opened (created, migrated) on first use.
+
+        It lives as long as the context: one call for a CLI command, the whole process for
+        a warm `lcm serve` worker, so repeated writes skip the open and migration check.
+        """
+        if self._store is None:
+            from lcm_cli.engine.store import Store
+
+            try:
+                store = Store.open(self.database_path)
+            except OSError as exc:  # (sqlite3 errors reach the door, which maps busy/locked)
+                raise LcmError(
+                    "DATABASE_OPEN_FAILED",
+                    f"Cannot open {self.database_path} for writing ({exc}). Check that the directory is writable.",
+                    {"databasePath": self.database_path},
+                ) from None
+            store.conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_ms)}")
+            self._store = store
+        return self._store
+
     def close(self) -> None:
-        """Close the database handle if it was opened."""
+        """Close the database handles that were opened."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -102,6 +102,22 @@ OPERATIONS: dict[str, OpSpec] = {
         args=("prompt",),
         words=("expand-query",),
     ),
+    "session.ingest": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
+        words=("ingest",),
+        writes=True,
+    ),
+    "session.bootstrap": OpSpec(
+        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), writes=True
+    ),
+    "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
+    "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
+    "session.end": OpSpec(
+        "lcm_cli.engine.session_ops",
+        ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
+        writes=True,
+    ),
 }
 
 

@@ -84,7 +84,21 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "max_request_bytes": {"type": "integer", "minimum": 1024},
     # control contract
     "operation": {"enum": ["status", "doctor", "rotate"]},
-    "session_id": {"type": "string"},
+    # sessions and ingest (the operation checks the message shapes itself)
+    "session_id": {"type": "string", "description": "OpenClaw runtime session id"},
+    "session_file": {"type": "string", "description": "the session's transcript JSONL"},
+    "message": {
+        "description": "one message object (or its JSON text)",
+        "oneOf": [{"type": "object"}, {"type": "string"}],
+    },
+    "messages": {
+        "description": "an array of message objects (or its JSON text)",
+        "oneOf": [{"type": "array", "items": {"type": "object"}}, {"type": "string"}],
+    },
+    "is_heartbeat": {"type": "boolean", "default": False},
+    "reason": {"type": "string", "description": "why the session ended (session_end reason)"},
+    "next_session_id": {"type": "string"},
+    "next_session_key": {"type": "string"},
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(
@@ -258,6 +272,8 @@ def _by_schema(field: str, value: Any) -> Any:
     option = option_name(field)
     if value is None:
         return None
+    if "oneOf" in schema:
+        return value  # structured input: the operation validates its shape
     if kind == "integer":
         return _integer(option, value, low=schema.get("minimum", 0), high=schema.get("maximum"))
     if kind == "boolean":

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from lcm_cli.engine import identity
 from lcm_cli.engine.db import schema
 from lcm_cli.engine.tokens import estimate_tokens
 
@@ -70,16 +71,13 @@ def _as_utc(moment: datetime) -> datetime:
 
 
 def message_identity_hash(role: str, content: str) -> str:
-    """Hex SHA-256 of role, a NUL byte, then content.
+    """lossless-claw's ``identity_hash`` of a stored message (database.md §5).
 
-    This is lossless-claw's identity hash for all content except user messages
-    that open with an OpenClaw "untrusted metadata" block, which the plugin
-    canonicalizes first (not ported here).
+    Hex SHA-256 of role, a NUL byte, then the content, with user content that opens
+    with OpenClaw's "untrusted metadata" blocks canonicalized first
+    (:func:`lcm_cli.engine.identity.identity_hash`).
     """
-    digest = hashlib.sha256(role.encode())
-    digest.update(b"\x00")
-    digest.update(content.encode())
-    return digest.hexdigest()
+    return identity.identity_hash(role, content)
 
 
 class PartIds:

@@ -56,22 +56,21 @@ Lines that are imported but had to be repaired are listed in :attr:`Transcript.w
 from __future__ import annotations
 
 import codecs
-import functools
-import hashlib
 import json
 import math
 import os
 import re
 import stat
 import time
-import unicodedata
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import IO, Any, NamedTuple
 
+from lcm_cli.engine import jsvalues
 from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.store import message_identity_hash
+from lcm_cli.engine.identity import canonical_identity_content, hash_canonical
+from lcm_cli.engine.identity import entry_hash_canonical as _entry_hash
 from lcm_cli.engine.tokens import estimate_tokens
 
 # ==========================================================================
@@ -122,6 +121,16 @@ class TranscriptMessage(NamedTuple):
         }
 
 
+class RawEntry(NamedTuple):
+    """One chosen message object as read from the file, with its envelope facts."""
+
+    message: dict[str, Any]
+    entry_id: str | None
+    envelope_timestamp: str | None
+    line: int
+    byte_size: int
+
+
 class Candidate(NamedTuple):
     """A message the import would write, as the scan knows it (nothing is re-read).
 
@@ -153,381 +162,25 @@ STRUCTURAL_ENTRY_TYPES = frozenset(
 )
 
 # ==========================================================================
-# JavaScript semantics the reference relies on
-# ==========================================================================
-
-# String.prototype.trim() strips exactly these; Python's str.strip() differs (it also
-# strips U+001C-U+001F and U+0085, and keeps U+FEFF).
-_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_JS_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-
-
-def _trim(text: str) -> str:
-    return text.strip(_JS_SPACE)
-
-
-def _trim_start(text: str) -> str:
-    return text.lstrip(_JS_SPACE)
-
-
-def _is_blank(text: str) -> bool:
-    # A first or last character that is not a space settles it without copying the text.
-    return not text or (text[0] in _JS_SPACE and text[-1] in _JS_SPACE and not text.strip(_JS_SPACE))
-
-
-class _JsNumber:
-    """A JSON number whose JavaScript spelling Python's float repr cannot produce.
-
-    Only tiny non-integral values (below 1e-4, which JavaScript writes positionally
-    down to 1e-6 and with a one-digit exponent below) and overflowing literals
-    (Infinity, which JSON.stringify writes as null) need it. The spelling is worked out
-    when first needed: most such numbers (token costs in usage records) never are.
-    """
-
-    __slots__ = ("_text", "value")
-
-    def __init__(self, value: float) -> None:
-        self.value = value
-        self._text: str | None = None
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = _js_number_text(self.value)
-        return self._text
-
-
-def _js_number_text(value: float) -> str:
-    """ECMAScript Number::toString for a finite double; ``null`` for non-finite (as JSON)."""
-    if not math.isfinite(value):
-        return "null"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    mantissa, _, exponent = repr(abs(value)).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    point = len(whole) + (int(exponent) if exponent else 0)
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    digits = stripped.rstrip("0") or "0"
-    k, n = len(digits), point
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        body = "0." + "0" * (-n) + digits
-    else:
-        e = n - 1
-        mark = "+" if e >= 0 else "-"
-        body = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + mark + str(abs(e))
-    return sign + body
-
-
-def _parse_float(text: str) -> Any:
-    # JavaScript has one number type: integral values print without ".0", so they
-    # become ints here (exactly as JS would spell them once past 2**53).
-    value = float(text)
-    if math.isfinite(value) and value.is_integer():
-        if abs(value) < 9007199254740992.0:
-            return int(value)
-        if abs(value) < 1e21:
-            return int(_js_number_text(value))
-        return value
-    if math.isfinite(value) and abs(value) >= 1e-4:
-        return value
-    return _JsNumber(value)
-
-
-def _parse_big_int(text: str) -> Any:
-    if len(text) < 16:
-        return int(text)
-    return _parse_float(text)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_MAX_ARRAY_INDEX = 4294967294
-
-
-def _is_array_index(key: str) -> bool:
-    return (
-        key[:1].isdigit()  # rules out almost every key at once
-        and key.isascii()
-        and key.isdigit()
-        and (key == "0" or key[0] != "0")
-        and len(key) <= 10
-        and int(key) <= _MAX_ARRAY_INDEX
-    )
-
-
-def _js_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # JavaScript objects list integer-like keys first, ascending, then the rest in
-    # insertion order; a repeated key keeps its first position and its last value.
-    obj = dict(pairs)
-    if any(_is_array_index(key) for key in obj):
-        return _js_ordered(obj.items())
-    return obj
-
-
-def _js_ordered(items: Any) -> dict[str, Any]:
-    entries = list(items)
-    index = [e for e in entries if _is_array_index(e[0])]
-    if not index:
-        return dict(entries)
-    index.sort(key=lambda e: int(e[0]))
-    rest = [e for e in entries if not _is_array_index(e[0])]
-    return dict(index + rest)
-
-
-_DECODERS: dict[tuple[bool, bool], json.JSONDecoder] = {}
-
-
-def _decoder(ordered: bool, big_ints: bool) -> json.JSONDecoder:
-    key = (ordered, big_ints)
-    found = _DECODERS.get(key)
-    if found is None:
-        found = json.JSONDecoder(
-            parse_float=_parse_float,
-            parse_int=_parse_big_int if big_ints else None,
-            parse_constant=_reject_constant,
-            object_pairs_hook=_js_object if ordered else None,
-        )
-        _DECODERS[key] = found
-    return found
-
-
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-
-
-def _js_parse(text: str) -> Any:
-    """``JSON.parse(text)``: raises ValueError (or RecursionError) when it would throw.
-
-    A quick look at the text decides whether the slower JavaScript-faithful decoding
-    paths are needed: integer-like object keys, or integers too long for a double.
-    With every digit mapped to 0, a key ending in a digit and followed by its colon
-    (or by whitespace) and a run of 16 digits are fixed substrings. The test may pick
-    a slower path without need (same result), never the fast path wrongly.
-    """
-    folded = text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO)
-    ordered = (
-        b'0":' in folded or b'0" ' in folded or b'0"\n' in folded or b'0"\r' in folded or b'0"\t' in folded
-    )
-    big = b"0000000000000000" in folded
-    return _decoder(ordered, big).decode(text)
-
-
-# The first pass only needs validity and structure, not how numbers print or keys
-# order, so it uses the plain (fastest) decoder; only NaN/Infinity must still fail.
-_SHAPE_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-# JSONDecoder.decode without its wrapper (two regex matches and two Python frames per
-# call): the C scanner itself, for text that is already trimmed.
-_Scanner = Callable[[str, int], tuple[Any, int]]
-_SHAPE_SCAN: _Scanner = _SHAPE_DECODER.scan_once  # type: ignore[attr-defined]
-
-
-def _js_parse_line(data: bytes, text: str) -> Any:
-    """:func:`_js_parse` for a trimmed transcript line, deciding the decoding path from its bytes.
-
-    Mapping every digit to 0 turns both rare cases into fixed substrings, which is far
-    cheaper than a regex over every line: an integer-like key (``"12":``) and a run
-    of 16 digits. (A key written with spaces before its colon is not noticed.)
-    """
-    folded = data.translate(_DIGITS_TO_ZERO)
-    ordered = b'0":' in folded
-    big = b"0000000000000000" in folded
-    # JSONDecoder.decode without its wrapper: the text is trimmed (no JSON whitespace at
-    # either end), so the value must end exactly at its end.
-    try:
-        value, end = _decoder(ordered, big).scan_once(text, 0)  # type: ignore[attr-defined]
-    except StopIteration:
-        raise ValueError("Expecting value") from None
-    if end != len(text):
-        raise ValueError("Extra data")
-    return value
-
-
-_ABSENT: Any = object()
-
-
-def _try_parse(text: str) -> Any:
-    """``JSON.parse`` in a try block: the value, or ``_ABSENT`` when it would throw."""
-    try:
-        return _js_parse(text)
-    except (ValueError, RecursionError):
-        return _ABSENT
-
-
-_NUMBER_MARK = "\x00\x01lcm-js-number:"
-_NUMBER_MARK_JSON = re.compile(r'"\\u0000\\u0001lcm-js-number:([^"\\]*)\\u0001\\u0000"')
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _encode_special(value: Any) -> Any:
-    if isinstance(value, _JsNumber):
-        return _NUMBER_MARK + value.text + "\x01\x00"
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
-_encode_string: Callable[[str], str] = json.encoder.encode_basestring  # the C one when built
-
-
-def _make_encoder() -> Callable[[Any], str]:
-    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_encode_special)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return encoder.encode
-    # The C encoder built once: JSONEncoder.encode rebuilds it on every call, which
-    # dominates for the many small objects serialized here. Values come from JSON, so
-    # they cannot be circular and no marker table is needed.
-    try:
-        iterencode = make(
-            None, _encode_special, json.encoder.encode_basestring, None, ":", ",", False, False, True
-        )
-    except TypeError:  # a CPython whose private encoder takes other arguments
-        return encoder.encode
-
-    def encode(value: Any) -> str:
-        if isinstance(value, str):
-            return _encode_string(value)
-        return "".join(iterencode(value, 0))
-
-    return encode
-
-
-_encode = _make_encoder()
-
-
-def _stringify(value: Any) -> str:
-    """``JSON.stringify(value)`` for a value read from JSON.
-
-    The two fix-ups below act inside single string literals, so the serialization of a
-    container equals its members' serializations (each fixed up) joined as JSON.
-    """
-    text = _encode(value)
-    if "\\u0000\\u0001lcm-js-number:" in text:
-        text = _NUMBER_MARK_JSON.sub(lambda m: m.group(1), text)
-    if not text.isascii() and _has_lone_surrogate(text):
-        # Well-formed JSON.stringify escapes a lone surrogate rather than emitting it.
-        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return text
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    # Strict UTF-8 encoding fails exactly on a lone surrogate; in C it is several
-    # times faster than a regex scan, and the failure is rare.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _utf8_safe(text: str) -> str:
-    """Text as Node writes it out as UTF-8: a lone surrogate becomes U+FFFD."""
-    if text.isascii() or not _has_lone_surrogate(text):
-        return text
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or isinstance(value, _JsNumber)
-
-
-def _js_string(value: Any) -> str:
-    """``String(value)`` for a value read from JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, _JsNumber):
-        return (
-            "Infinity" if value.value == math.inf else "-Infinity" if value.value == -math.inf else value.text
-        )
-    if isinstance(value, float):
-        return _js_number_text(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):
-        return ",".join("" if item is None else _js_string(item) for item in value)
-    return "[object Object]"
-
-
-def _str_or_none(value: Any) -> str | None:
-    """The reference's ``safeString``: the value if it is a string."""
-    return value if isinstance(value, str) else None
-
-
-def _bool_or_none(value: Any) -> bool | None:
-    """The reference's ``safeBoolean``: the value if it is a boolean."""
-    return value if isinstance(value, bool) else None
-
-
-def _first_str(record: dict[str, Any], *keys: str) -> str | None:
-    for key in keys:
-        value = record.get(key)
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def _envelope_string(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    trimmed = _trim(value)
-    return trimmed or None
-
-
-# --- localeCompare --------------------------------------------------------
-# Metadata keys are sorted with JavaScript's localeCompare (ICU root collation), not by
-# code point: punctuation before digits before letters, case and accents only breaking
-# ties. This reproduces that order for ASCII exactly and approximates it beyond.
-_ICU_ASCII_ORDER = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
-_ICU_PRIMARY = {ch: i for i, ch in enumerate(_ICU_ASCII_ORDER)}
-# Latin letters that do not decompose but sort with ASCII letters.
-_LATIN_EXTRAS = {"ø": "o", "đ": "d", "ł": "l", "ħ": "h", "æ": "ae", "œ": "oe", "þ": "th"}
-
-
-@functools.lru_cache(maxsize=4096)
-def _collation_key(text: str) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[int, ...]]:
-    primary: list[Any] = []
-    secondary: list[tuple[int, ...]] = []
-    tertiary: list[int] = []
-    for ch in text:
-        if ch in _ICU_PRIMARY:
-            weights: list[tuple[int, Any]] = [(0, _ICU_PRIMARY[ch])]
-            marks: tuple[int, ...] = ()
-            upper = 0
-        else:
-            decomposed = unicodedata.normalize("NFD", ch) if not ch.isascii() else ch
-            base = decomposed[0]
-            marks = tuple(ord(m) for m in decomposed[1:])
-            upper = 1 if base.isupper() else 0
-            folded = _LATIN_EXTRAS.get(base.lower(), base.casefold())
-            if folded.isascii() and folded.isalpha():
-                # Latin letters, accented or not, sort with their base letters (ß as ss).
-                weights = [(2, letter) for letter in folded]
-            elif ord(base) < 0x20 or unicodedata.category(base) in ("Cc", "Cf", "Mn"):
-                continue  # ignorable at every level
-            elif base.isalpha():
-                weights = [(3, folded)]
-            elif base.isdigit():
-                weights = [(1, str(unicodedata.digit(base, 0)))]
-            elif unicodedata.category(base) in ("So", "Sm", "Sk"):
-                weights = [(0, _ICU_PRIMARY["$"] - 1 + ord(base) / 0x200000)]
-            else:
-                weights = [(0, _ICU_PRIMARY["$"] - 2 + ord(base) / 0x200000)]
-        for i, weight in enumerate(weights):
-            primary.append(weight)
-            secondary.append(marks if i == 0 else ())
-            tertiary.append(upper)
-    return tuple(primary), tuple(secondary), tuple(tertiary)
-
+# JavaScript value semantics live in lcm_cli.engine.jsvalues (shared with the identity
+# hash and runtime ingest); the reader keeps its short private names for them.
+_ABSENT = jsvalues.ABSENT
+_JS_SPACE = jsvalues.JS_SPACE
+_SHAPE_SCAN = jsvalues.SHAPE_SCAN
+_JsNumber = jsvalues.JsNumber
+_bool_or_none = jsvalues.bool_or_none
+_decoder = jsvalues.decoder
+_envelope_string = jsvalues.envelope_string
+_first_str = jsvalues.first_str
+_is_blank = jsvalues.is_blank
+_is_number = jsvalues.is_number
+_js_parse_line = jsvalues.js_parse_line
+_js_string = jsvalues.js_string
+_str_or_none = jsvalues.str_or_none
+_stringify = jsvalues.stringify
+_trim = jsvalues.trim
+_try_parse = jsvalues.try_parse
+_utf8_safe = jsvalues.utf8_safe
 
 # --- Date -----------------------------------------------------------------
 _ZONED = re.compile(r"(?:[zZ]|[+-][0-9]{2}:[0-9]{2})$")
@@ -629,307 +282,7 @@ def _created_at(message: dict[str, Any], envelope_timestamp: str | None) -> str 
 
 
 # ==========================================================================
-# OpenClaw inbound metadata: the identity canonicalization of user content
-# ==========================================================================
-
-_NOT_SPACE = f"[^{_JS_SPACE_CLASS}]"
-_CONVERSATION_INFO = "Conversation info (untrusted metadata)"
-_SENDER_INFO = "Sender (untrusted metadata)"
-_METADATA_HEADINGS = (_CONVERSATION_INFO + ":", _SENDER_INFO + ":")
-_RECAP_HEADERS = (
-    "Chat history since last reply (untrusted, for context):",
-    "Conversation context (untrusted, chronological, selected for current message):",
-)
-_CONTEXT_HEADINGS = (
-    "Thread starter (untrusted, for context)",
-    "Reply chain of current user message (untrusted, nearest first)",
-    "Reply target of current user message (untrusted, for context)",
-    "Forwarded message context (untrusted metadata)",
-    "Location (untrusted metadata)",
-)
-_CONTEXT_HEADINGS_COLON = tuple(h + ":" for h in _CONTEXT_HEADINGS)
-_RECAP_LINE_ID = re.compile(f"#{_NOT_SPACE}+ ")
-_RECAP_LINE_TIME = re.compile(
-    f"[A-Za-z]{{3}} [0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}} [0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}} {_NOT_SPACE}+ "
-)
-_DELIVERY_PRELUDE = re.compile(r"Delivery:[\s\S]*?\r?\n\r?\n(?=Conversation info \(untrusted metadata\):)")
-_METADATA_SEPARATOR = re.compile(r"[ \t]*(?:\r?\n)(?:[ \t]*(?:\r?\n))?")
-
-_CONVERSATION_INFO_KEYS = frozenset(
-    {
-        "chat_id",
-        "message_id",
-        "reply_to_id",
-        "sender_id",
-        "conversation_label",
-        "sender",
-        "timestamp",
-        "group_subject",
-        "group_channel",
-        "group_space",
-        "group_members",
-        "thread_label",
-        "inbound_event_kind",
-        "topic_id",
-        "topic_name",
-        "is_forum",
-        "mention_reason",
-        "mention_target",
-        "mentioned_user_ids",
-        "mentioned_usernames",
-        "has_reply_context",
-        "has_forwarded_context",
-        "has_thread_starter",
-        "history_count",
-        "history_media_count",
-        "history_truncated",
-    }
-)
-_SENDER_INFO_KEYS = frozenset({"label", "id", "name", "username", "tag", "e164"})
-_VOLATILE_KEYS = frozenset({"message_id", "reply_to_id", "timestamp"})
-_VOLATILE_KEYS_WITH_HISTORY = _VOLATILE_KEYS | {"history_count", "history_media_count", "history_truncated"}
-_RECAP_ENTRY_KEYS = frozenset({"sender", "timestamp_ms", "message_id", "body", "media"})
-
-
-def canonical_identity_content(role: str, content: str) -> str:
-    """User content with OpenClaw's volatile inbound metadata normalized (database.md §5).
-
-    Only ``user`` content that opens (after an optional ``Delivery:`` prelude) with a
-    "Conversation info (untrusted metadata)" fenced-JSON block changes: its volatile keys
-    are dropped and the JSON is re-serialized with sorted keys, a following "Sender
-    (untrusted metadata)" block is re-serialized, and a chat-history recap is removed.
-    Everything else is returned unchanged.
-    """
-    if role != "user" or "(untrusted metadata)" not in content:
-        return content
-    prelude, candidate = _split_delivery_prelude(content)
-    candidate = _trim_start(candidate)
-    match = _fenced_json(candidate, _METADATA_HEADINGS)
-    if match is None or match[0] != 0:
-        return content
-    record = _metadata_record(_CONVERSATION_INFO, match[1])
-    if record is None:
-        return content
-    has_history = _has_history(record)
-    conversation_json = _canonical_metadata_json(
-        record, _VOLATILE_KEYS_WITH_HISTORY if has_history else _VOLATILE_KEYS
-    )
-    if conversation_json is None:
-        return content
-    remaining = candidate[match[2] :]
-    blocks = [_format_metadata_block(_CONVERSATION_INFO, conversation_json)]
-    sender_candidate = _trim_start(remaining)
-    sender_match = _fenced_json(sender_candidate, _METADATA_HEADINGS)
-    sender_record = (
-        _metadata_record(_METADATA_HEADINGS[sender_match[0]][:-1], sender_match[1]) if sender_match else None
-    )
-    sender_json = _canonical_metadata_json(sender_record, frozenset()) if sender_record is not None else None
-    if sender_match is not None and sender_match[0] == 1 and sender_json is not None:
-        after_blocks = sender_candidate[sender_match[2] :]
-        blocks.append(_format_metadata_block(_SENDER_INFO, sender_json))
-    else:
-        after_blocks = remaining
-    if has_history:
-        context_text, rest = _split_context_blocks(after_blocks)
-        recap_candidate = _trim_start(rest)
-        recap_length = _match_recap(recap_candidate)
-        if recap_length > 0:
-            context_prefix = _strip_separator(context_text).rstrip(_JS_SPACE)
-            after_recap = _strip_separator(recap_candidate[recap_length:])
-            if context_prefix:
-                remaining = (
-                    f"{context_prefix}\n\n{after_recap}" if not _is_blank(after_recap) else context_prefix
-                )
-            else:
-                remaining = after_recap
-        else:
-            remaining = _strip_separator(after_blocks)
-    else:
-        remaining = _strip_separator(after_blocks)
-    if _is_blank(remaining):
-        return content
-    return prelude + "\n\n".join(blocks) + "\n\n" + remaining
-
-
-def _fenced_json(text: str, headings: tuple[str, ...]) -> tuple[int, str, int] | None:
-    """A fenced JSON block opening ``text``: (which heading, the body, where it ends).
-
-    What the reference's regex gives (heading, line break, a json code fence, line
-    break, then a lazy body up to a line break and the closing fence), done with string
-    methods: a line break is LF or CRLF, and the body ends at the first LF followed by
-    three backticks, less a CR just before it. No heading is a prefix of another.
-    """
-    which = next((i for i, heading in enumerate(headings) if text.startswith(heading)), -1)
-    if which < 0:
-        return None
-    position = len(headings[which])
-    for part in ("\n", "```json", "\n"):
-        if part == "\n" and text.startswith("\r\n", position):
-            position += 2
-        elif text.startswith(part, position):
-            position += len(part)
-        else:
-            return None
-    close = text.find("\n```", position)
-    if close == -1:
-        return None
-    body_end = close - 1 if close > position and text[close - 1] == "\r" else close
-    return which, text[position:body_end], close + 4
-
-
-def _split_delivery_prelude(content: str) -> tuple[str, str]:
-    trimmed = _trim_start(content)
-    if trimmed.startswith(_CONVERSATION_INFO + ":"):
-        return "", trimmed
-    match = _DELIVERY_PRELUDE.match(trimmed)
-    if match is None:
-        return "", trimmed
-    return match.group(0), trimmed[match.end() :]
-
-
-def _metadata_record(heading: str, body: str) -> dict[str, Any] | None:
-    parsed = _try_parse(body)
-    if not isinstance(parsed, dict):
-        return None
-    known = (
-        _CONVERSATION_INFO_KEYS
-        if heading == _CONVERSATION_INFO
-        else _SENDER_INFO_KEYS
-        if heading == _SENDER_INFO
-        else None
-    )
-    if known is None or not any(key in known for key in parsed):
-        return None
-    return parsed
-
-
-def _has_history(record: dict[str, Any]) -> bool:
-    count = record.get("history_count")
-    return isinstance(count, int) and not isinstance(count, bool) and count > 0
-
-
-def _canonical_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_canonical_value(item) for item in value]
-    if isinstance(value, dict):
-        return _js_ordered(
-            sorted(
-                ((key, _canonical_value(item)) for key, item in value.items()),
-                key=lambda entry: _collation_key(entry[0]),
-            )
-        )
-    return value
-
-
-def _canonical_metadata_json(record: dict[str, Any], volatile: frozenset[str]) -> str | None:
-    entries = [(key, _canonical_value(value)) for key, value in record.items() if key not in volatile]
-    if not entries:
-        return None
-    entries.sort(key=lambda entry: _collation_key(entry[0]))
-    return _stringify(_js_ordered(entries))
-
-
-def _format_metadata_block(heading: str, body: str) -> str:
-    return f"{heading}:\n```json\n{body}\n```"
-
-
-def _strip_separator(text: str) -> str:
-    match = _METADATA_SEPARATOR.match(text)
-    return text[match.end() :] if match else text
-
-
-def _split_context_blocks(text: str) -> tuple[str, str]:
-    remaining = text
-    blocks = ""
-    while True:
-        candidate = _trim_start(remaining)
-        leading = remaining[: len(remaining) - len(candidate)]
-        match = _fenced_json(candidate, _CONTEXT_HEADINGS_COLON)
-        if match is None or not isinstance(_try_parse(match[1]), (dict, list)):
-            return blocks, remaining
-        blocks += leading + candidate[: match[2]]
-        remaining = candidate[match[2] :]
-
-
-def _match_recap(candidate: str) -> int:
-    match = _fenced_json(candidate, _RECAP_HEADERS)
-    if match is not None:
-        parsed = _try_parse(match[1])
-        valid = (
-            isinstance(parsed, list)
-            and len(parsed) > 0
-            and all(
-                isinstance(entry, dict) and any(key in _RECAP_ENTRY_KEYS for key in entry) for entry in parsed
-            )
-        )
-        return match[2] if valid else 0
-    return _match_recap_lines(candidate)
-
-
-def _match_recap_lines(candidate: str) -> int:
-    # The prose form: one "<#id> <timestamp> sender: text" line per entry, ending at a
-    # blank line or the end of the content; anything else voids the whole match.
-    header = next((h for h in _RECAP_HEADERS if candidate.startswith(h)), None)
-    if header is None:
-        return 0
-    cursor = len(header)
-    if candidate.startswith("\r\n", cursor):
-        cursor += 2
-    elif candidate.startswith("\n", cursor):
-        cursor += 1
-    else:
-        return 0
-    matched_end = -1
-    while cursor < len(candidate):
-        newline = candidate.find("\n", cursor)
-        line_end = len(candidate) if newline == -1 else newline
-        if line_end > cursor and candidate[line_end - 1] == "\r":
-            line_end -= 1
-        if not _is_recap_entry_line(candidate[cursor:line_end]):
-            break
-        matched_end = line_end
-        if newline == -1:
-            break
-        cursor = newline + 1
-    if matched_end < 0:
-        return 0
-    rest = candidate[matched_end:]
-    terminated = rest in ("", "\n", "\r\n") or rest.startswith(("\n\n", "\n\r\n", "\r\n\n", "\r\n\r\n"))
-    return matched_end if terminated else 0
-
-
-def _has_sender_and_text(remainder: str) -> bool:
-    separator = remainder.find(": ", 1)
-    return separator != -1 and separator + 2 < len(remainder)
-
-
-def _is_recap_entry_line(line: str) -> bool:
-    id_match = _RECAP_LINE_ID.match(line)
-    if id_match is not None:
-        after_id = line[id_match.end() :]
-        time_match = _RECAP_LINE_TIME.match(after_id)
-        if time_match is not None and _has_sender_and_text(after_id[time_match.end() :]):
-            return True
-        return _has_sender_and_text(after_id)
-    time_match = _RECAP_LINE_TIME.match(line)
-    return time_match is not None and _has_sender_and_text(line[time_match.end() :])
-
-
-def entry_hash(role: str, content: str) -> str:
-    """The ``last_processed_entry_hash`` of a stored message (database.md §5)."""
-    return _entry_hash(role, canonical_identity_content(role, content))
-
-
-def _entry_hash(role: str, canonical: str) -> str:
-    # JSON.stringify({role, content}), put together from its serialized members.
-    text = '{"role":' + _role_json(role) + ',"content":' + _stringify(canonical) + "}"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def identity_hash(role: str, content: str) -> str:
-    """The ``identity_hash`` of a stored message, user-metadata canonicalization included."""
-    return message_identity_hash(role, _utf8_safe(canonical_identity_content(role, content)))
-
+# (The identity canonicalization of user content lives in lcm_cli.engine.identity.)
 
 # ==========================================================================
 # Content projection (§6.3)
@@ -1738,7 +1091,7 @@ def build_message(
         safe_content,
         tokens,
         _created_at(message, envelope_timestamp),
-        message_identity_hash(stored_role, safe_canonical),
+        hash_canonical(stored_role, safe_canonical),
         _entry_hash(stored_role, canonical),
         _sender_metadata(role, message),
         parts,
@@ -2028,6 +1381,21 @@ class Transcript:
         Raises ``LcmError("TRANSCRIPT_CHANGED")`` if the file was replaced or rewritten
         since the scan (appending to it is fine: only the scanned bytes are read).
         """
+        for entry in self.iter_entries(want):
+            yield build_message(
+                entry.message,
+                entry_id=entry.entry_id,
+                envelope_timestamp=entry.envelope_timestamp,
+                line=entry.line,
+                byte_size=entry.byte_size,
+            )
+
+    def iter_entries(self, want: Callable[[Candidate], bool] | None = None) -> Iterator[RawEntry]:
+        """What :meth:`iter_messages` builds from: each chosen message object as read.
+
+        Runtime bootstrap ingests these through the live ingest path (which rewrites
+        large payloads before building the row).
+        """
         handle, info = _open(self.path)
         with handle:
             if (info.st_dev, info.st_ino) != self._identity or info.st_size < self.size_bytes:
@@ -2056,13 +1424,9 @@ class Transcript:
                     envelope_ts = _envelope_string(entry.get("timestamp"))
                 if entry_id != expected_id:
                     raise _changed(self.path)
-                yield build_message(
-                    message, entry_id=entry_id, envelope_timestamp=envelope_ts, line=line, byte_size=length
-                )
+                yield RawEntry(message, entry_id, envelope_ts, line, length)
 
-    def _iter_array(
-        self, handle: IO[bytes], want: Callable[[Candidate], bool] | None
-    ) -> Iterator[TranscriptMessage]:
+    def _iter_array(self, handle: IO[bytes], want: Callable[[Candidate], bool] | None) -> Iterator[RawEntry]:
         if not self._array_chosen:
             return
         last = max(self._array_chosen)
@@ -2079,7 +1443,7 @@ class Transcript:
                     candidate = Candidate(chosen, None, line, size, self._parts[chosen])
                     chosen += 1
                     if want is None or want(candidate):
-                        yield build_message(value, line=line, byte_size=size)
+                        yield RawEntry(value, None, None, line, size)
         except _ArrayError as exc:
             raise _changed(self.path) from exc
 
