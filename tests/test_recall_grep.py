@@ -433,3 +433,80 @@ def test_recall_operations_through_hook_and_serve(corpus_dir: tuple[Path, dict[s
     assert replies[1]["data"]["sourceMessageIds"] == [1, 2]
     assert [m["messageId"] for m in replies[2]["data"]["messages"]] == [1, 2]
     assert replies[3]["data"]["document"].count('"type":"message"') == 8
+
+
+@pytest.fixture(scope="module")
+def random_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """600 messages in 6 conversations, random words and times (ids not in time order)."""
+    import random
+
+    from lcm_cli.engine.store import Store
+
+    rng = random.Random(7)
+    db = tmp_path_factory.mktemp("recall-random") / "lcm.db"
+    words = "alpha beta gamma delta omega sigma".split()
+    with Store.open(db) as store:
+        for c in range(6):
+            cid = store.create_conversation(
+                f"s{c}", session_key="agent:fam" if c < 3 else f"agent:k{c}", active=c in (0, 3, 4, 5)
+            )
+            rows = [
+                {
+                    "role": "user",
+                    "content": " ".join(rng.choices(words, k=4)),
+                    # Coarse times: many ties; conversations overlap in time.
+                    "created_at": f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)} 10:00:0{rng.randint(0, 2)}",
+                }
+                for _ in range(100)
+            ]
+            store.add_messages(cid, rows)
+    return db
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--all-conversations"],
+        ["--session-key", "agent:fam"],
+        ["--conversation-id", "4"],
+        ["--all-conversations", "--before", "2026-05-01T00:00:00Z"],
+        ["--all-conversations", "--between", "2026-03-01T00:00:00Z..2026-07-01T00:00:00Z"],
+    ],
+    ids=["all", "family", "one", "before", "between"],
+)
+@pytest.mark.parametrize("word", ["alpha", "omega sigma"])
+def test_newest_matches_window_walk_equals_the_plain_join(
+    random_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], word: str
+) -> None:
+    import lcm_cli.engine.recall.grep as grep_module
+
+    args = [
+        "--db",
+        str(random_corpus),
+        "grep",
+        word,
+        "--mode",
+        "full_text",
+        "--scope",
+        "messages",
+        "--limit",
+        "7",
+        *extra,
+    ]
+
+    def walk_ids() -> list[int]:
+        seen: list[int] = []
+        cursor = None
+        while True:
+            out = lcm(*args, *(["--cursor", cursor] if cursor else []))
+            assert out.code == 0, out.stderr
+            seen += [h["id"] for h in out.json["data"]["hits"]]
+            cursor = out.json["pagination"]["nextCursor"]
+            if cursor is None:
+                return seen
+
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 1)
+    windowed = walk_ids()
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
+    joined = walk_ids()
+    assert windowed == joined and len(windowed) == len(set(windowed)) and windowed

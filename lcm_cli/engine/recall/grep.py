@@ -411,9 +411,13 @@ def _messages_fts(q: Query, pos: dict[str, Any]) -> Page:
     keyset, kparams = _keyset(pos, "score" if score else None, "jd", "message_id")
     order = ("score ASC, " if score else "") + "jd DESC, message_id DESC"
     outer_where = f"WHERE {' AND '.join(keyset)}" if keyset else ""
-    rows = _run(
-        q, f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?", params + kparams + [q.limit + 1]
-    )
+    rows = None if score else _newest_matches(q, pos, match)
+    if rows is None:
+        rows = _run(
+            q,
+            f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?",
+            params + kparams + [q.limit + 1],
+        )
     page, next_pos = _page_rows(rows, q.limit, lambda r: [r["score"], r["jd"], r["message_id"]])
     snippets: dict[int, str] = {}
     if page:
@@ -429,6 +433,96 @@ def _messages_fts(q: Query, pos: dict[str, Any]) -> Page:
     if next_pos is not None:
         next_pos["path"] = "fts5"
     return Page(hits, "fts5", next_pos, "limit" if next_pos else None, {})
+
+
+NEWEST_MIN_MATCHES = 2_000  # below this, reading every match's time is cheap enough
+
+
+def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | None:
+    """The newest ``limit + 1`` matches after ``pos``, or None to use the plain join.
+
+    Ordering every match by time means reading every matching row (its ``created_at``
+    sits after the content). For a frequent word that is thousands of random reads.
+    Instead: take the match set from the index alone (rowids), then walk time windows
+    backwards from the newest message in scope through the ``(conversation_id,
+    julianday(created_at), message_id)`` read-path index, widening the window until it
+    holds ``limit + 1`` matches. Exact: every message in the walked windows is checked,
+    and any match older than the window is older than the ``limit + 1`` found.
+    """
+    ctx = q.ctx
+    if not ctx.probe.has_index("lcm_messages_conv_julian_idx"):
+        return None
+    matched_ids = [
+        r[0] for r in _run(q, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [match])
+    ]
+    if len(matched_ids) < NEWEST_MIN_MATCHES:
+        return None
+    matched = set(matched_ids)
+    convs = q.scope.conversation_ids
+    if convs is None:
+        convs = [r[0] for r in _run(q, "SELECT conversation_id FROM conversations", [])]
+    hi: float | None = None
+    lo: float | None = None
+    for cid in convs:  # each MIN/MAX is one seek into the index
+        top = _run(q, "SELECT MAX(julianday(created_at)) FROM messages WHERE conversation_id = ?", [cid])[0][
+            0
+        ]
+        low = _run(q, "SELECT MIN(julianday(created_at)) FROM messages WHERE conversation_id = ?", [cid])[0][
+            0
+        ]
+        if top is not None:
+            hi = top if hi is None else max(hi, top)
+        if low is not None:
+            lo = low if lo is None else min(lo, low)
+    if hi is None or lo is None:
+        return []
+    bounds: list[str] = []
+    bound_params: list[Any] = []
+    at = pos.get("at")
+    if at:
+        hi = min(hi, at[1])
+        bounds.append("(julianday(m.created_at) < ? OR (julianday(m.created_at) = ? AND m.message_id < ?))")
+        bound_params += [at[1], at[1], at[2]]
+    tw, tp = _time_clause(MSG_TIME, q)
+    bounds += tw
+    bound_params += tp
+    marks = ",".join("?" for _ in convs)
+    want = q.limit + 1
+    window = max((hi - lo) * 2 * want / len(matched_ids), 1e-6)
+    upper, first = hi, True
+    found: list[tuple[int, float]] = []
+    scanned = 0
+    while True:
+        floor = upper - window
+        rows = _run(
+            q,
+            f"""SELECT m.message_id, julianday(m.created_at) FROM messages m
+                WHERE m.conversation_id IN ({marks}) AND julianday(m.created_at) >= ?
+                  AND julianday(m.created_at) {"<=" if first else "<"} ?
+                  {"".join(" AND " + b for b in bounds)}""",
+            list(convs) + [floor, upper] + bound_params,
+        )
+        scanned += len(rows)
+        found += [(r[0], r[1]) for r in rows if r[0] in matched]
+        if len(found) >= want or floor <= lo:
+            break
+        if scanned > 4 * len(matched_ids):
+            return None  # the windows cost more than reading every match: use the join
+        upper, first, window = floor, False, window * 4
+    found.sort(key=lambda item: (-item[1], -item[0]))
+    top_ids = [message_id for message_id, _ in found[:want]]
+    if not top_ids:
+        return []
+    id_marks = ",".join("?" for _ in top_ids)
+    by_id = {
+        r["message_id"]: r
+        for r in _run(
+            q,
+            f"SELECT {_MSG_COLS}, NULL AS score FROM messages m WHERE m.message_id IN ({id_marks})",
+            top_ids,
+        )
+    }
+    return [by_id[i] for i in top_ids if i in by_id]
 
 
 def _messages_like(q: Query, pos: dict[str, Any]) -> Page:
