@@ -459,7 +459,14 @@ def random_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 }
                 for _ in range(100)
             ]
-            store.add_messages(cid, rows)
+            ids = store.add_messages(cid, rows)
+            for leaf in range(10):
+                store.add_leaf_summary(
+                    cid,
+                    ids[leaf * 10 : leaf * 10 + 10],
+                    " ".join(rng.choices(words, k=6)),
+                    summary_id=f"sum_r{c}_{leaf:02d}",
+                )
     return db
 
 
@@ -510,3 +517,33 @@ def test_newest_matches_window_walk_equals_the_plain_join(
     monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
     joined = walk_ids()
     assert windowed == joined and len(windowed) == len(set(windowed)) and windowed
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["--before", "2026-09-05T00:00:00Z"], ["--sort", "relevance"]],
+    ids=["all", "before", "relevance"],
+)
+def test_newest_summaries_index_walk_equals_the_plain_join(
+    random_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
+) -> None:
+    import lcm_cli.engine.recall.grep as grep_module
+
+    args = ["--db", str(random_corpus), "grep", "alpha", "--mode", "full_text", "--scope", "summaries"]
+    args += ["--all-conversations", "--limit", "4", *extra]
+
+    def walk_ids() -> list[str]:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            out = lcm(*args, *(["--cursor", cursor] if cursor else []))
+            assert out.code == 0, out.stderr
+            seen += [h["id"] for h in out.json["data"]["hits"]]
+            cursor = out.json["pagination"]["nextCursor"]
+            if cursor is None:
+                return seen
+
+    walked = walk_ids()
+    monkeypatch.setattr(grep_module, "_newest_summary_matches", lambda *a: None)
+    joined = walk_ids()
+    assert walked == joined and len(walked) == len(set(walked)) and len(walked) > 8

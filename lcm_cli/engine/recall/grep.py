@@ -626,9 +626,13 @@ def _summaries_fts(q: Query, pos: dict[str, Any], *, trigram: bool) -> Page:
     keyset, kparams = _keyset(pos, "score" if score else None, "jd", "summary_id")
     order = ("score ASC, " if score else "") + "jd DESC, summary_id DESC"
     outer_where = f"WHERE {' AND '.join(keyset)}" if keyset else ""
-    rows = _run(
-        q, f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?", params + kparams + [q.limit + 1]
-    )
+    rows = None if score or latin else _newest_summary_matches(q, pos, table, match)
+    if rows is None:
+        rows = _run(
+            q,
+            f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?",
+            params + kparams + [q.limit + 1],
+        )
     page, next_pos = _page_rows(rows, q.limit, lambda r: [r["score"], r["jd"], r["summary_id"]])
     snippets: dict[str, str] = {}
     if page:
@@ -645,6 +649,53 @@ def _summaries_fts(q: Query, pos: dict[str, Any], *, trigram: bool) -> Page:
     if next_pos is not None:
         next_pos["path"] = path
     return Page(hits, path, next_pos, "limit" if next_pos else None, {})
+
+
+def _newest_summary_matches(q: Query, pos: dict[str, Any], table: str, match: str) -> list[Any] | None:
+    """The newest ``limit + 1`` matching summaries in every conversation, or None for the join.
+
+    The match set comes from the full-text table alone; then the global coverage-time
+    index is walked newest first until enough of them are met -- no summary row is read
+    except the ones shown. Scoped searches use the join (their summaries are few).
+    """
+    if q.scope.conversation_ids is not None or not q.ctx.probe.has_index("lcm_summaries_coverage_idx"):
+        return None
+    matched = {r[0] for r in _run(q, f"SELECT summary_id FROM {table} WHERE {table} MATCH ?", [match])}
+    if not matched:
+        return []
+    where, params = _time_clause(SUM_TIME, q)
+    keyset, kparams = _keyset(pos, None, f"julianday({SUM_TIME})", "s.summary_id")
+    where += keyset
+    params += kparams
+    want = q.limit + 1
+    found: list[str] = []
+    with q.deadline.bound_sqlite(q.ctx.db):
+        cursor = q.ctx.db.execute(
+            f"""SELECT s.summary_id FROM summaries s INDEXED BY lcm_summaries_coverage_idx
+                {"WHERE " + " AND ".join(where) if where else ""}
+                ORDER BY julianday({SUM_TIME}) DESC, s.summary_id DESC""",
+            params,
+        )
+        while len(found) < want:
+            batch = cursor.fetchmany(1_000)
+            if not batch:
+                break
+            for (summary_id,) in batch:
+                if summary_id in matched:
+                    found.append(summary_id)
+                    if len(found) >= want:
+                        break
+        cursor.close()
+    if not found:
+        return []
+    marks = ",".join("?" for _ in found)
+    by_id = {
+        r["summary_id"]: r
+        for r in _run(
+            q, f"SELECT {_SUM_COLS}, NULL AS score FROM summaries s WHERE s.summary_id IN ({marks})", found
+        )
+    }
+    return [by_id[i] for i in found if i in by_id]
 
 
 def _summaries_like(q: Query, pos: dict[str, Any], *, cjk: bool) -> Page:
