@@ -543,6 +543,7 @@ def test_newest_summaries_index_walk_equals_the_plain_join(
             if cursor is None:
                 return seen
 
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_SUMMARY_MATCHES", 1)
     walked = walk_ids()
     monkeypatch.setattr(grep_module, "_newest_summary_matches", lambda *a: None)
     joined = walk_ids()

@@ -651,6 +651,9 @@ def _summaries_fts(q: Query, pos: dict[str, Any], *, trigram: bool) -> Page:
     return Page(hits, path, next_pos, "limit" if next_pos else None, {})
 
 
+NEWEST_MIN_SUMMARY_MATCHES = 500
+
+
 def _newest_summary_matches(q: Query, pos: dict[str, Any], table: str, match: str) -> list[Any] | None:
     """The newest ``limit + 1`` matching summaries in every conversation, or None for the join.
 
@@ -661,8 +664,8 @@ def _newest_summary_matches(q: Query, pos: dict[str, Any], table: str, match: st
     if q.scope.conversation_ids is not None or not q.ctx.probe.has_index("lcm_summaries_coverage_idx"):
         return None
     matched = {r[0] for r in _run(q, f"SELECT summary_id FROM {table} WHERE {table} MATCH ?", [match])}
-    if not matched:
-        return []
+    if len(matched) < NEWEST_MIN_SUMMARY_MATCHES:
+        return None  # few matches: reading them is cheaper than walking the index to them
     where, params = _time_clause(SUM_TIME, q)
     keyset, kparams = _keyset(pos, None, f"julianday({SUM_TIME})", "s.summary_id")
     where += keyset
