@@ -1,0 +1,306 @@
+// OpenClaw context-engine plugin that forwards every lifecycle call to a warm
+// `lcm serve --stdio` child process (newline-delimited JSON: {id, method, params} in,
+// {id, result} or {id, error} out). No dependencies beyond Node's standard library.
+//
+// Failure behaviour: when the child is down, slow or answers with an error, each call
+// degrades the way the host can live with: assemble returns the host's own messages
+// (trailing assistant prefill stripped), ingest reports nothing ingested, bootstrap /
+// compact / maintain report that nothing happened and why. The child is restarted with
+// exponential backoff whenever it exits, until the plugin is disposed.
+
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+
+const DEFAULT_CALL_TIMEOUT_MS = 5000;
+const DEFAULT_COMPACT_TIMEOUT_MS = 120000;
+
+export class LcmUnavailableError extends Error {
+  constructor(message, code = "LCM_UNAVAILABLE") {
+    super(message);
+    this.name = "LcmUnavailableError";
+    this.code = code;
+  }
+}
+
+/** A client for one `lcm serve --stdio` child, restarted with backoff when it dies. */
+export class LcmServeClient {
+  constructor({ command, env, restartBaseMs = 100, restartMaxMs = 10000, logger } = {}) {
+    this.command = command && command.length ? command : ["lcm", "serve", "--stdio"];
+    this.env = env ?? process.env;
+    this.restartBaseMs = restartBaseMs;
+    this.restartMaxMs = restartMaxMs;
+    this.logger = logger ?? { warn: () => {}, info: () => {} };
+    this.child = null;
+    this.pending = new Map();
+    this.nextId = 0;
+    this.failures = 0;
+    this.restarts = 0;
+    this.disposed = false;
+    this.restartTimer = null;
+  }
+
+  /** Start the child (idempotent). */
+  start() {
+    if (this.disposed || this.child) return;
+    const [file, ...args] = this.command;
+    const child = spawn(file, args, { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
+    this.child = child;
+    const startedAt = Date.now();
+    child.stdin.on("error", () => {}); // a dead child: handled by "exit"
+    child.stderr.on("data", (chunk) => this.logger.warn(`[lcm serve] ${String(chunk).trimEnd()}`));
+    createInterface({ input: child.stdout }).on("line", (line) => this.#answer(line));
+    child.on("error", (err) => this.logger.warn(`[lcm] cannot start ${file}: ${err.message}`));
+    child.on("exit", (code, signal) => {
+      if (this.child === child) this.child = null;
+      this.#failAll(new LcmUnavailableError(`lcm serve exited (${signal ?? code})`));
+      if (this.disposed) return;
+      // A child that ran for a while resets the backoff; one that dies at once grows it.
+      this.failures = Date.now() - startedAt > 5000 ? 1 : this.failures + 1;
+      const delay = Math.min(this.restartMaxMs, this.restartBaseMs * 2 ** (this.failures - 1));
+      this.logger.warn(`[lcm] serve exited (${signal ?? code}); restarting in ${delay} ms`);
+      this.restartTimer = setTimeout(() => {
+        this.restartTimer = null;
+        this.restarts += 1;
+        this.start();
+      }, delay);
+      this.restartTimer.unref?.();
+    });
+  }
+
+  get running() {
+    return this.child !== null;
+  }
+
+  #answer(line) {
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      this.logger.warn(`[lcm] unreadable answer: ${line.slice(0, 200)}`);
+      return;
+    }
+    const waiter = this.pending.get(message.id);
+    if (!waiter) return; // timed out already: the late answer is dropped
+    this.pending.delete(message.id);
+    clearTimeout(waiter.timer);
+    if (message.error) {
+      const err = new LcmUnavailableError(message.error.message, message.error.code);
+      err.details = message.error.details;
+      waiter.reject(err);
+    } else {
+      waiter.resolve(message.result);
+    }
+  }
+
+  #failAll(err) {
+    for (const [id, waiter] of this.pending) {
+      clearTimeout(waiter.timer);
+      waiter.reject(err);
+      this.pending.delete(id);
+    }
+  }
+
+  /** Send one request; resolves with the result envelope or rejects (error, timeout, child down). */
+  request(method, params = {}, timeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
+    if (!this.child) {
+      return Promise.reject(new LcmUnavailableError("lcm serve is not running"));
+    }
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new LcmUnavailableError(`lcm serve did not answer ${method} within ${timeoutMs} ms`, "TIMEOUT"));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.child.stdin.write(JSON.stringify({ id, method, params }) + "\n");
+    });
+  }
+
+  /** Stop for good: ask the server to finish what is in flight, then make sure it exits. */
+  async close(graceMs = 5000) {
+    this.disposed = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (!child) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.stdin.end(); // EOF: the server answers what is in flight and exits
+    const timer = setTimeout(() => child.kill("SIGTERM"), graceMs);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Trailing assistant messages are a prefill the host adds; a fallback must not keep them. */
+export function stripTrailingAssistant(messages) {
+  const out = Array.isArray(messages) ? [...messages] : [];
+  while (out.length && out[out.length - 1]?.role === "assistant") out.pop();
+  return out;
+}
+
+function pick(source, keys) {
+  const out = {};
+  for (const key of keys) {
+    if (source?.[key] !== undefined && source[key] !== null) out[key] = source[key];
+  }
+  return out;
+}
+
+/** The context engine the host calls; every method forwards to `lcm serve`. */
+export function createEngine(client, options = {}) {
+  const callTimeout = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const compactTimeout = options.compactTimeoutMs ?? DEFAULT_COMPACT_TIMEOUT_MS;
+  const log = options.logger ?? { warn: () => {} };
+  const call = async (method, params, timeoutMs = callTimeout) => (await client.request(method, params, timeoutMs)).data;
+  const session = (p) => pick(p, ["sessionId", "sessionKey"]);
+
+  return {
+    info: {
+      id: "lcm",
+      name: "Lossless Context Management (Python lcm)",
+      ownsCompaction: true,
+      turnMaintenanceMode: "background",
+    },
+
+    async bootstrap(params) {
+      try {
+        const data = await call("session.bootstrap", { ...session(params), sessionFile: params.sessionFile }, compactTimeout);
+        return { bootstrapped: Boolean(data.bootstrapped), importedMessages: data.importedMessages ?? 0, reason: data.reason };
+      } catch (err) {
+        log.warn(`[lcm] bootstrap fell back: ${err.message}`);
+        return { bootstrapped: false, importedMessages: 0, reason: `lcm unavailable: ${err.message}` };
+      }
+    },
+
+    async ingest(params) {
+      try {
+        const data = await call("session.ingest", { ...session(params), message: params.message, isHeartbeat: Boolean(params.isHeartbeat) });
+        return { ingested: (data.ingested ?? 0) > 0 };
+      } catch (err) {
+        log.warn(`[lcm] ingest fell back: ${err.message}`);
+        return { ingested: false };
+      }
+    },
+
+    async ingestBatch(params) {
+      if (!params.messages?.length) return { ingestedCount: 0 };
+      try {
+        const data = await call("session.ingest", { ...session(params), messages: params.messages, isHeartbeat: Boolean(params.isHeartbeat) });
+        return { ingestedCount: data.ingested ?? 0 };
+      } catch (err) {
+        log.warn(`[lcm] ingestBatch fell back: ${err.message}`);
+        return { ingestedCount: 0 };
+      }
+    },
+
+    async afterTurn(params) {
+      try {
+        await call(
+          "session.after_turn",
+          pick(params, [
+            "sessionId", "sessionKey", "sessionFile", "messages", "prePromptMessageCount",
+            "autoCompactionSummary", "isHeartbeat", "tokenBudget", "currentTokenCount",
+          ]),
+          compactTimeout,
+        );
+      } catch (err) {
+        log.warn(`[lcm] afterTurn fell back: ${err.message}`);
+      }
+    },
+
+    async assemble(params) {
+      try {
+        const data = await call("context.assemble", pick(params, ["sessionId", "sessionKey", "messages", "tokenBudget", "prompt"]));
+        const result = { messages: data.messages, estimatedTokens: data.estimatedTokens ?? 0 };
+        if (data.systemPromptAddition) result.systemPromptAddition = data.systemPromptAddition;
+        return result;
+      } catch (err) {
+        // The host's own stored messages: the turn goes on without LCM's context.
+        log.warn(`[lcm] assemble fell back to the host's messages: ${err.message}`);
+        return { messages: stripTrailingAssistant(params.messages), estimatedTokens: 0 };
+      }
+    },
+
+    async compact(params) {
+      try {
+        return await call(
+          "session.compact",
+          { ...pick(params, ["sessionId", "sessionKey", "tokenBudget", "currentTokenCount", "compactionTarget", "force"]), apply: true },
+          compactTimeout,
+        );
+      } catch (err) {
+        log.warn(`[lcm] compact fell back: ${err.message}`);
+        return { ok: false, compacted: false, reason: `lcm unavailable: ${err.message}` };
+      }
+    },
+
+    async maintain(params) {
+      try {
+        return await call("session.maintain", pick(params, ["sessionId", "sessionKey"]), compactTimeout);
+      } catch (err) {
+        log.warn(`[lcm] maintain fell back: ${err.message}`);
+        return { changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: `lcm unavailable: ${err.message}` };
+      }
+    },
+
+    async control(params) {
+      return call("control", pick(params, ["operation", "sessionKey", "sessionId"]));
+    },
+
+    async dispose() {
+      // The client is shared by every engine instance; the plugin closes it on gateway stop.
+    },
+  };
+}
+
+function commandFrom(config, env) {
+  if (env.LCM_COMMAND) return env.LCM_COMMAND.split(" ").filter(Boolean);
+  const command = Array.isArray(config.command) && config.command.length ? [...config.command] : ["lcm", "serve", "--stdio"];
+  if (config.databasePath) command.splice(1, 0, "--db", config.databasePath);
+  return command;
+}
+
+const plugin = {
+  id: "lcm",
+  name: "Lossless Context Management (Python lcm)",
+  description: "Forwards the context-engine lifecycle to a warm `lcm serve --stdio` process.",
+  configSchema: {
+    parse(value) {
+      return value && typeof value === "object" && !Array.isArray(value) ? value : {};
+    },
+  },
+
+  register(api) {
+    const config = plugin.configSchema.parse(api.pluginConfig);
+    const logger = api.logger ?? { warn: () => {}, info: () => {} };
+    const client = new LcmServeClient({ command: commandFrom(config, process.env), logger });
+    client.start();
+    const engine = createEngine(client, { ...config, logger });
+    api.registerContextEngine("lcm", () => engine);
+    api.on?.("before_reset", async (event) => {
+      const method = event?.reason === "reset" ? "session.reset" : event?.reason === "new" ? "session.new" : null;
+      if (!method) return;
+      await client.request(method, pick(event, ["sessionId", "sessionKey"])).catch((err) => logger.warn(`[lcm] ${method}: ${err.message}`));
+    });
+    api.on?.("session_end", async (event) => {
+      await client
+        .request("session.end", pick(event, ["sessionId", "sessionKey", "reason", "nextSessionId", "nextSessionKey"]))
+        .catch((err) => logger.warn(`[lcm] session.end: ${err.message}`));
+    });
+    api.on?.("gateway_stop", () => client.close());
+    api.session?.controls?.registerSessionAction?.({
+      id: "lcm-control",
+      description: "Run an LCM control operation (status | doctor | rotate) for a session.",
+      schema: { type: "object", properties: { operation: { enum: ["status", "doctor", "rotate"] } }, required: ["operation"] },
+      handler: async (ctx) => {
+        try {
+          return { ok: true, result: await engine.control({ operation: ctx.payload?.operation, sessionKey: ctx.sessionKey }) };
+        } catch (err) {
+          return { ok: false, error: err.message, code: err.details?.reasonCode ?? "unavailable" };
+        }
+      },
+    });
+    return { client, engine };
+  },
+};
+
+export default plugin;
