@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.conversation_rows import find_conversation, identity_of
 from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.recall.scope import choice
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
@@ -263,7 +264,7 @@ def export(ctx: Context, req: Request) -> Result:
     """Write the export to ``--out``, to the door's stream, or (no stream) into ``data.document``."""
     assert req.selector is not None
     extra = req.extra or {}
-    fmt = extra.get("to")
+    fmt = choice(req, "to")
     if fmt is None:
         raise invalid_argument("`lcm export` needs --to markdown or --to jsonl.", {"option": "--to"})
     out_path = extra.get("out")

@@ -24,7 +24,7 @@ from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
-from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
+from lcm_cli.engine.recall.scope import Scope, choice, not_in_scope, resolve_scope
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
@@ -86,9 +86,9 @@ def grep(ctx: Context, req: Request) -> Result:
     """Search in scope and return one page of hits per source, with an honest ``meta``."""
     extra = req.extra or {}
     pattern = req.args[0].strip()
-    mode = extra.get("mode") or "regex"
-    scope_name = extra.get("scope") or "both"
-    requested_sort = extra.get("sort") or "recency"
+    mode = choice(req, "mode") or "regex"
+    scope_name = choice(req, "scope") or "both"
+    requested_sort = choice(req, "sort") or "recency"
     file_ids = list(extra.get("file_id") or [])
     deadline = Deadline(extra.get("deadline_ms") or DEFAULT_DEADLINE_MS)
     if not pattern:

@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.conversation_rows import find_conversation, require_lcm_tables
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.request import Request
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.request import FIELD_SCHEMAS, Request, option_name
 
 
 class Scope(NamedTuple):
@@ -90,3 +90,16 @@ def not_in_scope(kind: str, item_id: str, scope: Scope) -> LcmError:
         "--conversation-id, or --all-conversations) or drop the selector.",
         {"id": item_id, "scope": scope.to_dict()},
     )
+
+
+def choice(req: Request, field: str) -> str | None:
+    """The value of an enumerated option (``--mode``, ``--scope``, ``--sort``, ``--to``), checked
+    against its schema: INVALID_ARGUMENT naming the accepted values."""
+    value = (req.extra or {}).get(field)
+    choices = FIELD_SCHEMAS[field]["enum"]
+    if value is not None and value not in choices:
+        raise invalid_argument(
+            f"Invalid {option_name(field)} value {value!r}: expected one of {', '.join(choices)}.",
+            {"value": value},
+        )
+    return value
