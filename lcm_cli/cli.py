@@ -30,7 +30,18 @@ def build_app() -> Any:
     """Assemble the typer app from the command modules."""
     import typer
 
-    from lcm_cli.commands import backup, control, doors, ingest, inventory, migrate, read, recall, root
+    from lcm_cli.commands import (
+        backup,
+        control,
+        doors,
+        ingest,
+        inventory,
+        migrate,
+        prompts,
+        read,
+        recall,
+        root,
+    )
     from lcm_cli.commands import config as config_cmds
     from lcm_cli.commands.options import GLOBALS_EPILOG
 
@@ -48,6 +59,7 @@ def build_app() -> Any:
     app.add_typer(read.summaries, name="summaries")
     app.add_typer(config_cmds.config, name="config")
     app.add_typer(backup.backup, name="backup")
+    app.add_typer(prompts.prompts, name="prompts")
     app.command("migrate-sessions", epilog=GLOBALS_EPILOG)(migrate.migrate_sessions)
     app.command("grep", epilog=GLOBALS_EPILOG)(recall.grep)
     app.command("describe", epilog=GLOBALS_EPILOG)(recall.describe)

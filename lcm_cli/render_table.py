@@ -88,6 +88,10 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+# Commands whose `--format table` output is one field printed in full.
+_FULL_TEXT = {"prompts.show": "text", "prompts.render": "text", "prompts.diff": "diff"}
+
+
 def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
     """Tables for lists, a key/value table for objects, a tree for a summary's neighbours."""
     from rich.console import Console
@@ -129,6 +133,11 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         for msg in data["sourceMessages"]:
             messages.add(f"#{msg['messageId']} seq {msg['seq']} {msg['role']}: {_short(msg['content'])}")
         console.print(tree)
+    elif command in _FULL_TEXT and isinstance(data, dict):
+        # A prompt is read as a whole: a person wants the text itself, not a cell preview.
+        where = data.get("path") or data.get("overridePath") or data.get("builtinPath")
+        stream.write(f"# {data.get('name')} ({data.get('source')}): {where}\n")
+        stream.write(data.get(_FULL_TEXT[command]) or "(no differences)\n")
     elif isinstance(data, dict):
         scalars = {k: v for k, v in data.items() if not isinstance(v, list)}
         lists = {k: v for k, v in data.items() if isinstance(v, list)}

@@ -65,6 +65,9 @@ class Server:
         self.max_request_bytes = max_request_bytes
         self._local = threading.local()
         self._generation = 0
+        self._template: Any = None  # the resolved context of the current generation
+        self._template_generation = -1
+        self._template_lock = threading.Lock()
         self._queues: dict[str, threading.Lock] = {}
         self._queues_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="lcm-serve")
@@ -77,18 +80,36 @@ class Server:
     # -- warm state ------------------------------------------------------------
 
     def context(self) -> Any:
-        """This worker thread's warm context (made again after a ``reload``)."""
-        from lcm_cli.engine.context import Context
+        """This worker thread's warm context (made again after a ``reload``).
 
+        Paths and config are resolved once per generation and shared by every worker, so
+        all requests see the same config until ``reload``.
+        """
         local = self._local
         ctx = getattr(local, "ctx", None)
         if ctx is None or local.generation != self._generation:
             if ctx is not None:
                 ctx.close()  # connections belong to the thread that opened them
-            db, config, openclaw_dir = self._flags
-            ctx = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
-            local.ctx, local.generation = ctx, self._generation
+            generation = self._generation
+            ctx = self._resolved(generation)
+            local.ctx, local.generation = ctx, generation
         return ctx
+
+    def _resolved(self, generation: int) -> Any:
+        from lcm_cli.engine.context import Context
+
+        db, config, openclaw_dir = self._flags
+        with self._template_lock:
+            if self._template is None or self._template_generation != generation:
+                template = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
+                try:
+                    template.resolve_paths()
+                    template.effective  # noqa: B018 - computed once, shared by the copies
+                except LcmError:
+                    # Unreadable config: each request resolves (and reports) it itself.
+                    return Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
+                self._template, self._template_generation = template, generation
+            return self._template.warm_copy()
 
     def reload(self) -> None:
         """Re-read config and reopen databases on each worker's next request."""

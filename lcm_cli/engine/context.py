@@ -71,6 +71,24 @@ class Context:
             self._flags[0], self.env, self.plugin_config, self.state_dir
         )
 
+    def warm_copy(self) -> Context:
+        """A new context sharing this one's resolved paths and config, with its own connections.
+
+        `lcm serve` resolves config once per generation and hands each worker thread a
+        copy (SQLite connections belong to the thread that opened them).
+        """
+        db, config, openclaw_dir = self._flags
+        twin = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self.env)
+        twin.state_dir, twin.config_path, twin.database_path = (
+            self.state_dir,
+            self.config_path,
+            self.database_path,
+        )
+        twin.config_root, twin.plugin_config = self.config_root, self.plugin_config
+        twin._effective = self._effective
+        twin.paths_resolved = self.paths_resolved
+        return twin
+
     def meta(self) -> dict[str, Any]:
         """``{databasePath, configPath}`` for the envelope."""
         return {"databasePath": self.database_path, "configPath": self.config_path}

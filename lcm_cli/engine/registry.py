@@ -36,6 +36,7 @@ def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
 
 _TIME = ("after", "before", "between", "recency")
 _SELECTOR = ("conversation_id", "session_key")
+_PROMPTS = "lcm_cli.engine.summarize.prompt_ops"
 
 OPERATIONS: dict[str, OpSpec] = {
     "status": OpSpec("lcm_cli.engine.status"),
@@ -117,6 +118,13 @@ OPERATIONS: dict[str, OpSpec] = {
         "lcm_cli.engine.session_ops",
         ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
         writes=True,
+    ),
+    "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
+    "prompts.show": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.export": OpSpec(_PROMPTS, ("out", "force"), opens_db=False, resolves_paths=False),
+    "prompts.diff": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.render": OpSpec(
+        _PROMPTS, ("var", "source_file"), args=("name",), opens_db=False, resolves_paths=False
     ),
 }
 

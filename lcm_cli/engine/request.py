@@ -77,6 +77,13 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "summary_id": {"type": "array", "items": {"type": "string"}},
     "token_cap": {"type": "integer", "minimum": 1},
     "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
+    # prompts
+    "var": {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[a-z_]+=.*$"},
+        "description": "NAME=VALUE template variable",
+    },
+    "source_file": {"type": "string", "description": "UTF-8 text file used as $source_text"},
     # the hook and serve doors
     "list": {"type": "boolean", "default": False},
     "stdio": {"type": "boolean", "default": False},
