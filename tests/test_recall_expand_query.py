@@ -38,7 +38,6 @@ class FakeModel:
 
 @pytest.fixture
 def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModel]:
-    pytest.importorskip("lcm_cli.engine.summarize.factory")
     fake = FakeModel()
 
     class Handler(BaseHTTPRequestHandler):

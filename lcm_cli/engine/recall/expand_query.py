@@ -12,7 +12,6 @@ No database transaction is open while the model is called (reads are autocommit)
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from typing import Any
@@ -28,6 +27,7 @@ from lcm_cli.engine.recall.expand import default_cap, find_summary
 from lcm_cli.engine.recall.scope import Scope, resolve_scope
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
+from lcm_cli.engine.summarize.base import ChatModel
 
 DEFAULT_ANSWER_TOKENS = 2000
 DEFAULT_TIMEOUT_MS = 120_000
@@ -43,13 +43,11 @@ SYSTEM_PROMPT = (
 _JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
 
 
-def chat_model(ctx: Context) -> Any:
-    """The configured expansion model, or None (no model configured, or no summarizer yet)."""
-    try:
-        factory = importlib.import_module("lcm_cli.engine.summarize.factory")
-    except ImportError:
-        return None
-    return factory.build_chat_model(ctx.effective, ctx.env, purpose="expansion")
+def chat_model(ctx: Context) -> ChatModel | None:
+    """The configured expansion model (``expansionModel``, else the summary model), or None."""
+    from lcm_cli.engine.summarize.factory import build_chat_model  # only when a prompt is asked
+
+    return build_chat_model(ctx.effective, ctx.env, purpose="expansion")
 
 
 @operation(
