@@ -124,6 +124,8 @@ def test_bad_patterns_are_structured_errors_naming_the_mode(corpus_dir: tuple[Pa
     assert code == 2 and err["code"] == "INVALID_PATTERN" and err["details"]["acceptedBy"] == "full_text"
     code, err = grep_error(root, "   ", *FAMILY)
     assert code == 2 and err["details"]["reason"] == "empty"
+    code, err = grep_error(root, '"" ""', "--mode", "full_text", *FAMILY)
+    assert code == 2 and err["details"]["reason"] == "empty"
     code, err = grep_error(root, "a" * 501, *FAMILY)
     assert code == 2 and err["details"]["reason"] == "too long"
     # Inside quotes, regex characters are literal text and allowed.
@@ -548,3 +550,21 @@ def test_newest_summaries_index_walk_equals_the_plain_join(
     monkeypatch.setattr(grep_module, "_newest_summary_matches", lambda *a: None)
     joined = walk_ids()
     assert walked == joined and len(walked) == len(set(walked)) and len(walked) > 8
+
+
+def test_a_broken_fts_table_falls_back_to_like_and_says_so(
+    corpus_dir: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    import sqlite3
+
+    root = tmp_path / "broken"
+    root.mkdir()
+    shutil.copy(corpus_dir[0] / "openclaw.json", root / "openclaw.json")
+    shutil.copy(corpus_dir[0] / "lcm.db", root / "lcm.db")
+    conn = sqlite3.connect(root / "lcm.db")
+    conn.execute("DROP TABLE messages_fts_data")  # the virtual table stays, its storage is gone
+    conn.commit()
+    conn.close()
+    body = grep(root, "billing", "--mode", "full_text", "--scope", "messages", *FAMILY)
+    assert body["meta"]["searchPath"] == {"messages": "like"}
+    assert ids(body, "message") == [2, 1, 9]

@@ -100,6 +100,13 @@ def grep(ctx: Context, req: Request) -> Result:
     regex = None
     if mode == "full_text":
         fq.check_full_text_pattern(pattern)
+        if not fq.like_terms(pattern):
+            raise LcmError(
+                "INVALID_PATTERN",
+                f"{pattern!r} holds no words to search for (only quotes or spaces). Give a word or "
+                "a quoted phrase.",
+                {"pattern": pattern, "mode": mode, "reason": "empty"},
+            )
     else:
         regex = compile_regex(pattern)
     sort = "recency" if mode == "regex" else requested_sort
