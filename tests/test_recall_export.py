@@ -245,3 +245,25 @@ def test_export_errors(imported: Path, tmp_path: Path) -> None:
         assert (out.code, out.error["code"]) == (status, code), args
     assert existing.read_text() == "keep me"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_runtime_ingested_rows_round_trip_without_entry_ids(tmp_path: Path) -> None:
+    from lcm_cli.engine.api import call
+
+    source = tmp_path / "runtime.db"
+    messages = [e["message"] for e in TRANSCRIPT if e.get("type") == "message"]
+    call(
+        "session.ingest",
+        {"session_id": "sess-rt", "session_key": "agent:rt", "messages": messages},
+        db=str(source),
+    )
+    out_file = tmp_path / "runtime.jsonl"
+    call("export", {"session_key": "agent:rt", "to": "jsonl", "out": str(out_file)}, db=str(source))
+    entries = [json.loads(line) for line in out_file.read_text(encoding="utf-8").splitlines()]
+    assert all("id" not in e for e in entries[1:])  # runtime rows have no transcript entry ids
+    copy = tmp_path / "copy.db"
+    import_transcript(copy, out_file)
+    assert rows(source, "sess-rt") == rows(copy, "sess-rt")
+    # Re-importing into the source adds nothing (a legacy, id-less file is skipped whole).
+    again = lcm("--db", str(source), "migrate-sessions", "--file", str(out_file), "--apply")
+    assert again.json["data"]["importedMessages"] == 0

@@ -180,17 +180,17 @@ def _write_jsonl(ctx: Context, conv: Any, out: TextIO, with_summaries: bool) -> 
     for rows in _message_batches(ctx, conv["conversation_id"]):
         parts = _parts_by_message(ctx, [r["message_id"] for r in rows])
         for row in rows:
-            entry_id = row["transcript_entry_id"] or f"lcm-m{row['message_id']}"
-            line(
-                {
-                    "type": "message",
-                    "id": entry_id,
-                    "parentId": parent,
-                    "timestamp": iso_time(row["created_at"]),
-                    "message": transcript_message(row, parts.get(row["message_id"], [])),
-                }
-            )
-            parent = entry_id
+            entry: dict[str, Any] = {"type": "message"}
+            entry_id = row["transcript_entry_id"]
+            # Rows stored without an entry id (runtime ingest) are written without one: the
+            # importer then reads the file in order and stores them without one too.
+            if entry_id:
+                entry["id"] = entry_id
+                entry["parentId"] = parent
+                parent = entry_id
+            entry["timestamp"] = iso_time(row["created_at"])
+            entry["message"] = transcript_message(row, parts.get(row["message_id"], []))
+            line(entry)
             count += 1
     return count, summaries
 
