@@ -443,6 +443,7 @@ def _messages_fts(q: Query, pos: dict[str, Any]) -> Page:
 
 
 NEWEST_MIN_MATCHES = 2_000  # below this, reading every match's time is cheap enough
+NEWEST_MAX_CONVERSATIONS = 2_000
 
 
 def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | None:
@@ -468,6 +469,8 @@ def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | No
     convs = q.scope.conversation_ids
     if convs is None:
         convs = [r[0] for r in _run(q, "SELECT conversation_id FROM conversations", [])]
+    if len(convs) > NEWEST_MAX_CONVERSATIONS:
+        return None  # two index seeks per conversation stop paying off
     hi: float | None = None
     lo: float | None = None
     for cid in convs:  # each MIN/MAX is one seek into the index
