@@ -22,6 +22,7 @@ path is refused).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import json
@@ -68,7 +69,9 @@ class Server:
         self._template: Any = None  # the resolved context of the current generation
         self._template_generation = -1
         self._template_lock = threading.Lock()
-        self._queues: dict[str, threading.Lock] = {}
+        # Writes waiting per session, in arrival order; a session is drained by one
+        # worker at a time, so its writes never overlap or overtake each other.
+        self._queues: dict[str, collections.deque[Callable[[], None]]] = {}
         self._queues_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="lcm-serve")
         self._in_flight = 0
@@ -115,13 +118,25 @@ class Server:
         """Re-read config and reopen databases on each worker's next request."""
         self._generation += 1
 
-    def queue(self, key: str) -> threading.Lock:
-        """The lock that serializes writes for one session."""
+    def _enqueue_write(self, key: str, job: Callable[[], None]) -> None:
+        """Run ``job`` after every earlier write of the same session."""
         with self._queues_lock:
-            lock = self._queues.get(key)
-            if lock is None:
-                lock = self._queues[key] = threading.Lock()
-            return lock
+            queue = self._queues.get(key)
+            if queue is not None:  # a worker is draining this session: it will get here
+                queue.append(job)
+                return
+            self._queues[key] = collections.deque([job])
+        self._executor.submit(self._drain, key)
+
+    def _drain(self, key: str) -> None:
+        while True:
+            with self._queues_lock:
+                queue = self._queues[key]
+                if not queue:
+                    del self._queues[key]
+                    return
+                job = queue.popleft()
+            job()
 
     # -- requests --------------------------------------------------------------
 
@@ -155,7 +170,34 @@ class Server:
             return None
         with self._count_lock:
             self._in_flight += 1
-        return self._executor.submit(self._run, request_id, method, params, respond)
+        key = self._write_key(method, params)
+        if key is None:
+            return self._executor.submit(self._run, request_id, method, params, respond)
+        done: Future[None] = Future()
+
+        def job() -> None:
+            try:
+                self._run(request_id, method, params, respond)
+            finally:
+                done.set_result(None)
+
+        self._enqueue_write(key, job)
+        return done
+
+    @staticmethod
+    def _write_key(method: str, params: Any) -> str | None:
+        """The session queue of a write request; None for reads (and requests that fail to parse)."""
+        from lcm_cli.dispatch import serialization_key, split_params
+        from lcm_cli.engine.registry import OPERATIONS
+
+        spec = OPERATIONS.get(method)
+        if spec is None or not spec.writes:
+            return None
+        try:
+            fields, _ = split_params(method, params)
+        except LcmError:
+            return None  # _run reports it
+        return serialization_key(method, fields)
 
     def _server_method(self, method: str) -> dict[str, Any]:
         if method == "reload":
@@ -175,18 +217,14 @@ class Server:
         return {"ok": True, "command": method, "data": data, "meta": {}}
 
     def _run(self, request_id: Any, method: str, params: Any, respond: Respond) -> None:
-        from lcm_cli.dispatch import operation_spec, serialization_key, split_params
+        from lcm_cli.dispatch import operation_spec, split_params
         from lcm_cli.engine.api import call
 
         try:
-            spec = operation_spec(method)
+            operation_spec(method)
             fields, args = split_params(method, params)
             ctx = self.context()
-            if spec.writes:
-                with self.queue(serialization_key(method, fields)):
-                    envelope = call(method, fields, args=args, context=ctx)
-            else:
-                envelope = call(method, fields, args=args, context=ctx)
+            envelope = call(method, fields, args=args, context=ctx)
             if method == "config.set":
                 self.reload()  # the config changed under every warm context
             respond({"id": request_id, "result": envelope})

@@ -339,3 +339,56 @@ def test_a_client_that_disconnects_mid_request_does_not_hurt_the_server(socket_s
         sock.sendall(b'{"id": 1, "method": "status"}\n{"id": 2, "meth')  # then hang up
     assert socket_ask(path, [{"id": 3, "method": "health"}])[0]["result"]["ok"] is True
     assert proc.poll() is None
+
+
+def test_concurrent_writers_on_the_socket_lose_nothing(tmp_path: Path) -> None:
+    """Four clients ingest into two sessions at once: every message lands once, in order."""
+    state = tmp_path / "state"
+    state.mkdir()
+    path = tmp_path / "w.sock"
+    proc = start_socket_server(state, path)
+    try:
+        failures: list[str] = []
+
+        def writer(number: int) -> None:
+            session = f"s-{number % 2}"
+            requests = [
+                {
+                    "id": f"{number}-{i}",
+                    "method": "session.ingest",
+                    "params": {
+                        "sessionId": session,
+                        "sessionKey": f"agent:main:{session}",
+                        "message": {"role": "user", "content": f"writer {number} message {i}"},
+                    },
+                }
+                for i in range(40)
+            ]
+            for answer in socket_ask(path, requests):
+                if "error" in answer or answer["result"]["data"]["ingested"] != 1:
+                    failures.append(json.dumps(answer)[:300])
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert failures == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    import sqlite3
+
+    with sqlite3.connect(state / "lcm.db") as conn:
+        rows = conn.execute(
+            "SELECT c.session_id, m.seq, m.content FROM messages m JOIN conversations c USING (conversation_id)"
+            " ORDER BY c.session_id, m.seq"
+        ).fetchall()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    for session in ("s-0", "s-1"):
+        mine = [r for r in rows if r[0] == session]
+        assert [r[1] for r in mine] == list(range(1, 81))  # contiguous seq: nothing lost or doubled
+        for writer_number in (0, 2) if session == "s-0" else (1, 3):
+            # One client's requests apply in the order it sent them.
+            sent = [r[2] for r in mine if r[2].startswith(f"writer {writer_number} ")]
+            assert sent == [f"writer {writer_number} message {i}" for i in range(40)]
