@@ -966,12 +966,10 @@ def _file_matches(text: str, regex: re.Pattern[str] | None, terms: list[str]) ->
     folded = text.lower()
     if not terms or not all(t in folded for t in terms):
         return []
-    out = []
-    start = folded.find(terms[0])
-    while start >= 0 and len(out) < FILE_MATCHES_PER_FILE:
-        out.append((start, start + len(terms[0])))
-        start = folded.find(terms[0], start + 1)
-    return out
+    # Offsets come from a case-insensitive search of the text itself: lower() can change
+    # a string's length (e.g. U+0130), so positions in ``folded`` may not map back.
+    first = re.compile(re.escape(terms[0]), re.IGNORECASE)
+    return [(m.start(), m.end()) for _, m in zip(range(FILE_MATCHES_PER_FILE), first.finditer(text))]
 
 
 def _line_snippet(text: str, start: int, end: int) -> str:
