@@ -149,6 +149,7 @@ def test_bad_input(corpus: tuple[Path, dict[str, Any]]) -> None:
             3,
         ),
         (("expand-query", "Why?", "--query", "a|b", *FAMILY), "INVALID_PATTERN", 2),
+        (("expand-query", "Why?", "--query", '""', *FAMILY), "INVALID_PATTERN", 2),
     ):
         out = lcm("--openclaw-dir", str(root), *args)
         assert (out.code, out.error["code"]) == (status, code), args

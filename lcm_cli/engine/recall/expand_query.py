@@ -18,7 +18,6 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import invalid_argument
-from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall import grep as grep_mod
 from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
@@ -164,7 +163,7 @@ def _candidates(
             ordered.append(summary_id)
     if not query:
         return ordered, "explicit"
-    fq.check_full_text_pattern(query)
+    grep_mod.check_full_text(query)
     q = grep_mod.Query(
         ctx,
         query,

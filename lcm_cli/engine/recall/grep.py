@@ -99,14 +99,7 @@ def grep(ctx: Context, req: Request) -> Result:
         )
     regex = None
     if mode == "full_text":
-        fq.check_full_text_pattern(pattern)
-        if not fq.like_terms(pattern):
-            raise LcmError(
-                "INVALID_PATTERN",
-                f"{pattern!r} holds no words to search for (only quotes or spaces). Give a word or "
-                "a quoted phrase.",
-                {"pattern": pattern, "mode": mode, "reason": "empty"},
-            )
+        check_full_text(pattern)
     else:
         regex = compile_regex(pattern)
     sort = "recency" if mode == "regex" else requested_sort
@@ -187,6 +180,18 @@ def grep(ctx: Context, req: Request) -> Result:
         "nextCursor": next_cursor,
     }
     return Result(data, pagination, meta)
+
+
+def check_full_text(pattern: str) -> None:
+    """INVALID_PATTERN for regex syntax outside quotes, or for a pattern with no words."""
+    fq.check_full_text_pattern(pattern)
+    if not fq.like_terms(pattern):
+        raise LcmError(
+            "INVALID_PATTERN",
+            f"{pattern!r} holds no words to search for (only quotes or spaces). Give a word or "
+            "a quoted phrase.",
+            {"pattern": pattern, "mode": "full_text", "reason": "empty"},
+        )
 
 
 def compile_regex(pattern: str) -> re.Pattern[str]:
