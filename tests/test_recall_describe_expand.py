@@ -207,3 +207,23 @@ def test_summaries_show_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
     assert data["budget"]["continueWith"].startswith(f"lcm expand {c['long_leaf']} --cursor ")
     whole = run(root, "summaries", "show", c["leaf_a"], "--max-tokens", "4000").json["data"]
     assert len(whole["sourceMessages"]) == 2 and whole["budget"]["truncated"] is False
+
+
+def test_describe_max_tokens_cuts_a_long_source_id_list(
+    corpus: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    db = tmp_path / "deep.db"
+    with Store.open(db) as store:
+        cid = store.create_conversation("s-deep")
+        ids = store.add_messages(cid, [{"role": "user", "content": f"m{i}"} for i in range(600)])
+        leaves = [store.add_leaf_summary(cid, ids[i : i + 100], f"leaf {i}") for i in range(0, 600, 100)]
+        top = store.add_condensed_summary(cid, leaves, "the whole story " * 50, summary_id="sum_top")
+    out = lcm("--db", str(db), "describe", top, "--max-tokens", "1000")
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert (
+        0 < len(data["sourceMessageIds"]) < 600
+        and data["sourceMessageIds"] == ids[: len(data["sourceMessageIds"])]
+    )
+    assert data["budget"]["omitted"]["sourceMessageIds"] == 600 - len(data["sourceMessageIds"])
+    assert data["summary"]["content"] and data["budget"]["usedTokens"] <= 1000

@@ -81,12 +81,21 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
         holder["content"] = rest
         data["contentWindow"] = {"offset": offset, "chars": len(rest), "totalChars": len(content)}
         return
+    # A deep summary can stand for thousands of messages: keep the id list to half the
+    # budget (the rest is one `lcm expand` away) so the content still gets room.
+    omitted_ids = 0
+    ids = data.get("sourceMessageIds")
+    if ids and tb.json_tokens(data) > max_tokens // 2:
+        data["sourceMessageIds"] = []
+        kept, _ = tb.fit_items(ids, max(0, max_tokens // 2 - tb.json_tokens(data)))
+        data["sourceMessageIds"] = ids[:kept]
+        omitted_ids = len(ids) - kept
     # Reserve room for the window and budget objects added below, at their largest.
     data["contentWindow"] = {"offset": offset, "chars": len(rest), "totalChars": len(content)}
     data["budget"] = tb.budget_report(
         max_tokens,
         max_tokens,
-        {"contentChars": len(content)},
+        {"contentChars": len(content), "sourceMessageIds": omitted_ids},
         tb.encode_offset_cursor("describe", item_id, len(content)),
     )
     room = max_tokens - tb.json_tokens(data) - 2
@@ -101,7 +110,10 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
     end = offset + shown
     cursor = tb.encode_offset_cursor("describe", item_id, end) if end < len(content) else None
     data["contentWindow"] = {"offset": offset, "chars": shown, "totalChars": len(content)}
-    data["budget"] = tb.budget_report(max_tokens, 0, {"contentChars": len(content) - end}, cursor)
+    omitted: dict[str, int] = {"contentChars": len(content) - end}
+    if ids is not None:
+        omitted["sourceMessageIds"] = omitted_ids
+    data["budget"] = tb.budget_report(max_tokens, 0, omitted, cursor)
     data["budget"]["usedTokens"] = tb.json_tokens(data)
 
 
