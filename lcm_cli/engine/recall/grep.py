@@ -102,7 +102,8 @@ def grep(ctx: Context, req: Request) -> Result:
         check_full_text(pattern)
     else:
         regex = compile_regex(pattern)
-    sort = "recency" if mode == "regex" else requested_sort
+    # Only FTS5 ranks; regex and file scans are always newest first (meta says so).
+    sort = "recency" if mode == "regex" or scope_name == "files" else requested_sort
     if file_ids and scope_name != "files":
         raise invalid_argument("--file-id narrows --scope files; add --scope files.", {"option": "--file-id"})
     scope = resolve_scope(ctx, req, required=True)
