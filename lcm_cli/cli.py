@@ -8,6 +8,7 @@ itself a working door over the same operations.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -41,6 +42,7 @@ def build_app() -> Any:
         prompts,
         prune,
         read,
+        recall,
         root,
     )
     from lcm_cli.commands import config as config_cmds
@@ -67,6 +69,11 @@ def build_app() -> Any:
     app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)
     app.add_typer(doctor.doctor, name="doctor")
     app.add_typer(prune.prune, name="prune")
+    app.command("grep", epilog=GLOBALS_EPILOG)(recall.grep)
+    app.command("describe", epilog=GLOBALS_EPILOG)(recall.describe)
+    app.command("expand", epilog=GLOBALS_EPILOG)(recall.expand)
+    app.command("expand-query", epilog=GLOBALS_EPILOG)(recall.expand_query)
+    app.command("export", epilog=GLOBALS_EPILOG)(recall.export)
     app.add_typer(control.control, name="control")
     app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
     app.add_typer(ingest.session, name="session")
@@ -89,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
 
         fallback.error(err)
         return exit_status(err.code)
+    except BrokenPipeError:
+        # The reader went away (`lcm export ... | head`): not an error worth a message.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         fallback.error(LcmError("INTERNAL_ERROR", "Interrupted."))
         return 130
@@ -186,10 +198,14 @@ def _call(parsed: Parsed, fallback: Any) -> int:
             openclaw_dir=parsed.globals.get("--openclaw-dir"),
             output_format=fmt,
             progress=progress,
+            stream=sys.stdout,
         )
     finally:
         if progress is not None:
             progress.close()
+    if envelope.get("streamed"):
+        sys.stdout.flush()
+        return 0  # the document itself was the output
     fallback.format = fmt
     fallback.emit(envelope)
     # A report may ask for a non-zero exit with its data on stdout (`lcm doctor --fail-on`).

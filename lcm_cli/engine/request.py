@@ -79,6 +79,21 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "archived_only": {"type": "boolean", "default": True},
     "include_active": {"type": "boolean", "default": False},
     "max_db_size": {"type": "string", "description": "a size such as 500MB or 2GiB"},
+    # recall: grep, describe, expand, export, expand-query
+    "mode": {"enum": ["regex", "full_text"], "default": "regex"},
+    "scope": {"enum": ["messages", "summaries", "both", "files"], "default": "both"},
+    "file_id": {"type": "array", "items": {"type": "string"}},
+    "all_conversations": {"type": "boolean", "default": False},
+    "sort": {"enum": ["recency", "relevance", "hybrid"], "default": "recency"},
+    "deadline_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "default": 5000},
+    "max_bytes": {"type": "integer", "minimum": 1, "maximum": 512000, "default": 32768},
+    "max_tokens": {"type": "integer", "minimum": 1},
+    "to": {"enum": ["markdown", "jsonl"]},
+    "include_summaries": {"type": "boolean", "default": False},
+    "query": {"type": "string"},
+    "summary_id": {"type": "array", "items": {"type": "string"}},
+    "token_cap": {"type": "integer", "minimum": 1},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
     # prompts
     "var": {
         "type": "array",
