@@ -8,6 +8,7 @@ itself a working door over the same operations.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -33,12 +34,15 @@ def build_app() -> Any:
         backup,
         compact,
         control,
+        doctor,
         doors,
         ingest,
         inventory,
         migrate,
         prompts,
+        prune,
         read,
+        recall,
         root,
     )
     from lcm_cli.commands import config as config_cmds
@@ -65,7 +69,13 @@ def build_app() -> Any:
     app.command("compact", epilog=GLOBALS_EPILOG)(compact.compact)
     app.add_typer(compact.context, name="context")
     app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)
-    app.command("doctor", epilog=GLOBALS_EPILOG)(read.doctor)
+    app.add_typer(doctor.doctor, name="doctor")
+    app.add_typer(prune.prune, name="prune")
+    app.command("grep", epilog=GLOBALS_EPILOG)(recall.grep)
+    app.command("describe", epilog=GLOBALS_EPILOG)(recall.describe)
+    app.command("expand", epilog=GLOBALS_EPILOG)(recall.expand)
+    app.command("expand-query", epilog=GLOBALS_EPILOG)(recall.expand_query)
+    app.command("export", epilog=GLOBALS_EPILOG)(recall.export)
     app.add_typer(control.control, name="control")
     app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
     app.add_typer(ingest.session, name="session")
@@ -88,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
 
         fallback.error(err)
         return exit_status(err.code)
+    except BrokenPipeError:
+        # The reader went away (`lcm export ... | head`): not an error worth a message.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         fallback.error(LcmError("INTERNAL_ERROR", "Interrupted."))
         return 130
@@ -185,13 +200,20 @@ def _call(parsed: Parsed, fallback: Any) -> int:
             openclaw_dir=parsed.globals.get("--openclaw-dir"),
             output_format=fmt,
             progress=progress,
+            stream=sys.stdout,
         )
     finally:
         if progress is not None:
             progress.close()
+    if envelope.get("streamed"):
+        sys.stdout.flush()
+        return 0  # the document itself was the output
     fallback.format = fmt
     fallback.emit(envelope)
-    return 0
+    # A report may ask for a non-zero exit with its data on stdout (`lcm doctor --fail-on`).
+    data = envelope.get("data")
+    status = data.get("exitStatus", 0) if isinstance(data, dict) else 0
+    return status if isinstance(status, int) and not isinstance(status, bool) else 0
 
 
 def _canonical(parsed: Parsed) -> list[str]:

@@ -55,6 +55,8 @@ def render_tsv(envelope: dict[str, Any]) -> str:
 
 # The columns a person scans first; JSON output always carries every field.
 _HEADLINES = (
+    ("check", ("status", "check", "count", "fix")),
+    ("unit", ("unit", "check", "conversationId", "status")),
     ("summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")),
     ("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview")),
     (
@@ -117,7 +119,7 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         for column in columns:
             table.add_column(column, overflow="fold")
         for item in items:
-            table.add_row(*(_short(item.get(c), 40) for c in columns))
+            table.add_row(*(_short(item.get(c), 100 if c == "fix" else 40) for c in columns))
         return table
 
     if command == "summaries.show" and isinstance(data, dict):

@@ -304,11 +304,10 @@ def test_commands_inventory(state_dir: Path) -> None:
     }
 
 
-def test_doctor_is_reserved_and_touches_nothing(tmp_path: Path) -> None:
+def test_doctor_reads_the_database_and_never_creates_it(tmp_path: Path) -> None:
     out = lcm("--openclaw-dir", str(tmp_path / "missing"), "doctor")
-    assert out.code == 0
-    assert out.json["data"]["available"] is False
-    assert out.json["meta"] == {}
+    assert out.code == 3
+    assert out.error["code"] == "DATABASE_NOT_FOUND"
     assert not (tmp_path / "missing").exists()
 
 

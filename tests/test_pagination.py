@@ -803,7 +803,7 @@ NON_LIST = [
     ["summaries", "show", "sum_aaaaaaaaaaaaaaaa"],
     ["config", "show"],
     ["config", "get", "freshTailCount"],
-    ["doctor"],
+    ["doctor", "--fail-on", "none"],
     ["--version"],
 ]
 

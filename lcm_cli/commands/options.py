@@ -78,3 +78,15 @@ GLOBALS_EPILOG = (
     "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, "
     "--format json|table|tsv, --pretty (see `lcm --help`)."
 )
+MaxTokens = Annotated[
+    Optional[str],
+    typer.Option(
+        "--max-tokens",
+        metavar="N",
+        help="Cut the output to about N tokens; reports what was left out and a cursor to continue.",
+    ),
+]
+AllConversations = Annotated[
+    bool,
+    typer.Option("--all-conversations", help="Search or resolve across every conversation."),
+]

@@ -1,4 +1,4 @@
-"""Read commands: status, conversations, messages, summaries, doctor. Each is a few lines:
+"""Read commands: status, conversations, messages, summaries. Each is a few lines:
 collect the options, call the operation, hand the envelope to the output sink."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from lcm_cli.commands.options import (
     IncludeContent,
     Kind,
     Limit,
+    MaxTokens,
     Recency,
     Role,
     SessionKey,
@@ -36,14 +37,6 @@ def status(ctx: typer.Context) -> None:
     Example: lcm status --pretty
     """
     run(ctx, "status", {})
-
-
-def doctor(ctx: typer.Context) -> None:
-    """Reserved for diagnostics; reports that it is not available yet.
-
-    Example: lcm doctor
-    """
-    run(ctx, "doctor", {})
 
 
 @conversations.command("list", epilog=GLOBALS_EPILOG)
@@ -79,6 +72,7 @@ def messages_list(
     cursor: Cursor = None,
     role: Role = None,
     include_content: IncludeContent = False,
+    max_tokens: MaxTokens = None,
 ) -> None:
     """A conversation's messages, newest first, with previews (or full content).
 
@@ -98,6 +92,7 @@ def messages_list(
             "cursor": cursor,
             "role": role or [],
             "include_content": include_content,
+            "max_tokens": max_tokens,
         },
     )
 
@@ -162,10 +157,11 @@ def summaries_show(
     summary_id: Annotated[
         str, typer.Argument(metavar="SUMMARY_ID", help="A summary id such as sum_0123456789abcdef.")
     ],
+    max_tokens: MaxTokens = None,
 ) -> None:
     """One summary with full content, its parents (summaries that consume it), its children
     (its source summaries) and its source messages.
 
     Example: lcm summaries show sum_0123456789abcdef --format table
     """
-    run(ctx, "summaries.show", {}, args=(summary_id,))
+    run(ctx, "summaries.show", {"max_tokens": max_tokens}, args=(summary_id,))

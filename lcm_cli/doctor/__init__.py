@@ -1,1 +1,7 @@
-"""Checks, repairs and cleaners for lcm.db (a later issue)."""
+"""Checks, repairs and cleaners for lcm.db: `lcm doctor`, `lcm doctor apply`, `lcm doctor clean`.
+
+One module per check family (markers, dag, context, fts, conversations, maintenance,
+storage); :mod:`lcm_cli.doctor.checks` lists every check with its stable id, severity and
+fix; :mod:`lcm_cli.doctor.scan`, :mod:`lcm_cli.doctor.apply` and :mod:`lcm_cli.doctor.clean`
+are the operations.
+"""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.db.connection import translate_sqlite_error
@@ -28,12 +28,16 @@ def call(
     output_format: str | None = None,
     now_ms: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    stream: TextIO | None = None,
     context: Context | None = None,
 ) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
 
     ``params`` holds option values keyed by request field (``conversation_id``,
     ``limit``, ...); ``args`` holds positional arguments (a summary id, a config path).
+    ``stream`` is where a document-producing operation (``export`` without ``--out``) may
+    write its document; the envelope then carries ``"streamed": true`` and the door
+    prints nothing more.
     ``context`` is a warm :class:`Context` kept by a long-lived door (``lcm serve``):
     its paths, config and connections are reused and it is not closed here; the
     path options are then ignored (they were given when the context was made).
@@ -54,6 +58,7 @@ def call(
         context if context is not None else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
     )
     ctx.progress = progress
+    ctx.stream = stream
     try:
         if spec.resolves_paths and not (warm and ctx.paths_resolved and name != "config.set"):
             ctx.resolve_paths(read_config=name != "config.set")
@@ -69,4 +74,8 @@ def call(
     if result.pagination is not None:
         envelope["pagination"] = result.pagination
     envelope["meta"] = ctx.meta() if spec.resolves_paths and spec.meta_paths else {}
+    if result.meta:
+        envelope["meta"].update(result.meta)
+    if result.streamed:
+        envelope["streamed"] = True
     return envelope

@@ -1,4 +1,4 @@
-"""`lcm config show|get|set` and the reserved `lcm doctor`.
+"""`lcm config show|get|set`.
 
 Only the Lossless plugin entry of openclaw.json is ever read out; `config set` changes
 exactly one key after validating the value and the whole resulting config, and rewrites
@@ -189,18 +189,5 @@ def set_config(ctx: Context, req: Request) -> Result:
             "newValue": value,
             "configPath": config_path,
             "backupPath": backup_path,
-        }
-    )
-
-
-@operation("doctor", summary="Reserved: database diagnostics are not available in this version.")
-def doctor(ctx: Context, req: Request) -> Result:
-    """Report that doctor is not available yet, touching nothing."""
-    return Result(
-        {
-            "available": False,
-            "databaseReadOnly": True,
-            "message": "lcm doctor is not available yet: checks and repairs arrive with the "
-            "doctor issue. Nothing was read or changed.",
         }
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from lcm_cli.engine import paths as path_rules
 from lcm_cli.engine.config_file import plugin_config_of, read_config_root
@@ -40,6 +40,8 @@ class Context:
         self.paths_resolved = False
         # Long operations report (stage, done, total) here; a door may show a progress bar.
         self.progress: Callable[[str, int, int], None] | None = None
+        # Where a document-producing operation may stream its output (set by the CLI door).
+        self.stream: TextIO | None = None
 
     def resolve_paths(self, *, read_config: bool = True) -> None:
         """Resolve state dir and config path, read the config, then the database path.

@@ -91,6 +91,8 @@ def control(ctx: Context, req: Request) -> Result:
         return Result({"operation": "status", "active": True, "messageCount": int(count[0]) if count else 0})
     if name == "rotate":
         return Result(_rotate(ctx, session_key, session_id))
+    if name == "doctor" and capabilities()["doctor"]:
+        return Result(_doctor(ctx, session_key, session_id))
     if not capabilities()[name]:
         raise unavailable(
             name,
@@ -148,3 +150,33 @@ def _rotate(ctx: Context, session_key: str | None, session_id: str | None) -> di
             "rotate", "runtime_exception", "Rotate failed for this session (runtime_exception)."
         ) from None
     return rotate.counts_only(data)
+
+
+def _doctor(ctx: Context, session_key: str | None, session_id: str | None) -> dict[str, Any]:
+    """compat/operations.md §8.2: count-only warnings about the current conversation's summaries."""
+    unavailable_result = {
+        "operation": "doctor",
+        "ok": False,
+        "warnings": ["current conversation unavailable"],
+    }
+    if not os.path.exists(ctx.database_path):
+        return unavailable_result
+    row = _current_conversation(ctx, session_key, session_id)
+    if row is None:
+        return unavailable_result
+    from lcm_cli.doctor.markers import marker_counts
+
+    counts = marker_counts(ctx, int(row["conversation_id"]))
+    total = sum(counts.values())
+    warnings: list[str] = []
+    if total:
+        warnings.append(f"{total} summaries were written by a fallback path and need repair")
+        for key, phrase in (
+            ("oldMarker", "old-marker"),
+            ("truncatedMarker", "truncated-marker"),
+            ("fallback", "fallback-marker"),
+            ("emergency", "emergency-fallback"),
+        ):
+            if counts[key]:
+                warnings.append(f"{counts[key]} {phrase} summaries")
+    return {"operation": "doctor", "ok": not warnings, "warnings": warnings[:10]}

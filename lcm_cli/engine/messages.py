@@ -64,7 +64,15 @@ def list_messages(ctx: Context, req: Request) -> Result:
     )
     page, pagination = paginate(rows, req.limit, "messages", lambda r: (r["created_at"], r["message_id"]))
     items = [message_item(r, include_content=req.include_content) for r in page]
-    return Result({"conversation": identity_of(conversation), "items": items}, pagination)
+    data: dict[str, Any] = {"conversation": identity_of(conversation), "items": items}
+    max_tokens = (req.extra or {}).get("max_tokens")
+    if max_tokens:
+        from lcm_cli.engine.recall.token_budget import fit_page
+
+        data["items"], data["budget"] = fit_page(
+            items, page, pagination, max_tokens, "messages", lambda r: (r["created_at"], r["message_id"])
+        )
+    return Result(data, pagination)
 
 
 @operation(

@@ -44,7 +44,7 @@ OPERATIONS: dict[str, OpSpec] = {
     "conversations.show": OpSpec("lcm_cli.engine.conversations", _SELECTOR, needs_selector=True),
     "messages.list": OpSpec(
         "lcm_cli.engine.messages",
-        _SELECTOR + _TIME + ("limit", "cursor", "role", "include_content"),
+        _SELECTOR + _TIME + ("limit", "cursor", "role", "include_content", "max_tokens"),
         needs_selector=True,
     ),
     "messages.tail": OpSpec("lcm_cli.engine.messages", _SELECTOR + ("count",), needs_selector=True),
@@ -52,13 +52,27 @@ OPERATIONS: dict[str, OpSpec] = {
         "lcm_cli.engine.summaries",
         _SELECTOR + _TIME + ("limit", "cursor", "include_content", "depth", "kind"),
     ),
-    "summaries.show": OpSpec("lcm_cli.engine.summaries", args=("summary_id",)),
+    "summaries.show": OpSpec("lcm_cli.engine.summaries", ("max_tokens",), args=("summary_id",)),
     "config.show": OpSpec("lcm_cli.engine.config_ops", opens_db=False),
     "config.get": OpSpec("lcm_cli.engine.config_ops", args=("path",), opens_db=False),
     "config.set": OpSpec(
         "lcm_cli.engine.config_ops", args=("path", "json_value"), opens_db=False, writes=True
     ),
-    "doctor": OpSpec("lcm_cli.engine.config_ops", opens_db=False, resolves_paths=False),
+    "doctor.scan": OpSpec(
+        "lcm_cli.doctor.scan",
+        _SELECTOR + ("recency", "check", "fail_on", "limit", "cursor"),
+        words=("doctor",),
+        long_running=True,
+    ),
+    "doctor.apply": OpSpec(
+        "lcm_cli.doctor.apply", _SELECTOR + ("check", "apply", "no_backup"), long_running=True, writes=True
+    ),
+    "doctor.clean": OpSpec(
+        "lcm_cli.doctor.clean",
+        ("conversation_class", "apply", "vacuum", "no_backup"),
+        long_running=True,
+        writes=True,
+    ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
         ("file", "sessions_dir", "since", "max_files", "apply", "verify", "json"),
@@ -72,9 +86,56 @@ OPERATIONS: dict[str, OpSpec] = {
     "backup.list": OpSpec("lcm_cli.engine.backup_ops"),
     "backup.verify": OpSpec("lcm_cli.engine.backup_ops", args=("path",)),
     "backup.restore": OpSpec("lcm_cli.engine.backup_ops", ("apply", "force"), args=("path",), writes=True),
+    "prune": OpSpec(
+        "lcm_cli.engine.prune_ops",
+        (
+            "conversation_id",
+            "prune_before",
+            "archived_only",
+            "include_active",
+            "max_db_size",
+            "conversation_class",
+            "out",
+            "apply",
+            "vacuum",
+        ),
+        long_running=True,
+        writes=True,
+    ),
+    "prune.restore": OpSpec(
+        "lcm_cli.engine.prune_ops", ("apply",), args=("archive",), long_running=True, writes=True
+    ),
     # The control contract's results are sanitized: no paths, not even in meta.
     "control": OpSpec("lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False),
     "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),
+    "grep": OpSpec(
+        "lcm_cli.engine.recall.grep",
+        _SELECTOR
+        + _TIME
+        + ("mode", "scope", "file_id", "all_conversations", "sort", "limit", "cursor", "deadline_ms"),
+        args=("pattern",),
+    ),
+    "describe": OpSpec(
+        "lcm_cli.engine.recall.describe",
+        _SELECTOR + ("all_conversations", "max_bytes", "max_tokens", "cursor"),
+        args=("item_id",),
+    ),
+    "expand": OpSpec(
+        "lcm_cli.engine.recall.expand",
+        _SELECTOR + ("all_conversations", "max_tokens", "cursor"),
+        args=("summary_id",),
+    ),
+    "export": OpSpec(
+        "lcm_cli.engine.recall.export",
+        _SELECTOR + ("to", "out", "include_summaries"),
+        needs_selector=True,
+    ),
+    "expand.query": OpSpec(
+        "lcm_cli.engine.recall.expand_query",
+        _SELECTOR + ("all_conversations", "query", "summary_id", "max_tokens", "token_cap", "timeout_ms"),
+        args=("prompt",),
+        words=("expand-query",),
+    ),
     "session.ingest": OpSpec(
         "lcm_cli.engine.session_ops",
         ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
@@ -134,10 +195,16 @@ OPERATIONS: dict[str, OpSpec] = {
 
 
 class Result(NamedTuple):
-    """What an operation returns: ``data`` and, for lists, ``pagination``."""
+    """What an operation returns: ``data``, for lists ``pagination``, and extra ``meta``.
+
+    ``meta`` entries are added to the envelope's meta (e.g. which search back-end ran);
+    ``streamed`` says the operation already wrote its document to the door's stream.
+    """
 
     data: Any
     pagination: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    streamed: bool = False
 
 
 class Operation(NamedTuple):

@@ -21,7 +21,11 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
 # Fields whose CLI option is not simply ``--`` + the field name with dashes.
-OPTION_OVERRIDES: dict[str, str] = {"max_files": "--limit"}
+OPTION_OVERRIDES: dict[str, str] = {
+    "max_files": "--limit",
+    "prune_before": "--before",
+    "conversation_class": "--class",
+}
 
 
 def option_name(field: str) -> str:
@@ -68,6 +72,34 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "default": "latest",
         "description": "latest = the rolling rotate-latest copy",
     },
+    # doctor and prune
+    "check": {"type": "array", "items": {"type": "string"}, "description": "check id or family (repeatable)"},
+    "fail_on": {"enum": ["info", "warn", "error", "none"], "default": "warn"},
+    "no_backup": {"type": "boolean", "default": False},
+    "conversation_class": {
+        "type": "array",
+        "items": {"enum": ["archived_subagents", "cron_sessions", "null_subagent_context", "orphaned"]},
+    },
+    "vacuum": {"type": "boolean", "default": False},
+    "prune_before": {"type": "string", "description": "a duration (90d, 12w) or an ISO-8601 timestamp"},
+    "archived_only": {"type": "boolean", "default": True},
+    "include_active": {"type": "boolean", "default": False},
+    "max_db_size": {"type": "string", "description": "a size such as 500MB or 2GiB"},
+    # recall: grep, describe, expand, export, expand-query
+    "mode": {"enum": ["regex", "full_text"], "default": "regex"},
+    "scope": {"enum": ["messages", "summaries", "both", "files"], "default": "both"},
+    "file_id": {"type": "array", "items": {"type": "string"}},
+    "all_conversations": {"type": "boolean", "default": False},
+    "sort": {"enum": ["recency", "relevance", "hybrid"], "default": "recency"},
+    "deadline_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "default": 5000},
+    "max_bytes": {"type": "integer", "minimum": 1, "maximum": 512000, "default": 32768},
+    "max_tokens": {"type": "integer", "minimum": 1},
+    "to": {"enum": ["markdown", "jsonl"]},
+    "include_summaries": {"type": "boolean", "default": False},
+    "query": {"type": "string"},
+    "summary_id": {"type": "array", "items": {"type": "string"}},
+    "token_cap": {"type": "integer", "minimum": 1},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
     # prompts
     "var": {
         "type": "array",

@@ -166,11 +166,15 @@ def show_summary(ctx: Context, req: Request) -> Result:
            WHERE sm.summary_id = ? AND m.conversation_id = ? ORDER BY sm.ordinal ASC""",
         (summary_id, cid),
     )
-    return Result(
-        {
-            "summary": summary_items(ctx, [row], include_content=True)[0],
-            "parents": summary_items(ctx, list(parents), include_content=True),
-            "children": summary_items(ctx, list(children), include_content=True),
-            "sourceMessages": [dict(r) for r in sources],
-        }
-    )
+    data = {
+        "summary": summary_items(ctx, [row], include_content=True)[0],
+        "parents": summary_items(ctx, list(parents), include_content=True),
+        "children": summary_items(ctx, list(children), include_content=True),
+        "sourceMessages": [dict(r) for r in sources],
+    }
+    max_tokens = (req.extra or {}).get("max_tokens")
+    if max_tokens:
+        from lcm_cli.engine.recall.token_budget import fit_sections
+
+        data["budget"] = fit_sections(data, ("children", "sourceMessages", "parents"), max_tokens, summary_id)
+    return Result(data)

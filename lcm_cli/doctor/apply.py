@@ -1,0 +1,506 @@
+"""`lcm doctor apply`: repair what the scan found, dry run by default.
+
+Each repair is a *unit* (one conversation's context, one FTS table, one conversation's
+debt, ...). The plan is computed from the read-only scan; with ``--apply`` a backup is
+taken first, then every unit re-computes its changes inside its own ``BEGIN IMMEDIATE``
+transaction (so a write that raced the scan is seen) and commits or rolls back alone.
+The report lists every change, per unit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lcm_cli.doctor import context as context_checks
+from lcm_cli.doctor import dag, fts, maintenance
+from lcm_cli.doctor.base import ScanInput, Scope
+from lcm_cli.doctor.resummarize import planned as planned_summaries
+from lcm_cli.doctor.resummarize import repair_order, resummarize
+from lcm_cli.doctor.scan import resolve_scope, scan_input, select_checks
+from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer, unit_of_work
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.db.probe import SchemaProbe
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+
+REPAIRABLE = (
+    "summaries.markers",
+    "dag.descendant-counts",
+    "context.ordinals",
+    "context.dangling",
+    "context.duplicates",
+    "fts.messages",
+    "fts.summaries",
+    "fts.summaries-cjk",
+    "maintenance.stale",
+    "maintenance.stuck",
+    "storage.schema-version",
+    "storage.wal-size",
+)
+_FTS_TABLES = {
+    "fts.messages": "messages_fts",
+    "fts.summaries": "summaries_fts",
+    "fts.summaries-cjk": "summaries_fts_cjk",
+}
+_MAINT = maintenance.TABLE
+
+Plan = Callable[[ScanInput], list[dict[str, Any]]]
+Write = Callable[[sqlite3.Connection, list[dict[str, Any]]], None]
+
+
+@dataclass
+class Unit:
+    """One independently committed repair."""
+
+    unit: str
+    check: str
+    conversation_id: int | None
+    plan: Plan
+    write: Write
+    transactional: bool = True
+
+    def describe(self) -> dict[str, Any]:
+        """The unit's identity in the report."""
+        return {"unit": self.unit, "check": self.check, "conversationId": self.conversation_id}
+
+
+def _only_conversation(source: ScanInput) -> int | None:
+    """The one conversation a per-conversation unit is scoped to."""
+    ids = source.scope.conversation_ids or []
+    return ids[0] if len(ids) == 1 else None
+
+
+# --------------------------------------------------------------------------- context
+
+
+def _context_plan(checks: set[str]) -> Plan:
+    def plan(source: ScanInput) -> list[dict[str, Any]]:
+        changes: list[dict[str, Any]] = []
+        drop: set[int] = set()
+        if "context.dangling" in checks:
+            for item in context_checks.dangling_items(source).values():
+                drop.add(item["ordinal"])
+                changes.append(
+                    {
+                        "action": "delete-item",
+                        "ordinal": item["ordinal"],
+                        "reason": item["problem"],
+                        "ref": item["ref"],
+                    }
+                )
+        if "context.duplicates" in checks:
+            for item in context_checks.duplicate_items(source).values():
+                if item["ordinal"] not in drop:
+                    drop.add(item["ordinal"])
+                    changes.append(
+                        {
+                            "action": "delete-item",
+                            "ordinal": item["ordinal"],
+                            "reason": "duplicate",
+                            "ref": item["ref"],
+                        }
+                    )
+        cid = _only_conversation(source)
+        ordinals = [
+            r[0]
+            for r in source.rows(
+                "SELECT ordinal FROM context_items WHERE conversation_id = ? ORDER BY ordinal", [cid]
+            )
+        ]
+        kept = [o for o in ordinals if o not in drop]
+        if kept != list(range(len(kept))) and (drop or "context.ordinals" in checks):
+            changes.append({"action": "renumber", "from": kept, "to": f"0..{len(kept) - 1}"})
+        return changes
+
+    return plan
+
+
+def _context_write(conversation_id: int) -> Write:
+    def write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+        for change in changes:
+            if change["action"] == "delete-item":
+                conn.execute(
+                    "DELETE FROM context_items WHERE conversation_id = ? AND ordinal = ?",
+                    (conversation_id, change["ordinal"]),
+                )
+        if any(c["action"] == "renumber" for c in changes):
+            # Two passes through negative ordinals: the primary key never sees a clash.
+            conn.execute(
+                "UPDATE context_items SET ordinal = -1 - ordinal WHERE conversation_id = ?",
+                (conversation_id,),
+            )
+            rows = conn.execute(
+                "SELECT ordinal FROM context_items WHERE conversation_id = ? ORDER BY ordinal DESC",
+                (conversation_id,),
+            ).fetchall()
+            for new, (old,) in enumerate(rows):
+                conn.execute(
+                    "UPDATE context_items SET ordinal = ? WHERE conversation_id = ? AND ordinal = ?",
+                    (new, conversation_id, old),
+                )
+
+    return write
+
+
+# --------------------------------------------------------------------------- DAG counts
+
+
+def _descendants_plan(source: ScanInput) -> list[dict[str, Any]]:
+    """Bottom-up recomputation of descendant counts for one conversation (in memory)."""
+    cid = _only_conversation(source)
+    rows = source.rows(
+        "SELECT summary_id, kind, depth, token_count, descendant_count, descendant_token_count FROM summaries "
+        "WHERE conversation_id = ? ORDER BY depth, summary_id",
+        [cid],
+    )
+    nodes = {r["summary_id"]: dict(r) for r in rows}
+    sources: dict[str, list[str]] = {}
+    for sid, pid in source.rows(
+        "SELECT sp.summary_id, sp.parent_summary_id FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.summary_id "
+        "WHERE s.conversation_id = ?",
+        [cid],
+    ):
+        sources.setdefault(sid, []).append(pid)
+    computed: dict[str, tuple[int, int]] = {}
+
+    def value(sid: str, seen: frozenset[str]) -> tuple[int, int]:
+        if sid in computed:
+            return computed[sid]
+        node = nodes.get(sid)
+        if node is None or sid in seen:  # foreign or cyclic: keep what is stored
+            return (node["descendant_count"], node["descendant_token_count"]) if node else (0, 0)
+        count = tokens = 0
+        if node["kind"] == "condensed":
+            for pid in sources.get(sid, []):
+                child = nodes.get(pid)
+                if child is None:
+                    continue
+                c_count, c_tokens = value(pid, seen | {sid})
+                count += c_count + 1
+                tokens += child["token_count"] + c_tokens
+        computed[sid] = (count, tokens)
+        return computed[sid]
+
+    changes = []
+    for sid, node in nodes.items():
+        count, tokens = value(sid, frozenset())
+        if (count, tokens) != (node["descendant_count"], node["descendant_token_count"]):
+            changes.append(
+                {
+                    "action": "set-descendants",
+                    "summaryId": sid,
+                    "from": [node["descendant_count"], node["descendant_token_count"]],
+                    "to": [count, tokens],
+                }
+            )
+    return changes
+
+
+def _descendants_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    for change in changes:
+        conn.execute(
+            "UPDATE summaries SET descendant_count = ?, descendant_token_count = ? WHERE summary_id = ?",
+            (change["to"][0], change["to"][1], change["summaryId"]),
+        )
+
+
+# --------------------------------------------------------------------------- FTS
+
+
+def _fts_plan(check_id: str) -> Plan:
+    table = _FTS_TABLES[check_id]
+
+    def plan(source: ScanInput) -> list[dict[str, Any]]:
+        if not source.has(table):
+            return []
+        if table == "messages_fts":
+            problems: dict[Any, str] = dict(fts.message_fts_problems(source))
+        else:
+            problems = dict(fts.summary_fts_problems(source, table))
+        if not problems:
+            return []
+        return [
+            {
+                "action": "reindex",
+                "table": table,
+                "problems": {str(k): v for k, v in sorted(problems.items())},
+            }
+        ]
+
+    return plan
+
+
+def _fts_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    for change in changes:
+        table = change["table"]
+        if table == "messages_fts":
+            result = fts.repair_messages_fts(conn, {int(k): v for k, v in change["problems"].items()})
+        else:
+            result = fts.repair_summary_fts(conn, table, dict(change["problems"]))
+        change.update(result)
+
+
+# --------------------------------------------------------------------------- maintenance debt
+
+
+def _maintenance_plan(check_id: str) -> Plan:
+    def plan(source: ScanInput) -> list[dict[str, Any]]:
+        found = (
+            maintenance.stale_debt(source)
+            if check_id == "maintenance.stale"
+            else maintenance.stuck_debt(source)
+        )
+        cid = _only_conversation(source)
+        if cid not in found:
+            return []
+        revision = (
+            source.rows(f"SELECT maintenance_revision FROM {_MAINT} WHERE conversation_id = ?", [cid])[0][0]
+            if source.probe.has_column(_MAINT, "maintenance_revision")
+            else None
+        )
+        action = "close-debt" if check_id == "maintenance.stale" else "clear-running"
+        return [{"action": action, "revision": revision, "reason": found[cid]}]
+
+    return plan
+
+
+def _maintenance_write(conversation_id: int) -> Write:
+    def write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+        probe = SchemaProbe(conn)
+        for change in changes:
+            sets = ["running = 0", "updated_at = datetime('now')"]
+            params: list[Any] = []
+            if change["action"] == "close-debt":
+                sets.append("pending = 0")
+                if probe.has_column(_MAINT, "resolution_reason"):
+                    sets += ["resolution_reason = 'operator-ignored'", "resolved_at = ?"]
+                    params.append(time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()))
+            guard = ""
+            if change["revision"] is not None:
+                sets.append("maintenance_revision = maintenance_revision + 1")
+                guard = " AND maintenance_revision = ?"
+            sql = f"UPDATE {_MAINT} SET {', '.join(sets)} WHERE conversation_id = ?{guard}"
+            params.append(conversation_id)
+            if change["revision"] is not None:
+                params.append(change["revision"])
+            if conn.execute(sql, params).rowcount != 1:
+                raise LcmError(
+                    "STATE_CHANGED", f"Compaction debt of conversation {conversation_id} changed meanwhile."
+                )
+
+    return write
+
+
+# --------------------------------------------------------------------------- storage
+
+
+def _schema_plan(source: ScanInput) -> list[dict[str, Any]]:
+    from lcm_cli.engine.db import schema
+
+    pending = schema.pending_migrations(source.conn)
+    return [{"action": "migrate", "migrations": pending}] if pending else []
+
+
+def _schema_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    from lcm_cli.engine.db import schema
+
+    for change in changes:
+        change["applied"] = schema.migrate(conn)
+
+
+def _wal_plan(source: ScanInput) -> list[dict[str, Any]]:
+    from lcm_cli.doctor.storage import WAL_WARN_BYTES, _size
+
+    wal = _size(source.database_path + "-wal")
+    return [{"action": "checkpoint-truncate", "walBytes": wal}] if wal > WAL_WARN_BYTES else []
+
+
+def _wal_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    for change in changes:
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        change["result"] = {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]}
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _conversations_with(source: ScanInput, check_id: str) -> list[int]:
+    if check_id == "dag.descendant-counts":
+        mismatched = dag.descendant_mismatches(source)
+        owners = source.summary_conversations()
+        return sorted({owners[s] for s in mismatched if s in owners})
+    if check_id == "context.dangling":
+        return sorted({v["conversationId"] for v in context_checks.dangling_items(source).values()})
+    if check_id == "context.duplicates":
+        return sorted({v["conversationId"] for v in context_checks.duplicate_items(source).values()})
+    if check_id == "context.ordinals":
+        return sorted(context_checks.check_ordinals(source).affected)
+    if check_id == "maintenance.stale":
+        return sorted(maintenance.stale_debt(source))
+    if check_id == "maintenance.stuck":
+        return sorted(maintenance.stuck_debt(source))
+    return []
+
+
+def plan_units(source: ScanInput, check_ids: list[str]) -> list[Unit]:
+    """Every unit the selected checks need, in repair order."""
+    chosen = set(check_ids)
+    units: list[Unit] = []
+    if "storage.schema-version" in chosen:
+        units.append(
+            Unit("schema", "storage.schema-version", None, _schema_plan, _schema_write, transactional=False)
+        )
+    context_ids = set(chosen) & {"context.dangling", "context.duplicates", "context.ordinals"}
+    if context_ids and source.has("context_items"):
+        conversations: set[int] = set()
+        for check_id in context_ids:
+            conversations.update(_conversations_with(source, check_id))
+        for cid in sorted(conversations):
+            units.append(
+                Unit(
+                    f"context:{cid}",
+                    ",".join(sorted(context_ids)),
+                    cid,
+                    _context_plan(context_ids),
+                    _context_write(cid),
+                )
+            )
+    if "dag.descendant-counts" in chosen and source.has("summaries", "summary_parents"):
+        for cid in _conversations_with(source, "dag.descendant-counts"):
+            units.append(
+                Unit(
+                    f"descendants:{cid}", "dag.descendant-counts", cid, _descendants_plan, _descendants_write
+                )
+            )
+    for check_id, table in _FTS_TABLES.items():
+        if check_id in chosen and source.has(table):
+            units.append(Unit(f"fts:{table}", check_id, None, _fts_plan(check_id), _fts_write))
+    for check_id in ("maintenance.stale", "maintenance.stuck"):
+        if check_id in chosen and source.has(_MAINT):
+            for cid in _conversations_with(source, check_id):
+                units.append(
+                    Unit(
+                        f"{check_id}:{cid}",
+                        check_id,
+                        cid,
+                        _maintenance_plan(check_id),
+                        _maintenance_write(cid),
+                    )
+                )
+    if "storage.wal-size" in chosen:
+        units.append(Unit("wal", "storage.wal-size", None, _wal_plan, _wal_write, transactional=False))
+    return units
+
+
+def _unit_input(source: ScanInput, unit: Unit) -> ScanInput:
+    if unit.conversation_id is None:
+        return source
+    return dataclasses.replace(source, scope=Scope([unit.conversation_id]), memo={})
+
+
+@operation("doctor.apply", summary="Repair what `lcm doctor` found (dry run unless --apply; backup first).")
+def apply_repairs(ctx: Context, req: Request) -> Result:
+    """Plan every repair; with ``--apply`` back up, then commit each unit in its own transaction."""
+    extra = req.extra or {}
+    requested = extra.get("check")
+    checks = [c.id for c in select_checks(requested)] if requested else list(REPAIRABLE)
+    not_repairable = [c for c in checks if c not in REPAIRABLE]
+    if requested and not_repairable and len(not_repairable) == len(checks):
+        raise invalid_argument(
+            f"No automatic repair for {', '.join(not_repairable)}; `lcm doctor` shows the advice for each. "
+            f"Repairable checks: {', '.join(REPAIRABLE)}.",
+            {"value": not_repairable, "repairable": list(REPAIRABLE)},
+        )
+    checks = [c for c in checks if c in REPAIRABLE]
+    scope = resolve_scope(ctx, req)
+    source = scan_input(ctx, scope)
+    skipped: list[dict[str, Any]] = []
+    targets = repair_order(source) if "summaries.markers" in checks else []
+    summarizer_model = None
+    if targets:
+        from lcm_cli.engine.summarize.factory import build_summarizer
+
+        summarizer_model = build_summarizer(ctx.effective, ctx.env).model
+    units = plan_units(source, checks)
+    planned = []
+    for unit in units:
+        changes = unit.plan(_unit_input(source, unit))
+        if changes:
+            planned.append((unit, changes))
+    data: dict[str, Any] = {
+        "applied": False,
+        "checks": checks,
+        "scope": {"conversationIds": scope.conversation_ids},
+        "units": planned_summaries(targets, summarizer_model or "")
+        + [{**u.describe(), "changes": ch} for u, ch in planned],
+        "summarizer": summarizer_model,
+        "skipped": skipped,
+        "notRepairable": not_repairable,
+    }
+    if not extra.get("apply"):
+        data["message"] = "Dry run: nothing was written. Re-run with --apply to make these changes."
+        return Result(data)
+    ctx.close()  # the read handle must not pin an old snapshot while we write
+    data["applied"] = True
+    data["backup"] = None
+    if (planned or targets) and not extra.get("no_backup"):
+        data["backup"] = backup_first(ctx.database_path, "doctor-repair")
+    data["units"] = _write_units(ctx, [u for u, _ in planned], source, targets)
+    return Result(data)
+
+
+def _write_units(
+    ctx: Context, units: list[Unit], source: ScanInput, targets: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    conn = open_writer(ctx.database_path, ctx.timeout_ms)
+    results: list[dict[str, Any]] = []
+    try:
+        if targets:
+            try:
+                results += resummarize(
+                    conn,
+                    targets,
+                    effective=ctx.effective,
+                    env=ctx.env,
+                    progress=lambda done, total: ctx.report_progress("re-summarizing", done, total),
+                )
+            except sqlite3.Error as exc:
+                if is_busy(exc):
+                    raise busy_error(ctx.database_path, ctx.timeout_ms, []) from None
+                raise
+        writer_source = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
+        for index, unit in enumerate(units):
+            ctx.report_progress("repairing", index, len(units))
+            entry = unit.describe()
+            try:
+                if unit.transactional:
+                    with unit_of_work(conn):
+                        changes = unit.plan(_unit_input(writer_source, unit))
+                        unit.write(conn, changes)
+                else:
+                    changes = unit.plan(_unit_input(writer_source, unit))
+                    unit.write(conn, changes)
+                entry.update(status="applied" if changes else "unchanged", changes=changes)
+            except LcmError as exc:
+                entry.update(status="failed", error=exc.to_dict(), changes=[])
+            except sqlite3.Error as exc:
+                if is_busy(exc):
+                    raise busy_error(
+                        ctx.database_path,
+                        ctx.timeout_ms,
+                        [r["unit"] for r in results if r["status"] == "applied"],
+                    ) from None
+                entry.update(
+                    status="failed", error={"code": "DATABASE_QUERY_FAILED", "message": str(exc)}, changes=[]
+                )
+            results.append(entry)
+        ctx.report_progress("done", len(units), len(units))
+    finally:
+        conn.close()
+    return results

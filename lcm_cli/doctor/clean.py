@@ -1,0 +1,141 @@
+"""`lcm doctor clean`: remove junk conversations by class (compat/operations.md §6).
+
+Scan output per class: matched conversations and messages, and up to 3 examples. With
+``--apply``: a ``doctor-cleaners`` backup, then one transaction deleting every matched
+conversation with everything that hangs off it; ``--vacuum`` then compacts the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+
+from lcm_cli.doctor.base import Scope
+from lcm_cli.doctor.junk import CLASSES, CLEAN_CLASSES, class_conversations
+from lcm_cli.doctor.scan import scan_input
+from lcm_cli.doctor.writer import backup_first, is_busy, open_writer, unit_of_work
+from lcm_cli.engine import prune
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.conversation_rows import require_lcm_tables
+from lcm_cli.engine.db.connection import translate_sqlite_error
+from lcm_cli.engine.errors import invalid_argument
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+
+_PREVIEW = 120
+
+
+def _preview(text: str | None) -> str | None:
+    if text is None:
+        return None
+    collapsed = " ".join(text.split())
+    return collapsed if len(collapsed) <= _PREVIEW else collapsed[: _PREVIEW - 3] + "..."
+
+
+def _examples(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    key = ctx.probe.col("conversations", "session_key", prefix="c.")
+    rows = ctx.query(
+        f"""SELECT c.conversation_id, {key},
+                   (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS n,
+                   (SELECT substr(m.content, 1, 400) FROM messages m WHERE m.conversation_id = c.conversation_id
+                    ORDER BY m.seq, m.created_at, m.message_id LIMIT 1) AS first
+            FROM conversations c WHERE c.conversation_id IN (SELECT value FROM json_each(?))
+            ORDER BY n DESC, c.created_at DESC, c.conversation_id DESC LIMIT 3""",
+        (str(ids).replace(" ", ""),),
+    )
+    return [
+        {"conversationId": r[0], "sessionKey": r[1], "messageCount": r[2], "firstMessage": _preview(r[3])}
+        for r in rows
+    ]
+
+
+@operation(
+    "doctor.clean", summary="Remove junk conversations by class (dry run unless --apply; backup first)."
+)
+def clean(ctx: Context, req: Request) -> Result:
+    """Report (and with ``--apply`` delete) the conversations of each junk class."""
+    extra = req.extra or {}
+    classes = list(extra.get("conversation_class") or CLEAN_CLASSES)
+    for name in classes:
+        if name not in CLEAN_CLASSES:
+            hint = (
+                " (orphaned conversations go through `lcm prune --class orphaned`)"
+                if name == "orphaned"
+                else ""
+            )
+            raise invalid_argument(
+                f"Invalid --class value {name!r}: expected one of {', '.join(CLEAN_CLASSES)}{hint}.",
+                {"value": name},
+            )
+    require_lcm_tables(ctx)
+    source = scan_input(ctx, Scope())
+    filters = []
+    matched: set[int] = set()
+    for name in classes:
+        ids = class_conversations(source, name)
+        matched.update(ids)
+        messages = ctx.query_one(
+            "SELECT COUNT(*) FROM messages WHERE conversation_id IN (SELECT value FROM json_each(?))",
+            (str(ids).replace(" ", ""),),
+        )
+        filters.append(
+            {
+                "class": name,
+                "label": CLASSES[name]["label"],
+                "description": CLASSES[name]["description"],
+                "conversationCount": len(ids),
+                "messageCount": messages[0] if messages else 0,
+                "examples": _examples(ctx, ids),
+                "conversationIds": ids,
+            }
+        )
+    total_messages = ctx.query_one(
+        "SELECT COUNT(*) FROM messages WHERE conversation_id IN (SELECT value FROM json_each(?))",
+        (str(sorted(matched)).replace(" ", ""),),
+    )
+    data: dict[str, Any] = {
+        "applied": False,
+        "agentIds": source.agent_ids,
+        "filters": filters,
+        "totalConversations": len(matched),
+        "totalMessages": total_messages[0] if total_messages else 0,
+    }
+    if not extra.get("apply"):
+        data["message"] = "Dry run: nothing was deleted. Re-run with --apply (backup first) to delete these."
+        return Result(data)
+    data.update(applied=True, backup=None, deletedConversations=0, deletedMessages=0, vacuum=None)
+    if not matched:
+        return Result(data)
+    ctx.close()
+    if not extra.get("no_backup"):
+        data["backup"] = backup_first(ctx.database_path, "doctor-cleaners")
+    try:
+        conn = open_writer(ctx.database_path, ctx.timeout_ms)
+        try:
+            conn.execute("PRAGMA foreign_keys = OFF")  # explicit deletes; see prune.delete_staged
+            with unit_of_work(conn):
+                prune.stage_ids(conn, sorted(matched))
+                deleted = prune.delete_staged(conn)
+            conn.execute("PRAGMA foreign_keys = ON")
+            data["deletedConversations"] = deleted["conversations"]
+            data["deletedMessages"] = deleted["messages"]
+            data["deleted"] = deleted
+            if extra.get("vacuum"):
+                before = os.path.getsize(ctx.database_path)
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                data["vacuum"] = {
+                    "fileBytesBefore": before,
+                    "fileBytesAfter": os.path.getsize(ctx.database_path),
+                }
+            data["quickCheck"] = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        if is_busy(exc):
+            raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+        raise
+    return Result(data)

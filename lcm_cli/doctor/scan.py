@@ -1,0 +1,276 @@
+"""`lcm doctor`: run the checks (read-only) and report each with its status and fix.
+
+Exit status: the report carries ``exitStatus`` — 0 when no finding is at or above
+``--fail-on`` (default ``warn``), :data:`FINDINGS_EXIT_STATUS` otherwise — and the CLI
+door exits with it, so scripts can gate on `lcm doctor` without parsing JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import time
+from typing import Any
+
+from lcm_cli.doctor.base import Outcome, ScanInput, Scope, severity_rank
+from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
+from lcm_cli.doctor.junk import agent_ids
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.conversation_rows import find_conversation, require_lcm_tables
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+
+FINDINGS_EXIT_STATUS = 6
+FAIL_ON = ("info", "warn", "error", "none")
+DEFAULT_FAIL_ON = "warn"
+_STATUS = {"info": "INFO", "warn": "WARN", "error": "FAIL"}
+_PAIR = re.compile(r"^([0-9]+):([0-9]+)$")
+
+
+def select_checks(requested: list[str] | None) -> list[Check]:
+    """The checks named by ``--check`` (ids or family names); all of them when none are given."""
+    if not requested:
+        return list(CHECKS)
+    chosen: list[str] = []
+    for name in requested:
+        if name in BY_ID:
+            matches = [name]
+        elif name in FAMILIES:
+            matches = [c.id for c in CHECKS if c.id.split(".")[0] == name]
+        else:
+            raise invalid_argument(
+                f"Unknown check {name!r}. Known checks: {', '.join(BY_ID)} (or a family: {', '.join(FAMILIES)}).",
+                {"value": name, "known": list(BY_ID), "families": FAMILIES},
+            )
+        chosen.extend(m for m in matches if m not in chosen)
+    return [c for c in CHECKS if c.id in chosen]  # registry order, whatever order they were asked in
+
+
+def resolve_scope(ctx: Context, req: Request) -> Scope:
+    """The conversations a scan or repair looks at: a selector, a recency window, or everything."""
+    require_lcm_tables(ctx)
+    if req.selector is not None:
+        row = find_conversation(ctx, req.selector)
+        return Scope([row["conversation_id"]])
+    if req.time.after is not None:
+        rows = ctx.query(
+            """SELECT conversation_id FROM conversations WHERE julianday(updated_at) >= julianday(?)
+               UNION SELECT DISTINCT conversation_id FROM messages WHERE julianday(created_at) >= julianday(?)
+               ORDER BY 1""",
+            (req.time.after, req.time.after),
+        )
+        return Scope([r[0] for r in rows], recency_after=req.time.after)
+    return Scope()
+
+
+def scan_input(ctx: Context, scope: Scope, now_ms: int | None = None) -> ScanInput:
+    """Bundle the read-only connection and scope for the checks."""
+    has_key = ctx.probe.has_column("conversations", "session_key")
+    return ScanInput(
+        conn=ctx.db,
+        probe=ctx.probe,
+        scope=scope,
+        database_path=ctx.database_path,
+        agent_ids=agent_ids(ctx.db, ctx.config_root, has_key),
+        now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+    )
+
+
+def encode_cursor(check_id: str, last: Any) -> str:
+    """An opaque cursor continuing ``check_id``'s affected ids after ``last``."""
+    raw = json.dumps({"check": check_id, "after": last}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(text: str) -> tuple[str, Any]:
+    """(check id, last id shown); INVALID_CURSOR when it is not one of ours."""
+    try:
+        body = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        check_id, last = body["check"], body["after"]
+        if check_id not in BY_ID or not isinstance(last, (int, str)):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise LcmError(
+            "INVALID_CURSOR",
+            "This --cursor was not printed by `lcm doctor`; pass a nextCursor from its output.",
+            {"value": text},
+        ) from None
+    return check_id, last
+
+
+def _key(item: Any) -> Any:
+    if isinstance(item, str):
+        pair = _PAIR.match(item)
+        if pair:
+            return (1, int(pair.group(1)), int(pair.group(2)), "")
+        return (2, 0, 0, item)
+    return (0, int(item), 0, "")
+
+
+def page_of(affected: list[Any], after: Any, limit: int) -> tuple[list[Any], bool]:
+    """``limit`` ids after ``after`` (in the check's order), and whether more follow."""
+    if after is not None:
+        mark = _key(after)
+        affected = [item for item in affected if _key(item) > mark]
+    return affected[:limit], len(affected) > limit
+
+
+def _fix_for(check: Check, req: Request, scope: Scope) -> str | None:
+    if check.fix is None:
+        return None
+    if check.scoped and req.selector is not None and check.fix.startswith("lcm doctor"):
+        option = "--conversation-id" if req.selector.kind == "conversationId" else "--session-key"
+        value = (
+            req.selector.value if req.selector.kind == "conversationId" else json.dumps(req.selector.value)
+        )
+        return f"{check.fix} {option} {value}"
+    return check.fix
+
+
+def report_check(check: Check, outcome: Outcome, req: Request, scope: Scope, after: Any) -> dict[str, Any]:
+    """One check's entry in the report."""
+    entry: dict[str, Any] = {"check": check.id, "title": check.title, "severity": check.severity}
+    if outcome.skipped is not None:
+        entry.update(status="SKIP", count=0, affected=[], nextCursor=None, skipped=outcome.skipped)
+        return entry
+    page, more = page_of(outcome.affected, after, req.limit)
+    entry["status"] = _STATUS[check.severity] if outcome.count else "PASS"
+    entry["count"] = outcome.count
+    entry["affected"] = page
+    if outcome.notes:
+        entry["notes"] = {str(i): outcome.notes[i] for i in page if i in outcome.notes}
+    entry["nextCursor"] = encode_cursor(check.id, page[-1]) if more and page else None
+    entry["fix"] = _fix_for(check, req, scope) if outcome.count else None
+    if check.advice and outcome.count:
+        entry["advice"] = check.advice
+    if outcome.details:
+        entry["details"] = outcome.details
+    return entry
+
+
+# Checks that are (nearly) pure SQL run on their own connections in threads: SQLite
+# releases the GIL while it steps, so they overlap the checks on the main thread. Each
+# group runs in order on one connection (the DAG pair shares its link queries).
+_BACKGROUND: tuple[tuple[str, ...], ...] = (
+    ("storage.quick-check",),
+    ("dag.cross-conversation", "dag.missing-sources"),
+    ("fts.messages",),
+)
+
+
+def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outcome, int]]:
+    """Run each check, timing it; a check that cannot run here is skipped, never fatal."""
+    import dataclasses
+    import threading
+
+    from lcm_cli.engine.db.connection import open_read_only
+    from lcm_cli.engine.db.probe import SchemaProbe
+
+    done: dict[str, tuple[Outcome, int]] = {}
+    errors: list[BaseException] = []
+
+    def timed(check: Check, input_: ScanInput) -> tuple[Outcome, int]:
+        started = time.perf_counter()
+        if not check.scoped and not input_.scope.whole and check.id != "storage.schema-version":
+            outcome = Outcome(skipped="database-wide check; runs only without a selector or --recency")
+        else:
+            outcome = check.run(input_)
+        return outcome, int((time.perf_counter() - started) * 1000)
+
+    def background(group: list[Check]) -> None:
+        try:
+            conn = open_read_only(source.database_path)
+            conn.row_factory = source.conn.row_factory
+            try:
+                mine = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
+                for check in group:
+                    done[check.id] = timed(check, mine)
+            finally:
+                conn.close()
+        except BaseException as exc:  # re-raised on the calling thread
+            errors.append(exc)
+
+    wanted = {c.id: c for c in checks}
+    groups = []
+    if source.scope.whole:
+        for ids in _BACKGROUND:
+            group = [wanted[i] for i in ids if i in wanted]
+            if group:
+                groups.append(group)
+    offloaded = {c.id for group in groups for c in group}
+    threads = [threading.Thread(target=background, args=(g,), daemon=True) for g in groups]
+    for thread in threads:
+        thread.start()
+    for check in checks:
+        if check.id not in offloaded:
+            done[check.id] = timed(check, source)
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [(check, *done[check.id]) for check in checks]
+
+
+@operation(
+    "doctor.scan", summary="Check lcm.db for every known problem; each finding names its fix (read-only)."
+)
+def doctor(ctx: Context, req: Request) -> Result:
+    """Run the selected checks and report PASS/INFO/WARN/FAIL/SKIP per check."""
+    extra = req.extra or {}
+    fail_on = extra.get("fail_on") or DEFAULT_FAIL_ON
+    if fail_on not in FAIL_ON:
+        raise invalid_argument(
+            f"Invalid --fail-on value {fail_on!r}: expected info, warn, error or none.", {"value": fail_on}
+        )
+    requested = extra.get("check")
+    after: Any = None
+    if req.cursor:
+        check_id, after = decode_cursor(req.cursor)
+        if requested and check_id not in [c.id for c in select_checks(requested)]:
+            raise LcmError(
+                "INVALID_CURSOR",
+                f"This cursor continues check {check_id}, not the --check given; drop --check or match it.",
+                {"value": req.cursor},
+            )
+        requested = [check_id]
+    checks = select_checks(requested)
+    started = time.perf_counter()
+    scope = resolve_scope(ctx, req)
+    source = scan_input(ctx, scope)
+    results = run_checks(source, checks)
+    entries = []
+    for check, outcome, elapsed in results:
+        entry = report_check(check, outcome, req, scope, after)
+        entry["elapsedMs"] = elapsed
+        entries.append(entry)
+    counts = {s: 0 for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")}
+    for entry in entries:
+        counts[entry["status"]] += 1
+    worst = max(
+        (severity_rank(c.severity) for c, o, _ in results if o.skipped is None and o.count), default=-1
+    )
+    failing = fail_on != "none" and worst >= severity_rank(fail_on)
+    data = {
+        "healthy": worst < 0,
+        "status": "FAIL"
+        if counts["FAIL"]
+        else "WARN"
+        if counts["WARN"]
+        else "INFO"
+        if counts["INFO"]
+        else "PASS",
+        "failOn": fail_on,
+        "exitStatus": FINDINGS_EXIT_STATUS if failing else 0,
+        "scope": {
+            "conversationIds": scope.conversation_ids,
+            "recencyAfter": scope.recency_after,
+            "agentIds": source.agent_ids,
+        },
+        "counts": counts,
+        "elapsedMs": int((time.perf_counter() - started) * 1000),
+        "checks": entries,
+    }
+    return Result(data)

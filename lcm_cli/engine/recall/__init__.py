@@ -1,0 +1,1 @@
+"""Recall from the shell: grep, describe, expand, expand-query and export."""

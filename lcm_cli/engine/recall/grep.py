@@ -1,0 +1,985 @@
+"""`lcm grep`: search messages, summaries and large files, saying exactly what was searched.
+
+Each source (messages, summaries, files) is searched by the best back-end this file and
+query allow -- FTS5, the trigram table for CJK summaries, LIKE scans, or a Python regex
+over a bounded, newest-first candidate set -- and ``meta`` reports which one ran, which
+scopes were covered, and whether the answer is complete or was cut by the limit, the
+scan cap or the deadline. Pages continue with a keyset cursor per source.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.recall import fts_query as fq
+from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
+from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
+from lcm_cli.engine.recall.scope import Scope, choice, not_in_scope, resolve_scope
+from lcm_cli.engine.registry import Result, operation
+from lcm_cli.engine.request import Request
+
+SCOPES = {
+    "messages": ("messages",),
+    "summaries": ("summaries",),
+    "both": ("messages", "summaries"),
+    "files": ("files",),
+}
+MAX_PATTERN_CHARS = 500
+REGEX_SCAN_ROWS = 20_000  # rows examined per source per call in regex mode
+REGEX_BATCH = 1_000
+FILE_SCAN_BYTES = 512_000
+FILE_MATCHES_PER_FILE = 10
+SNIPPET_CHARS = 200
+DEFAULT_DEADLINE_MS = 5_000
+MSG_TIME = "m.created_at"
+SUM_TIME = "COALESCE(s.latest_at, s.created_at)"
+FILE_TIME = "f.created_at"
+
+
+class Page(NamedTuple):
+    """One source's share of a page."""
+
+    hits: list[dict[str, Any]]
+    path: str  # fts5 | trigram | like | regex
+    next_pos: dict[str, Any] | None  # where this source continues; None = exhausted
+    truncated_by: str | None  # limit | deadline | scanLimit
+    info: dict[str, Any]
+
+
+class Query(NamedTuple):
+    """Everything a source searcher needs."""
+
+    ctx: Context
+    pattern: str
+    mode: str
+    sort: str
+    regex: re.Pattern[str] | None
+    scope: Scope
+    after: str | None
+    before: str | None
+    limit: int
+    deadline: Deadline
+    now_jd: float
+    file_ids: list[str]
+
+
+# --------------------------------------------------------------------------------------
+# The operation
+# --------------------------------------------------------------------------------------
+
+
+@operation(
+    "grep",
+    summary="Search messages, summaries or large files by regex or full text; meta says what ran.",
+)
+def grep(ctx: Context, req: Request) -> Result:
+    """Search in scope and return one page of hits per source, with an honest ``meta``."""
+    extra = req.extra or {}
+    pattern = req.args[0].strip()
+    mode = choice(req, "mode") or "regex"
+    scope_name = choice(req, "scope") or "both"
+    requested_sort = choice(req, "sort") or "recency"
+    file_ids = list(extra.get("file_id") or [])
+    deadline = Deadline(extra.get("deadline_ms") or DEFAULT_DEADLINE_MS)
+    if not pattern:
+        raise LcmError(
+            "INVALID_PATTERN",
+            "The pattern is empty. Give a word or phrase (--mode full_text) or a regular expression.",
+            {"pattern": req.args[0], "mode": mode, "reason": "empty"},
+        )
+    regex = None
+    if mode == "full_text":
+        check_full_text(pattern)
+    else:
+        regex = compile_regex(pattern)
+    # Only FTS5 ranks; regex and file scans are always newest first (meta says so).
+    sort = "recency" if mode == "regex" or scope_name == "files" else requested_sort
+    if file_ids and scope_name != "files":
+        raise invalid_argument("--file-id narrows --scope files; add --scope files.", {"option": "--file-id"})
+    scope = resolve_scope(ctx, req, required=True)
+    sources = SCOPES[scope_name]
+    fingerprint = _fingerprint(pattern, mode, scope_name, sort, scope, file_ids, req)
+    positions: dict[str, Any] = {source: {} for source in sources}
+    now_jd = julian_now()
+    if req.cursor:
+        state = _decode_cursor(req.cursor, fingerprint)
+        positions = state["pos"]
+        now_jd = state["now"]
+    if "files" in sources and file_ids:
+        _check_file_ids(ctx, file_ids, scope)
+    query = Query(
+        ctx,
+        pattern,
+        mode,
+        sort,
+        regex,
+        scope,
+        req.time.after,
+        req.time.before,
+        req.limit,
+        deadline,
+        now_jd,
+        file_ids,
+    )
+    searchers: dict[str, Callable[[Query, dict[str, Any]], Page]] = {
+        "messages": search_messages,
+        "summaries": search_summaries,
+        "files": _search_files,
+    }
+    hits: list[dict[str, Any]] = []
+    search_path: dict[str, str] = {}
+    truncated: dict[str, str] = {}
+    next_positions: dict[str, Any] = {}
+    info: dict[str, Any] = {}
+    for source in sources:
+        if source not in positions:
+            continue  # exhausted on an earlier page
+        page = searchers[source](query, positions[source])
+        hits.extend(page.hits)
+        search_path[source] = page.path
+        if page.truncated_by:
+            truncated[source] = page.truncated_by
+        if page.next_pos is not None:
+            next_positions[source] = page.next_pos
+        if page.info:
+            info[source] = page.info
+    next_cursor = (
+        _encode_cursor({"q": fingerprint, "now": now_jd, "pos": next_positions}) if next_positions else None
+    )
+    kinds = {"messages": "message", "summaries": "summary", "files": "file"}
+    counts = {source: sum(1 for h in hits if h["type"] == kinds[source]) for source in sources}
+    meta: dict[str, Any] = {
+        "searchPath": search_path,
+        "scopes": list(sources),
+        "scope": scope.to_dict(),
+        "mode": mode,
+        "sort": sort,
+        "complete": not truncated,
+        "truncatedBy": truncated,
+        "deadlineMs": deadline.ms,
+        "elapsedMs": deadline.elapsed_ms(),
+    }
+    if requested_sort != sort:
+        meta["sortRequested"] = requested_sort
+    if info:
+        meta["sources"] = info
+    data = {"pattern": pattern, "counts": counts, "hits": hits}
+    pagination = {
+        "limit": req.limit,
+        "returned": len(hits),
+        "hasMore": next_cursor is not None,
+        "nextCursor": next_cursor,
+    }
+    return Result(data, pagination, meta)
+
+
+def check_full_text(pattern: str) -> None:
+    """INVALID_PATTERN for regex syntax outside quotes, or for a pattern with no words."""
+    fq.check_full_text_pattern(pattern)
+    if not fq.like_terms(pattern):
+        raise LcmError(
+            "INVALID_PATTERN",
+            f"{pattern!r} holds no words to search for (only quotes or spaces). Give a word or "
+            "a quoted phrase.",
+            {"pattern": pattern, "mode": "full_text", "reason": "empty"},
+        )
+
+
+def compile_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a regex-mode pattern (case-sensitive, no flags) or raise INVALID_PATTERN."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise LcmError(
+            "INVALID_PATTERN",
+            f"The regex is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}. "
+            "Shorten it, or search words with --mode full_text.",
+            {"pattern": pattern[:80], "mode": "regex", "reason": "too long"},
+        )
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise LcmError(
+            "INVALID_PATTERN",
+            f"{pattern!r} is not a valid regular expression ({exc}). To search it as literal "
+            "words use --mode full_text, or escape the special characters.",
+            {"pattern": pattern, "mode": "regex", "acceptedBy": "full_text", "reason": str(exc)},
+        ) from None
+
+
+# --------------------------------------------------------------------------------------
+# Cursors: one position per source, bound to the query that made them
+# --------------------------------------------------------------------------------------
+
+
+def _fingerprint(
+    pattern: str,
+    mode: str,
+    scope_name: str,
+    sort: str,
+    scope: Scope,
+    file_ids: list[str],
+    req: Request,
+) -> str:
+    import hashlib  # here: its OpenSSL binding costs a few ms at start-up
+
+    raw = json.dumps(
+        [pattern, mode, scope_name, sort, scope.conversation_ids, file_ids, req.time.after, req.time.before]
+    )
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12]
+
+
+def _encode_cursor(state: dict[str, Any]) -> str:
+    payload = {"v": 1, "resource": "grep", **state}
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode_cursor(text: str, fingerprint: str) -> dict[str, Any]:
+    invalid = LcmError(
+        "INVALID_CURSOR",
+        "Invalid --cursor for this search: pass the nextCursor of the same `lcm grep` "
+        "(same pattern, mode, scope, sort, selector and time filters) unchanged.",
+    )
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        payload = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise invalid from None
+    if (
+        not isinstance(payload, dict)
+        or payload.get("v") != 1
+        or payload.get("resource") != "grep"
+        or payload.get("q") != fingerprint
+        or not isinstance(payload.get("pos"), dict)
+        or not isinstance(payload.get("now"), (int, float))
+    ):
+        raise invalid
+    return payload
+
+
+def julian_now() -> float:
+    return time.time() / 86400.0 + 2440587.5
+
+
+# --------------------------------------------------------------------------------------
+# Shared SQL pieces
+# --------------------------------------------------------------------------------------
+
+
+def _scope_clause(column: str, scope: Scope) -> tuple[list[str], list[Any]]:
+    if scope.conversation_ids is None:
+        return [], []
+    marks = ",".join("?" for _ in scope.conversation_ids)
+    return [f"{column} IN ({marks})"], list(scope.conversation_ids)
+
+
+def _time_clause(expr: str, q: Query) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if q.after:
+        where.append(f"julianday({expr}) >= julianday(?)")
+        params.append(q.after)
+    if q.before:
+        where.append(f"julianday({expr}) < julianday(?)")
+        params.append(q.before)
+    return where, params
+
+
+def _keyset(pos: dict[str, Any], score: str | None, jd: str, row_id: str) -> tuple[list[str], list[Any]]:
+    """Rows after ``pos`` in (score ASC,) jd DESC, id DESC order."""
+    at = pos.get("at")
+    if not at:
+        return [], []
+    after_time = f"({jd} < ? OR ({jd} = ? AND {row_id} < ?))"
+    if score is None:
+        return [after_time], [at[1], at[1], at[2]]
+    return [f"({score} > ? OR ({score} = ? AND {after_time}))"], [at[0], at[0], at[1], at[1], at[2]]
+
+
+def _flatten(text: str, cap: int = SNIPPET_CHARS) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= cap else flat[: cap - 3] + "..."
+
+
+def _fold(text: str | None) -> str:
+    return unicodedata.normalize("NFC", text or "").casefold()
+
+
+def _like_filter(ctx: Context, column: str, groups: list[list[str]]) -> tuple[list[str], list[Any]]:
+    """Every group must match; a group matches when any of its terms occurs (case-folded).
+
+    ASCII terms use LIKE (ASCII case-insensitive in SQLite); other terms go through a
+    Python fold (NFC + casefold), because SQLite's LOWER only knows ASCII.
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    needs_fold = any(not term.isascii() for group in groups for term in group)
+    if needs_fold:
+        ctx.db.create_function("lcm_fold", 1, _fold, deterministic=True)
+    for group in groups:
+        alternatives = []
+        for term in group:
+            if term.isascii():
+                alternatives.append(f"{column} LIKE ? ESCAPE '\\'")
+                params.append(fq.like_escape(term))
+            else:
+                alternatives.append(f"instr(lcm_fold({column}), ?) > 0")
+                params.append(_fold(term))
+        where.append("(" + " OR ".join(alternatives) + ")")
+    return where, params
+
+
+def _run(q: Query, sql: str, params: list[Any]) -> list[sqlite3.Row]:
+    """Run a search query under the deadline; sqlite3 errors propagate (for fallbacks)."""
+    with q.deadline.bound_sqlite(q.ctx.db):
+        return q.ctx.db.execute(sql, params).fetchall()
+
+
+def _guarded(path: str, pos: dict[str, Any], search: Callable[[], Page]) -> Page:
+    """Run one back-end; if the deadline cuts it, an empty page that resumes at ``pos``."""
+    try:
+        return search()
+    except DeadlineExceeded:
+        return Page([], path, {**pos, "path": path}, "deadline", {})
+
+
+def _page_rows(
+    rows: list[sqlite3.Row], limit: int, position: Callable[[sqlite3.Row], list[Any]]
+) -> tuple[list[sqlite3.Row], dict[str, Any] | None]:
+    if len(rows) > limit:
+        page = rows[:limit]
+        return page, {"at": position(page[-1])}
+    return rows, None
+
+
+def _fts_usable(ctx: Context, table: str) -> bool:
+    return ctx.probe.has_table(table)
+
+
+# --------------------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------------------
+
+_MSG_COLS = "m.message_id, m.conversation_id, m.seq, m.role, m.created_at, julianday(m.created_at) AS jd"
+
+
+def _message_hit(row: sqlite3.Row, snippet: str, rank: float | None = None) -> dict[str, Any]:
+    hit: dict[str, Any] = {
+        "type": "message",
+        "id": row["message_id"],
+        "conversationId": row["conversation_id"],
+        "seq": row["seq"],
+        "role": row["role"],
+        "timestamp": row["created_at"],
+        "snippet": snippet,
+    }
+    if rank is not None:
+        hit["rank"] = rank
+    return hit
+
+
+def search_messages(q: Query, pos: dict[str, Any]) -> Page:
+    if q.mode == "regex":
+        return _regex_scan(q, pos, "messages")
+    path = pos.get("path")
+    if path is None:
+        literal = fq.has_cjk(q.pattern) or not fq.fts_can_tokenize(q.pattern)
+        path = "fts5" if not literal and _fts_usable(q.ctx, "messages_fts") else "like"
+    if path == "fts5":
+        try:
+            return _guarded("fts5", pos, lambda: _messages_fts(q, pos))
+        except sqlite3.Error:
+            pass  # a build without FTS5, or a query FTS5 rejects: fall back, and say so
+    return _guarded("like", pos, lambda: _messages_like(q, pos))
+
+
+def _score_expr(q: Query, rank: str, jd: str) -> str | None:
+    if q.sort == "relevance":
+        return rank
+    if q.sort == "hybrid":
+        return f"({rank} / (1 + MAX(0.0, ({q.now_jd!r} - {jd}) * 24.0) * 0.001))"
+    return None
+
+
+def _messages_fts(q: Query, pos: dict[str, Any]) -> Page:
+    match = fq.fts5_query(q.pattern)
+    where = ["messages_fts MATCH ?"]
+    params: list[Any] = [match]
+    for clause, values in (_scope_clause("m.conversation_id", q.scope), _time_clause(MSG_TIME, q)):
+        where += clause
+        params += values
+    score = _score_expr(q, "messages_fts.rank", "julianday(m.created_at)")
+    inner_score = f", {score} AS score" if score else ", NULL AS score"
+    inner = f"""SELECT {_MSG_COLS}{inner_score} FROM messages_fts
+                JOIN messages m ON m.message_id = messages_fts.rowid WHERE {" AND ".join(where)}"""
+    keyset, kparams = _keyset(pos, "score" if score else None, "jd", "message_id")
+    order = ("score ASC, " if score else "") + "jd DESC, message_id DESC"
+    outer_where = f"WHERE {' AND '.join(keyset)}" if keyset else ""
+    rows = None if score else _newest_matches(q, pos, match)
+    if rows is None:
+        rows = _run(
+            q,
+            f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?",
+            params + kparams + [q.limit + 1],
+        )
+    page, next_pos = _page_rows(rows, q.limit, lambda r: [r["score"], r["jd"], r["message_id"]])
+    snippets: dict[int, str] = {}
+    if page:
+        marks = ",".join("?" for _ in page)
+        for rowid, text in _run(
+            q,
+            f"""SELECT rowid, snippet(messages_fts, 0, '', '', '...', 32) FROM messages_fts
+                WHERE messages_fts MATCH ? AND rowid IN ({marks})""",
+            [match] + [r["message_id"] for r in page],
+        ):
+            snippets[rowid] = _flatten(text)
+    hits = [_message_hit(r, snippets.get(r["message_id"], ""), r["score"] if score else None) for r in page]
+    if next_pos is not None:
+        next_pos["path"] = "fts5"
+    return Page(hits, "fts5", next_pos, "limit" if next_pos else None, {})
+
+
+NEWEST_MIN_MATCHES = 2_000  # below this, reading every match's time is cheap enough
+NEWEST_MAX_CONVERSATIONS = 2_000
+
+
+def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | None:
+    """The newest ``limit + 1`` matches after ``pos``, or None to use the plain join.
+
+    Ordering every match by time means reading every matching row (its ``created_at``
+    sits after the content). For a frequent word that is thousands of random reads.
+    Instead: take the match set from the index alone (rowids), then walk time windows
+    backwards from the newest message in scope through the ``(conversation_id,
+    julianday(created_at), message_id)`` read-path index, widening the window until it
+    holds ``limit + 1`` matches. Exact: every message in the walked windows is checked,
+    and any match older than the window is older than the ``limit + 1`` found.
+    """
+    ctx = q.ctx
+    if not ctx.probe.has_index("lcm_messages_conv_julian_idx"):
+        return None
+    matched_ids = [
+        r[0] for r in _run(q, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [match])
+    ]
+    if len(matched_ids) < NEWEST_MIN_MATCHES:
+        return None
+    matched = set(matched_ids)
+    convs = q.scope.conversation_ids
+    if convs is None:
+        convs = [r[0] for r in _run(q, "SELECT conversation_id FROM conversations", [])]
+    if len(convs) > NEWEST_MAX_CONVERSATIONS:
+        return None  # two index seeks per conversation stop paying off
+    hi: float | None = None
+    lo: float | None = None
+    for cid in convs:  # each MIN/MAX is one seek into the index
+        top = _run(q, "SELECT MAX(julianday(created_at)) FROM messages WHERE conversation_id = ?", [cid])[0][
+            0
+        ]
+        low = _run(q, "SELECT MIN(julianday(created_at)) FROM messages WHERE conversation_id = ?", [cid])[0][
+            0
+        ]
+        if top is not None:
+            hi = top if hi is None else max(hi, top)
+        if low is not None:
+            lo = low if lo is None else min(lo, low)
+    if hi is None or lo is None:
+        return []
+    bounds: list[str] = []
+    bound_params: list[Any] = []
+    at = pos.get("at")
+    if at:
+        hi = min(hi, at[1])
+        bounds.append("(julianday(m.created_at) < ? OR (julianday(m.created_at) = ? AND m.message_id < ?))")
+        bound_params += [at[1], at[1], at[2]]
+    tw, tp = _time_clause(MSG_TIME, q)
+    bounds += tw
+    bound_params += tp
+    marks = ",".join("?" for _ in convs)
+    want = q.limit + 1
+    window = max((hi - lo) * 2 * want / len(matched_ids), 1e-6)
+    upper, first = hi, True
+    found: list[tuple[int, float]] = []
+    scanned = 0
+    while True:
+        floor = upper - window
+        rows = _run(
+            q,
+            f"""SELECT m.message_id, julianday(m.created_at) FROM messages m
+                WHERE m.conversation_id IN ({marks}) AND julianday(m.created_at) >= ?
+                  AND julianday(m.created_at) {"<=" if first else "<"} ?
+                  {"".join(" AND " + b for b in bounds)}""",
+            list(convs) + [floor, upper] + bound_params,
+        )
+        scanned += len(rows)
+        found += [(r[0], r[1]) for r in rows if r[0] in matched]
+        if len(found) >= want or floor <= lo:
+            break
+        if scanned > 4 * len(matched_ids):
+            return None  # the windows cost more than reading every match: use the join
+        upper, first, window = floor, False, window * 4
+    found.sort(key=lambda item: (-item[1], -item[0]))
+    top_ids = [message_id for message_id, _ in found[:want]]
+    if not top_ids:
+        return []
+    id_marks = ",".join("?" for _ in top_ids)
+    by_id = {
+        r["message_id"]: r
+        for r in _run(
+            q,
+            f"SELECT {_MSG_COLS}, NULL AS score FROM messages m WHERE m.message_id IN ({id_marks})",
+            top_ids,
+        )
+    }
+    return [by_id[i] for i in top_ids if i in by_id]
+
+
+def _messages_like(q: Query, pos: dict[str, Any]) -> Page:
+    terms = fq.like_terms(q.pattern)
+    where, params = _like_filter(q.ctx, "m.content", [[t] for t in terms])
+    for clause, values in (_scope_clause("m.conversation_id", q.scope), _time_clause(MSG_TIME, q)):
+        where += clause
+        params += values
+    keyset, kparams = _keyset(pos, None, "julianday(m.created_at)", "m.message_id")
+    where += keyset
+    params += kparams
+    rows = _run(
+        q,
+        f"""SELECT {_MSG_COLS}, m.content FROM messages m WHERE {" AND ".join(where)}
+            ORDER BY julianday(m.created_at) DESC, m.message_id DESC LIMIT ?""",
+        params + [q.limit + 1],
+    )
+    page, next_pos = _page_rows(rows, q.limit, lambda r: [None, r["jd"], r["message_id"]])
+    hits = [_message_hit(r, _flatten(fq.like_snippet(r["content"], terms))) for r in page]
+    if next_pos is not None:
+        next_pos["path"] = "like"
+    return Page(hits, "like", next_pos, "limit" if next_pos else None, {})
+
+
+# --------------------------------------------------------------------------------------
+# Summaries
+# --------------------------------------------------------------------------------------
+
+_SUM_COLS = f"""s.summary_id, s.conversation_id, s.kind, s.depth, s.token_count,
+    {SUM_TIME} AS coverage_at, julianday({SUM_TIME}) AS jd"""
+
+
+def _summary_hit(row: sqlite3.Row, snippet: str, rank: float | None = None) -> dict[str, Any]:
+    hit: dict[str, Any] = {
+        "type": "summary",
+        "id": row["summary_id"],
+        "conversationId": row["conversation_id"],
+        "kind": row["kind"],
+        "depth": row["depth"],
+        "tokenCount": row["token_count"],
+        "timestamp": row["coverage_at"],
+        "snippet": snippet,
+    }
+    if rank is not None:
+        hit["rank"] = rank
+    return hit
+
+
+def search_summaries(q: Query, pos: dict[str, Any]) -> Page:
+    if q.mode == "regex":
+        return _regex_scan(q, pos, "summaries")
+    path = pos.get("path")
+    cjk = fq.has_cjk(q.pattern)
+    if path is None:
+        if cjk:
+            runs = fq.cjk_runs(q.pattern)
+            path = (
+                "trigram"
+                if fq.trigram_query(runs) is not None and _fts_usable(q.ctx, "summaries_fts_cjk")
+                else "like"
+            )
+        else:
+            usable = fq.fts_can_tokenize(q.pattern) and _fts_usable(q.ctx, "summaries_fts")
+            path = "fts5" if usable else "like"
+    if path == "fts5":
+        try:
+            return _guarded("fts5", pos, lambda: _summaries_fts(q, pos, trigram=False))
+        except sqlite3.Error:
+            pass
+    elif path == "trigram":
+        try:
+            page = _guarded("trigram", pos, lambda: _summaries_fts(q, pos, trigram=True))
+            # No trigram rows on the first page: the looser CJK LIKE search may still match.
+            if page.hits or pos or page.truncated_by:
+                return page
+        except sqlite3.Error:
+            pass
+    return _guarded("like", pos, lambda: _summaries_like(q, pos, cjk=cjk))
+
+
+def _summaries_fts(q: Query, pos: dict[str, Any], *, trigram: bool) -> Page:
+    table = "summaries_fts_cjk" if trigram else "summaries_fts"
+    if trigram:
+        match = fq.trigram_query(fq.cjk_runs(q.pattern)) or '""'
+        latin = fq.latin_terms(q.pattern)
+    else:
+        match = fq.fts5_query(q.pattern)
+        latin = []
+    where = [f"{table} MATCH ?"]
+    params: list[Any] = [match]
+    like_where, like_params = _like_filter(q.ctx, "s.content", [[t] for t in latin])
+    where += like_where
+    params += like_params
+    for clause, values in (_scope_clause("s.conversation_id", q.scope), _time_clause(SUM_TIME, q)):
+        where += clause
+        params += values
+    score = _score_expr(q, f"{table}.rank", f"julianday({SUM_TIME})")
+    inner_score = f", {score} AS score" if score else ", NULL AS score"
+    inner = f"""SELECT {_SUM_COLS}{inner_score} FROM {table}
+                JOIN summaries s ON s.summary_id = {table}.summary_id WHERE {" AND ".join(where)}"""
+    keyset, kparams = _keyset(pos, "score" if score else None, "jd", "summary_id")
+    order = ("score ASC, " if score else "") + "jd DESC, summary_id DESC"
+    outer_where = f"WHERE {' AND '.join(keyset)}" if keyset else ""
+    rows = None if score or latin else _newest_summary_matches(q, pos, table, match)
+    if rows is None:
+        rows = _run(
+            q,
+            f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?",
+            params + kparams + [q.limit + 1],
+        )
+    page, next_pos = _page_rows(rows, q.limit, lambda r: [r["score"], r["jd"], r["summary_id"]])
+    snippets: dict[str, str] = {}
+    if page:
+        marks = ",".join("?" for _ in page)
+        for sid, text in _run(
+            q,
+            f"""SELECT summary_id, snippet({table}, 1, '', '', '...', 32) FROM {table}
+                WHERE {table} MATCH ? AND summary_id IN ({marks})""",
+            [match] + [r["summary_id"] for r in page],
+        ):
+            snippets[sid] = _flatten(text)
+    path = "trigram" if trigram else "fts5"
+    hits = [_summary_hit(r, snippets.get(r["summary_id"], ""), r["score"] if score else None) for r in page]
+    if next_pos is not None:
+        next_pos["path"] = path
+    return Page(hits, path, next_pos, "limit" if next_pos else None, {})
+
+
+NEWEST_MIN_SUMMARY_MATCHES = 500
+
+
+def _newest_summary_matches(q: Query, pos: dict[str, Any], table: str, match: str) -> list[Any] | None:
+    """The newest ``limit + 1`` matching summaries in every conversation, or None for the join.
+
+    The match set comes from the full-text table alone; then the global coverage-time
+    index is walked newest first until enough of them are met -- no summary row is read
+    except the ones shown. Scoped searches use the join (their summaries are few).
+    """
+    if q.scope.conversation_ids is not None or not q.ctx.probe.has_index("lcm_summaries_coverage_idx"):
+        return None
+    matched = {r[0] for r in _run(q, f"SELECT summary_id FROM {table} WHERE {table} MATCH ?", [match])}
+    if len(matched) < NEWEST_MIN_SUMMARY_MATCHES:
+        return None  # few matches: reading them is cheaper than walking the index to them
+    where, params = _time_clause(SUM_TIME, q)
+    keyset, kparams = _keyset(pos, None, f"julianday({SUM_TIME})", "s.summary_id")
+    where += keyset
+    params += kparams
+    want = q.limit + 1
+    found: list[str] = []
+    with q.deadline.bound_sqlite(q.ctx.db):
+        cursor = q.ctx.db.execute(
+            f"""SELECT s.summary_id FROM summaries s INDEXED BY lcm_summaries_coverage_idx
+                {"WHERE " + " AND ".join(where) if where else ""}
+                ORDER BY julianday({SUM_TIME}) DESC, s.summary_id DESC""",
+            params,
+        )
+        while len(found) < want:
+            batch = cursor.fetchmany(1_000)
+            if not batch:
+                break
+            for (summary_id,) in batch:
+                if summary_id in matched:
+                    found.append(summary_id)
+                    if len(found) >= want:
+                        break
+        cursor.close()
+    if not found:
+        return []
+    marks = ",".join("?" for _ in found)
+    by_id = {
+        r["summary_id"]: r
+        for r in _run(
+            q, f"SELECT {_SUM_COLS}, NULL AS score FROM summaries s WHERE s.summary_id IN ({marks})", found
+        )
+    }
+    return [by_id[i] for i in found if i in by_id]
+
+
+def _summaries_like(q: Query, pos: dict[str, Any], *, cjk: bool) -> Page:
+    if cjk:
+        groups = fq.cjk_like_groups(fq.cjk_runs(q.pattern)) + [[t] for t in fq.latin_terms(q.pattern)]
+    else:
+        groups = [[t] for t in fq.like_terms(q.pattern)]
+    where, params = _like_filter(q.ctx, "s.content", groups)
+    for clause, values in (_scope_clause("s.conversation_id", q.scope), _time_clause(SUM_TIME, q)):
+        where += clause
+        params += values
+    keyset, kparams = _keyset(pos, None, f"julianday({SUM_TIME})", "s.summary_id")
+    where += keyset
+    params += kparams
+    rows = _run(
+        q,
+        f"""SELECT {_SUM_COLS}, s.content FROM summaries s WHERE {" AND ".join(where)}
+            ORDER BY julianday({SUM_TIME}) DESC, s.summary_id DESC LIMIT ?""",
+        params + [q.limit + 1],
+    )
+    page, next_pos = _page_rows(rows, q.limit, lambda r: [None, r["jd"], r["summary_id"]])
+    terms = [t for group in groups for t in group]
+    hits = [_summary_hit(r, _flatten(fq.like_snippet(r["content"], terms))) for r in page]
+    if next_pos is not None:
+        next_pos["path"] = "like"
+    return Page(hits, "like", next_pos, "limit" if next_pos else None, {})
+
+
+# --------------------------------------------------------------------------------------
+# Regex: Python over newest-first batches, bounded by a scan cap and the deadline
+# --------------------------------------------------------------------------------------
+
+
+def _regex_scan(q: Query, pos: dict[str, Any], source: str) -> Page:
+    """Python regex over the newest-first candidates after ``pos``, at most REGEX_SCAN_ROWS.
+
+    Two steps: one query orders the candidates' ``(julianday, id)`` -- answered from the
+    lcm read-path indexes without touching message bodies -- then contents are read in
+    batches by id. (Ordering full rows batch by batch would sort the scope every time.)
+    """
+    assert q.regex is not None
+    if source == "messages":
+        cols, table, time_expr, id_name, conv = (
+            f"{_MSG_COLS}, m.content",
+            "messages m",
+            MSG_TIME,
+            "message_id",
+            "m",
+        )
+    else:
+        cols, table, time_expr, id_name, conv = (
+            f"{_SUM_COLS}, s.content",
+            "summaries s",
+            SUM_TIME,
+            "summary_id",
+            "s",
+        )
+    id_col = f"{conv}.{id_name}"
+    where, params = _scope_clause(f"{conv}.conversation_id", q.scope)
+    tw, tp = _time_clause(time_expr, q)
+    keyset, kparams = _keyset(pos, None, f"julianday({time_expr})", id_col)
+    where += tw + keyset
+    params += tp + kparams
+    hits: list[dict[str, Any]] = []
+    scanned = 0
+    at = pos.get("at")
+    truncated_by: str | None = None
+    current: sqlite3.Row | None = None
+    info: dict[str, Any] = {}
+    try:
+        candidates = _run(
+            q,
+            f"""SELECT {id_col} AS id, julianday({time_expr}) AS jd FROM {table}
+                {"WHERE " + " AND ".join(where) if where else ""}
+                ORDER BY julianday({time_expr}) DESC, {id_col} DESC LIMIT ?""",
+            params + [REGEX_SCAN_ROWS + 1],
+        )
+        more_than_cap = len(candidates) > REGEX_SCAN_ROWS
+        candidates = candidates[:REGEX_SCAN_ROWS]
+        with q.deadline.bound_python():
+            for start in range(0, len(candidates), REGEX_BATCH):
+                chunk = [c[0] for c in candidates[start : start + REGEX_BATCH]]
+                marks = ",".join("?" for _ in chunk)
+                fetched = {
+                    r[id_name]: r
+                    for r in _run(q, f"SELECT {cols} FROM {table} WHERE {id_col} IN ({marks})", chunk)
+                }
+                for row_id in chunk:
+                    row = fetched.get(row_id)
+                    if row is None:
+                        continue  # deleted since the first query
+                    current = row
+                    found = q.regex.search(row["content"] or "")
+                    current = None
+                    scanned += 1
+                    at = [None, row["jd"], row_id]
+                    if found is not None:
+                        snippet = _flatten(found.group(0))
+                        hits.append(
+                            _message_hit(row, snippet) if source == "messages" else _summary_hit(row, snippet)
+                        )
+                        if len(hits) >= q.limit:
+                            break
+                if len(hits) >= q.limit:
+                    break
+        if len(hits) >= q.limit and (scanned < len(candidates) or more_than_cap):
+            truncated_by = "limit"
+        elif more_than_cap:
+            truncated_by = "scanLimit"
+    except DeadlineExceeded:
+        truncated_by = "deadline"
+        if current is not None:
+            # The match on this row was cut: report it and move past it, so a pathological
+            # row cannot pin every following page to the same spot.
+            info["unsearchedIds"] = [current[id_name]]
+            at = [None, current["jd"], current[id_name]]
+    if truncated_by is None:
+        return Page(hits, "regex", None, None, {"scannedRows": scanned, **info})
+    next_pos: dict[str, Any] = {"path": "regex"}
+    if at is not None:
+        next_pos["at"] = at
+    return Page(hits, "regex", next_pos, truncated_by, {"scannedRows": scanned, **info})
+
+
+# --------------------------------------------------------------------------------------
+# Files: text payloads on disk, inside largeFilesDir only
+# --------------------------------------------------------------------------------------
+
+
+def _check_file_ids(ctx: Context, file_ids: list[str], scope: Scope) -> None:
+    if not ctx.probe.has_table("large_files"):
+        raise LcmError(
+            "FILE_NOT_FOUND",
+            "This database has no large_files table, so it holds no file_ ids.",
+            {"fileIds": file_ids},
+        )
+    marks = ",".join("?" for _ in file_ids)
+    rows = {
+        r[0]: r[1]
+        for r in ctx.query(
+            f"SELECT file_id, conversation_id FROM large_files WHERE file_id IN ({marks})", file_ids
+        )
+    }
+    missing = [f for f in file_ids if f not in rows]
+    if missing:
+        raise LcmError(
+            "FILE_NOT_FOUND",
+            f"No large file with id {', '.join(missing)}. Find ids with `lcm conversations show`.",
+            {"fileIds": missing},
+        )
+    for file_id, cid in rows.items():
+        if not scope.allows(cid):
+            raise not_in_scope("file", file_id, scope)
+
+
+def _search_files(q: Query, pos: dict[str, Any]) -> Page:
+    ctx = q.ctx
+    if not ctx.probe.has_table("large_files"):
+        return Page([], "regex" if q.regex else "like", None, None, {"filesScanned": 0, "skipped": []})
+    root = str(ctx.effective.get("largeFilesDir") or "")
+    where, params = _scope_clause("f.conversation_id", q.scope)
+    if q.file_ids:
+        where.append(f"f.file_id IN ({','.join('?' for _ in q.file_ids)})")
+        params += q.file_ids
+    tw, tp = _time_clause(FILE_TIME, q)
+    where += tw
+    params += tp
+    keyset, kparams = _keyset(pos, None, f"julianday({FILE_TIME})", "f.file_id")
+    where += keyset
+    params += kparams
+    rows = ctx.query(
+        f"""SELECT f.file_id, f.conversation_id, f.file_name, f.mime_type, f.storage_uri, f.created_at,
+                   julianday(f.created_at) AS jd
+            FROM large_files f {"WHERE " + " AND ".join(where) if where else ""}
+            ORDER BY julianday(f.created_at) DESC, f.file_id DESC""",
+        params,
+    )
+    terms = fq.like_terms(q.pattern) if q.mode == "full_text" else []
+    hits: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    scanned = 0
+    at: list[Any] | None = None
+    truncated_by: str | None = None
+    remaining = list(rows)
+    while remaining:
+        if len(hits) >= q.limit:
+            truncated_by = "limit"
+            break
+        if q.deadline.expired():
+            truncated_by = "deadline"
+            break
+        row = remaining.pop(0)
+        at = [None, row["jd"], row["file_id"]]
+        reason = None
+        text = ""
+        cut = False
+        if not is_text_mime(row["mime_type"]):
+            reason = f"not text ({row['mime_type']})"
+        else:
+            path = resolve_inside(row["storage_uri"], root) if root else None
+            if path is None:
+                reason = "outside largeFilesDir"
+            else:
+                try:
+                    with open(path, "rb") as handle:
+                        data = handle.read(FILE_SCAN_BYTES + 1)
+                except OSError:
+                    reason = "unreadable"
+                    data = b""
+                if reason is None:
+                    cut = len(data) > FILE_SCAN_BYTES
+                    data = data[:FILE_SCAN_BYTES]
+                    if b"\x00" in data:
+                        reason = "binary content"
+                    else:
+                        text = data.decode("utf-8", errors="ignore")
+        if reason is not None:
+            skipped.append({"fileId": row["file_id"], "reason": reason})
+            continue
+        scanned += 1
+        try:
+            with q.deadline.bound_python():
+                found = _file_matches(text, q.regex, terms)
+        except DeadlineExceeded:
+            truncated_by = "deadline"
+            break
+        for start, end in found:
+            hits.append(
+                {
+                    "type": "file",
+                    "id": row["file_id"],
+                    "conversationId": row["conversation_id"],
+                    "fileName": row["file_name"],
+                    "timestamp": row["created_at"],
+                    "line": text.count("\n", 0, start) + 1,
+                    "byteOffset": len(text[:start].encode("utf-8")),
+                    "match": text[start:end],
+                    "snippet": _line_snippet(text, start, end),
+                    "scanTruncated": cut,
+                }
+            )
+    next_pos = {"at": at} if truncated_by else None
+    path = "regex" if q.regex is not None else "like"
+    return Page(hits, path, next_pos, truncated_by, {"filesScanned": scanned, "skipped": skipped})
+
+
+def _file_matches(text: str, regex: re.Pattern[str] | None, terms: list[str]) -> list[tuple[int, int]]:
+    if regex is not None:
+        out = []
+        for match in regex.finditer(text):
+            out.append((match.start(), match.end()))
+            if len(out) >= FILE_MATCHES_PER_FILE:
+                break
+        return out
+    folded = text.lower()
+    if not terms or not all(t in folded for t in terms):
+        return []
+    # Offsets come from a case-insensitive search of the text itself: lower() can change
+    # a string's length (e.g. U+0130), so positions in ``folded`` may not map back.
+    first = re.compile(re.escape(terms[0]), re.IGNORECASE)
+    return [(m.start(), m.end()) for _, m in zip(range(FILE_MATCHES_PER_FILE), first.finditer(text))]
+
+
+def _line_snippet(text: str, start: int, end: int) -> str:
+    begin = max(0, start - 80)
+    stop = min(len(text), end + 80)
+    piece = " ".join(text[begin:stop].split())
+    return ("..." if begin > 0 else "") + piece + ("..." if stop < len(text) else "")

@@ -1,0 +1,156 @@
+"""Fitting output into a token budget (``--max-tokens``), and offset cursors to continue.
+
+Agents pay for every token they read, so these commands can cut their output to an
+estimated budget. A cost is the lossless-claw estimate of the compact JSON an item is
+printed as; what does not fit is counted, never silently dropped, and a cursor says
+where to continue.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.tokens import estimate_tokens
+
+
+def json_tokens(value: Any) -> int:
+    """Estimated tokens of ``value`` printed as compact JSON."""
+    return estimate_tokens(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def fit_items(items: Sequence[Any], budget: int) -> tuple[int, int]:
+    """How many leading ``items`` fit in ``budget`` tokens, and the tokens they use."""
+    used = 0
+    for index, item in enumerate(items):
+        cost = json_tokens(item)
+        if used + cost > budget:
+            return index, used
+        used += cost
+    return len(items), used
+
+
+def cut_text(text: str, budget: int) -> int:
+    """The longest prefix length of ``text`` whose cost as a JSON string fits ``budget``.
+
+    Measured as printed (escapes such as ``\\n`` included), since that is what is read.
+    """
+    if budget <= 0:
+        return 0
+    if json_tokens(text) <= budget:
+        return len(text)
+    low, high = 0, len(text)
+    while low < high:  # binary search: estimates grow with the prefix
+        middle = (low + high + 1) // 2
+        if json_tokens(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def budget_report(
+    max_tokens: int, used: int, omitted: dict[str, int], next_cursor: str | None
+) -> dict[str, Any]:
+    """The ``budget`` object: the cap, what was used, what was left out, where to continue."""
+    return {
+        "maxTokens": max_tokens,
+        "usedTokens": used,
+        "truncated": any(omitted.values()),
+        "omitted": omitted,
+        "nextCursor": next_cursor,
+    }
+
+
+def encode_offset_cursor(resource: str, item_id: str, offset: int, char: int = 0) -> str:
+    """An opaque cursor: continue ``resource`` ``item_id`` at item ``offset`` (and character
+    ``char`` inside that item, when one item alone was larger than the budget)."""
+    payload: dict[str, Any] = {"v": 1, "resource": resource, "id": item_id, "offset": offset}
+    if char:
+        payload["char"] = char
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, int]:
+    """(offset, char) from a cursor made by :func:`encode_offset_cursor` for the same item."""
+    invalid = LcmError(
+        "INVALID_CURSOR",
+        f"Invalid --cursor for `lcm {resource}` of {item_id}: pass the nextCursor printed for "
+        "the same id unchanged, or omit --cursor to start at the beginning.",
+    )
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise invalid from None
+    if (
+        not isinstance(payload, dict)
+        or payload.get("v") != 1
+        or payload.get("resource") != resource
+        or payload.get("id") != item_id
+        or not isinstance(payload.get("offset"), int)
+        or isinstance(payload.get("offset"), bool)
+        or payload["offset"] < 0
+        or not isinstance(payload.get("char", 0), int)
+        or payload.get("char", 0) < 0
+    ):
+        raise invalid
+    return int(payload["offset"]), int(payload.get("char", 0))
+
+
+def fit_page(
+    items: list[dict[str, Any]],
+    rows: Sequence[Any],
+    pagination: dict[str, Any],
+    max_tokens: int,
+    resource: str,
+    position: Callable[[Any], tuple[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Cut a keyset page to ``max_tokens``: keep the leading items that fit (at least one),
+    and point ``pagination.nextCursor`` at the last item kept, so the next page starts
+    with the first item left out. Updates ``pagination`` in place."""
+    from lcm_cli.engine.cursor import encode_cursor
+
+    kept, used = fit_items(items, max_tokens)
+    kept = max(kept, 1) if items else 0  # never an empty page that cannot make progress
+    used = sum(json_tokens(item) for item in items[:kept])
+    omitted = len(items) - kept
+    if omitted:
+        timestamp, row_id = position(rows[kept - 1])
+        pagination.update(
+            {"returned": kept, "hasMore": True, "nextCursor": encode_cursor(resource, timestamp, row_id)}
+        )
+    report = budget_report(
+        max_tokens, used, {"items": omitted}, pagination["nextCursor"] if omitted else None
+    )
+    report["overBudget"] = used > max_tokens
+    return items[:kept], report
+
+
+def fit_sections(
+    data: dict[str, Any], sections: Sequence[str], max_tokens: int, summary_id: str
+) -> dict[str, Any]:
+    """Cut the list ``sections`` of ``data`` (in that priority order) to what ``max_tokens``
+    leaves after everything else; returns the budget report. Source messages left out
+    continue with `lcm expand`, whose cursor this report carries."""
+    lists = {name: data[name] for name in sections}
+    for name in sections:
+        data[name] = []
+    used = json_tokens(data) + 60  # 60: the budget report itself
+    omitted: dict[str, int] = {}
+    cursor = None
+    for name in sections:
+        kept, cost = fit_items(lists[name], max(0, max_tokens - used))
+        data[name] = lists[name][:kept]
+        used += cost
+        omitted[name] = len(lists[name]) - kept
+        if name == "sourceMessages" and omitted[name]:
+            cursor = encode_offset_cursor("expand", summary_id, kept)
+    report = budget_report(max_tokens, used, omitted, cursor)
+    if cursor:
+        report["continueWith"] = f"lcm expand {summary_id} --cursor {cursor}"
+    return report

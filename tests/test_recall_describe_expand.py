@@ -1,0 +1,229 @@
+"""`lcm describe`, `lcm expand` and `--max-tokens` on the known recall corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.recall.token_budget import json_tokens
+from lcm_cli.engine.store import Store
+from tests.conftest import lcm
+from tests.support.recall_corpus import MAIN_MESSAGES, build_recall_corpus, stamp
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("recall-describe")
+    files = root / "lcm-files"
+    (root / "openclaw.json").write_text(
+        json.dumps(
+            {
+                "plugins": {
+                    "entries": {
+                        "lossless-claw": {"config": {"largeFilesDir": str(files), "maxExpandTokens": 90}}
+                    }
+                }
+            }
+        )
+    )
+    ids = build_recall_corpus(root / "lcm.db", files)
+    # A long leaf, to exercise cutting one message mid-text.
+    with Store.open(root / "lcm.db") as store:
+        long_id = store.add_message(ids["other"], "assistant", "word " * 400, created_at=stamp(-20))
+        ids["long_leaf"] = store.add_leaf_summary(
+            ids["other"], [long_id], "A long answer.", summary_id="sum_long"
+        )
+        big = files / str(ids["other"]) / "file_big0000000000001.txt"
+        big.parent.mkdir(parents=True, exist_ok=True)
+        big.write_text("".join(f"line {i}: ünïcode ✓ text\n" for i in range(200)), encoding="utf-8")
+        store.add_large_file(ids["other"], str(big), file_id="file_big0000000000001", mime_type="text/plain")
+    return root, ids
+
+
+def run(root: Path, *args: str) -> Any:
+    return lcm("--openclaw-dir", str(root), *args)
+
+
+def ok(root: Path, *args: str) -> dict[str, Any]:
+    out = run(root, *args)
+    assert out.code == 0, out.stderr
+    data: dict[str, Any] = out.json["data"]
+    return data
+
+
+def test_describe_summary(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    data = ok(root, "describe", c["condensed"])
+    assert data["type"] == "summary"
+    assert data["summary"]["content"] == "Condensed: billing outage and database timeout."
+    assert data["timeRange"] == {
+        "earliestAt": "2026-07-01T09:00:00.000Z",
+        "latestAt": "2026-07-01T09:03:00.000Z",
+    }
+    assert data["descendantCount"] == 2 and data["parents"] == []
+    assert [x["summaryId"] for x in data["children"]] == [c["leaf_a"], c["leaf_b"]]
+    assert data["sourceMessageIds"] == [1, 2, 3, 4]
+    assert data["subtree"]["summaries"] == 3 and data["subtree"]["sourceMessages"] == 4
+    leaf = ok(root, "describe", c["leaf_b"])
+    assert [x["summaryId"] for x in leaf["parents"]] == [c["condensed"]] and leaf["children"] == []
+    assert leaf["fileIds"] == ["file_text000000000001"] and leaf["sourceMessageIds"] == [3, 4]
+
+
+def test_describe_file_and_reference_forms(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = corpus
+    data = ok(root, "describe", "file_text000000000001", "--max-bytes", "20")
+    assert data["content"] == "line one\nthe billing" and data["contentCut"] is True
+    assert (
+        data["file"]["explorationSummary"] == "A three-line billing report."
+        and data["contentSource"] == "file"
+    )
+    copied = ok(root, "describe", "[LCM File: file_text000000000001 | report.txt | text/plain | 71 bytes]")
+    assert copied["file"]["fileId"] == "file_text000000000001" and copied["contentCut"] is False
+    binary = ok(root, "describe", "file_png0000000000001")
+    assert binary["content"] is None and "Binary" in binary["note"]
+    outside = ok(root, "describe", "file_outside00000001")
+    assert outside["content"] is None and "outside largeFilesDir" in outside["note"]
+
+
+def test_describe_errors(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    for args, code, status in (
+        (("describe", "sum_missing"), "SUMMARY_NOT_FOUND", 3),
+        (("describe", "file_missing"), "FILE_NOT_FOUND", 3),
+        (("describe", "sum_a sum_b"), "INVALID_ARGUMENT", 2),
+        (("describe", c["condensed"], "--conversation-id", str(c["other"])), "NOT_IN_SCOPE", 3),
+        (("describe", "file_text000000000001", "--session-key", "agent:other:x"), "NOT_IN_SCOPE", 3),
+        (("describe", c["condensed"], "--max-bytes", "0"), "INVALID_ARGUMENT", 2),
+    ):
+        out = run(root, *args)
+        assert (out.code, out.error["code"]) == (status, code), args
+    assert ok(root, "describe", c["condensed"], "--session-key", "agent:main:main")["type"] == "summary"
+
+
+def test_describe_max_tokens_pages_through_content(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = corpus
+    small = ok(root, "describe", "file_text000000000001", "--max-tokens", "1000")
+    assert small["budget"]["truncated"] is False and small["budget"]["nextCursor"] is None
+    cap = 400
+    text, cursor, pages = "", None, 0
+    while True:
+        extra = ("--cursor", cursor) if cursor else ()
+        page = ok(root, "describe", "file_big0000000000001", "--max-tokens", str(cap), *extra)
+        assert json_tokens(page) <= cap and page["budget"]["usedTokens"] <= cap
+        text += page["content"]
+        cursor = page["budget"]["nextCursor"]
+        pages += 1
+        if cursor is None:
+            break
+    full = ok(root, "describe", "file_big0000000000001")["content"]
+    assert text == full and pages >= 3
+    out = run(root, "describe", "file_big0000000000001", "--max-tokens", "50")
+    assert (out.code, out.error["code"]) == (2, "INVALID_ARGUMENT")
+
+
+def test_expand_walks_the_dag_in_order_within_the_cap(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    data = ok(root, "expand", c["condensed"], "--max-tokens", "1000")
+    assert [m["messageId"] for m in data["messages"]] == [1, 2, 3, 4]
+    assert [m["content"] for m in data["messages"]] == [text for _, text in MAIN_MESSAGES[:4]]
+    assert [m["leafSummaryId"] for m in data["messages"]] == [c["leaf_a"]] * 2 + [c["leaf_b"]] * 2
+    assert data["budget"]["truncated"] is False and data["budget"]["nextCursor"] is None
+    assert data["total"]["messages"] == 4
+
+
+def test_expand_default_cap_omissions_and_cursor(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    first = ok(root, "expand", c["condensed"])  # maxExpandTokens = 90 in this config
+    assert first["budget"]["maxTokens"] == 90
+    assert first["budget"]["usedTokens"] <= 90
+    shown = [m["messageId"] for m in first["messages"]]
+    assert 0 < len(shown) < 4
+    omitted = first["budget"]["omitted"]
+    assert omitted["messages"] == 4 - len(shown)
+    seen = list(shown)
+    cursor = first["budget"]["nextCursor"]
+    while cursor:
+        page = ok(root, "expand", c["condensed"], "--cursor", cursor)
+        seen += [m["messageId"] for m in page["messages"]]
+        cursor = page["budget"]["nextCursor"]
+    assert seen == [1, 2, 3, 4]
+
+
+def test_expand_cuts_a_message_larger_than_the_cap_and_continues_inside_it(
+    corpus: tuple[Path, dict[str, Any]],
+) -> None:
+    root, c = corpus
+    text, cursor = "", None
+    for _ in range(20):
+        extra = ("--cursor", cursor) if cursor else ()
+        page = ok(root, "expand", c["long_leaf"], "--max-tokens", "150", *extra)
+        assert len(page["messages"]) == 1
+        text += page["messages"][0]["content"]
+        cursor = page["budget"]["nextCursor"]
+        if cursor is None:
+            break
+    assert text == "word " * 400
+
+
+def test_expand_errors(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    out = run(root, "expand", "sum_missing")
+    assert (out.code, out.error["code"]) == (3, "SUMMARY_NOT_FOUND")
+    out = run(root, "expand", c["leaf_a"], "--conversation-id", str(c["other"]))
+    assert (out.code, out.error["code"]) == (3, "NOT_IN_SCOPE")
+    out = run(root, "expand", c["leaf_a"], "--cursor", "bogus")
+    assert (out.code, out.error["code"]) == (2, "INVALID_CURSOR")
+    other_cursor = ok(root, "expand", c["condensed"], "--max-tokens", "60")["budget"]["nextCursor"]
+    out = run(root, "expand", c["leaf_a"], "--cursor", other_cursor)
+    assert out.error["code"] == "INVALID_CURSOR"
+
+
+def test_messages_list_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    args = ("messages", "list", "--conversation-id", str(c["main"]), "--include-content")
+    full = run(root, *args).json
+    cut = run(root, *args, "--max-tokens", "120").json
+    items = cut["data"]["items"]
+    assert 0 < len(items) < len(full["data"]["items"])
+    assert cut["data"]["budget"]["omitted"]["items"] == len(full["data"]["items"]) - len(items)
+    assert cut["data"]["budget"]["usedTokens"] <= 120
+    assert cut["pagination"]["hasMore"] is True
+    seen = [i["messageId"] for i in items]
+    cursor = cut["pagination"]["nextCursor"]
+    while cursor:
+        page = run(root, *args, "--max-tokens", "120", "--cursor", cursor).json
+        seen += [i["messageId"] for i in page["data"]["items"]]
+        cursor = page["pagination"]["nextCursor"]
+    assert seen == [i["messageId"] for i in full["data"]["items"]]
+
+
+def test_summaries_show_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
+    root, c = corpus
+    data = run(root, "summaries", "show", c["long_leaf"], "--max-tokens", "400").json["data"]
+    assert data["sourceMessages"] == [] and data["budget"]["omitted"]["sourceMessages"] == 1
+    assert data["budget"]["continueWith"].startswith(f"lcm expand {c['long_leaf']} --cursor ")
+    whole = run(root, "summaries", "show", c["leaf_a"], "--max-tokens", "4000").json["data"]
+    assert len(whole["sourceMessages"]) == 2 and whole["budget"]["truncated"] is False
+
+
+def test_describe_max_tokens_cuts_a_long_source_id_list(
+    corpus: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    db = tmp_path / "deep.db"
+    with Store.open(db) as store:
+        cid = store.create_conversation("s-deep")
+        ids = store.add_messages(cid, [{"role": "user", "content": f"m{i}"} for i in range(600)])
+        leaves = [store.add_leaf_summary(cid, ids[i : i + 100], f"leaf {i}") for i in range(0, 600, 100)]
+        top = store.add_condensed_summary(cid, leaves, "the whole story " * 50, summary_id="sum_top")
+    out = lcm("--db", str(db), "describe", top, "--max-tokens", "1000")
+    assert out.code == 0, out.stderr
+    data = out.json["data"]
+    assert (
+        0 < len(data["sourceMessageIds"]) < 600
+        and data["sourceMessageIds"] == ids[: len(data["sourceMessageIds"])]
+    )
+    assert data["budget"]["omitted"]["sourceMessageIds"] == 600 - len(data["sourceMessageIds"])
+    assert data["summary"]["content"] and data["budget"]["usedTokens"] <= 1000
