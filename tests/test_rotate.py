@@ -475,3 +475,49 @@ def test_control_rotate_is_sanitized(tmp_path: Path) -> None:
     )
     assert other.error["details"]["reasonCode"] == "conversation_unavailable"
     assert str(session.root) not in other.stderr
+
+
+def test_unwritable_transcript_directory_changes_nothing(tmp_path: Path) -> None:
+    """A write failure of the new transcript (here a file-size limit, which also binds root)
+    is a structured refusal: the transcript, its directory and the frontier are unchanged."""
+    import resource
+    import subprocess
+    import sys
+
+    session = seed_session(tmp_path / "oc", messages=30)
+    last = json.loads(session.transcript.read_text().splitlines()[-1])
+    append_lines(
+        session.transcript,
+        [
+            {
+                "type": "message",
+                "id": "big-1",
+                "parentId": last["id"],
+                "message": {"role": "user", "content": "big " * 100_000},
+            }
+        ],
+    )
+    _bootstrap(session)  # stored now, so the rotation's own database writes stay small
+    before = _files(session.root)
+    checkpoint = _checkpoint(session.db)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    exe = Path(sys.executable).with_name("lcm")
+    done = subprocess.run(
+        [str(exe), "--openclaw-dir", str(session.root), "rotate", "--session-key", SESSION_KEY, "--apply"]
+        + ["--backup", "none"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "ROTATE_UNAVAILABLE" and error["details"]["reason"] == "transcript-unwritable"
+    # The transcript directory holds exactly what it held (no temp file, no kept copy); the
+    # database only saw the reconcile (a checkpoint hit), and its frontier is unchanged.
+    transcripts = {k: v for k, v in _files(session.root).items() if k.startswith("agents/")}
+    assert transcripts == {k: v for k, v in before.items() if k.startswith("agents/")}
+    assert _checkpoint(session.db) == checkpoint

@@ -687,12 +687,21 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
                 if not replaced:
                     _remove_quietly(temp)
             _fsync_dir(os.path.dirname(target.path))
-    except BaseException:
+    except BaseException as exc:
         if replaced and old_copy is not None:
             # The transaction rolled back: put the old transcript back so the two agree.
             os.replace(old_copy, target.path)
         elif old_copy is not None:
             _remove_quietly(old_copy)
+        if isinstance(exc, OSError):
+            raise unavailable(
+                "transcript_unavailable",
+                "transcript-unwritable",
+                f"Could not rewrite {target.path} ({exc.strerror or exc}); the transcript and the database "
+                "are unchanged. Check the directory's permissions and free space, then retry.",
+                conversationId=cid,
+                file=target.path,
+            ) from None
         raise
     message_count = int(
         store.conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[0]
