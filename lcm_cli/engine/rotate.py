@@ -44,6 +44,8 @@ from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
 BACKUP_MODES = ("latest", "full", "none")
+# Reconcile-and-compact rounds while the host keeps appending to the transcript.
+MAX_SETTLE_ROUNDS = 3
 # Entry types a rotated transcript keeps; every other type (compaction, custom, label,
 # branch summaries, ...) is dropped (compat/operations.md §3.3 step 6).
 KEPT_TYPES = frozenset({"message", "model_change", "thinking_level_change", "session_info"})
@@ -367,6 +369,12 @@ def _keep_old(path: str, stamp: str) -> str:
     )
 
 
+def _file_state(path: str) -> tuple[int, int, int, int]:
+    """(device, inode, size, mtime ns): what tells that a file was written or replaced."""
+    info = os.stat(path)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
 def _same_file(path: str, info: os.stat_result) -> bool:
     try:
         now = os.stat(path)
@@ -626,26 +634,38 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     cid = target.conversation_id
     _require_header(target)
     store = ctx.store()
-    # Step 4: everything the transcript holds must be in the database before it is cut.
-    reconciled = bootstrap_session(
-        store,
-        IngestSettings.from_config(effective),
-        target.session_id,
-        target.path,
-        session_key=target.session_key,
-        max_tokens=bootstrap_budget(effective),
-    )
-    if reconciled.get("conversationId") != cid or reconciled.get("reason") in _UNSAFE_RECONCILE:
-        raise unavailable(
-            "unavailable",
-            "reconcile-unsafe",
-            f"The transcript could not be proven to be in the database ({reconciled.get('reason')}); "
-            "the transcript was not rotated. Run `lcm session bootstrap` until it is up to date, then retry.",
-            conversationId=cid,
-            reconcile={k: reconciled.get(k) for k in ("reason", "importedMessages", "remainingMessages")},
+    settings = IngestSettings.from_config(effective)
+    reconciled: dict[str, Any] = {}
+    compaction: dict[str, Any] = {}
+    # Steps 4 and 5 run until the transcript holds still across them: a line the host
+    # appends meanwhile is imported (and, if it pushes older messages out of the fresh
+    # tail, those are compacted) before the file is cut, never cut unseen.
+    for _attempt in range(MAX_SETTLE_ROUNDS):
+        seen = _file_state(target.path)
+        # Step 4: everything the transcript holds must be in the database before it is cut.
+        reconciled = bootstrap_session(
+            store,
+            settings,
+            target.session_id,
+            target.path,
+            session_key=target.session_key,
+            max_tokens=bootstrap_budget(effective),
         )
-    # Step 5: no raw context outside the fresh tail (each pass is its own transaction).
-    compaction = compact_outside_tail(ctx, store, target)
+        if reconciled.get("conversationId") != cid or reconciled.get("reason") in _UNSAFE_RECONCILE:
+            raise unavailable(
+                "unavailable",
+                "reconcile-unsafe",
+                f"The transcript could not be proven to be in the database ({reconciled.get('reason')}); "
+                "the transcript was not rotated. Run `lcm session bootstrap` until it is up to date, then retry.",
+                conversationId=cid,
+                reconcile={k: reconciled.get(k) for k in ("reason", "importedMessages", "remainingMessages")},
+            )
+        # Step 5: no raw context outside the fresh tail (each pass is its own transaction).
+        compaction = compact_outside_tail(ctx, store, target)
+        if _file_state(target.path) == seen:
+            break
+    else:
+        raise _changed(target.path)
     # Step 7 comes before the rewrite: the backup holds the state the rewrite starts from.
     made: dict[str, Any] | None = None
     if mode == "latest":
@@ -655,7 +675,11 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     transcript, plan = _plan(target, effective)
     data = plan.content()
     info = os.stat(target.path)
-    if info.st_size != transcript.size_bytes or info.st_mtime_ns // 1_000_000 != transcript.mtime_ms:
+    if _file_state(target.path) != seen or (info.st_size, info.st_mtime_ns // 1_000_000) != (
+        transcript.size_bytes,
+        transcript.mtime_ms,
+    ):
+        # The host wrote during the backup: what it wrote is not in the database yet.
         raise _changed(target.path)
     stamp = _stamp()
     old_copy: str | None = None
