@@ -136,6 +136,14 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         for msg in data["sourceMessages"]:
             messages.add(f"#{msg['messageId']} seq {msg['seq']} {msg['role']}: {_short(msg['content'])}")
         console.print(tree)
+    elif command == "rotate" and isinstance(data, dict):
+        # One table per part of the report (transcript, compaction, backup, checkpoint).
+        console.print(kv_table(command, {k: v for k, v in data.items() if not isinstance(v, dict)}))
+        for key, part in data.items():
+            if isinstance(part, dict):
+                console.print(kv_table(f"rotate {key}", {k: v for k, v in part.items() if k != "passes"}))
+                if part.get("passes"):
+                    console.print(list_table("rotate leaf passes", part["passes"]))
     elif command == "context.assemble" and isinstance(data, dict):
         _render_context(console, data, kv_table)
     elif command in _FULL_TEXT and isinstance(data, dict):

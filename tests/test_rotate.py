@@ -167,6 +167,12 @@ def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
     assert report["bytesRemoved"] == report["sizeBytes"] - report["newSizeBytes"] > 0
     assert data["compaction"]["rawMessagesToCompact"] == 0  # already summarized outside the tail
     assert data["reconcile"] == {"checkpointInSync": True}
+    table = _rotate(session, "--format", "table")
+    assert (
+        table.code == 0
+        and "rotate transcript" in table.stdout
+        and "preservedTailMessageCount" in table.stdout
+    )
     assert _files(session.root) == before
 
 
