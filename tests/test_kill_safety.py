@@ -94,8 +94,12 @@ def test_rotate_killed_at_random_moments_leaves_old_or_new_transcript(tmp_path: 
     db_bytes = session.db.read_bytes()
     rotate_args = ["--openclaw-dir", str(session.root), "rotate", "--session-key", SESSION_KEY, "--apply"]
 
+    latest = session.root / "lcm.db.rotate-latest.bak"
+
     def restore() -> None:
         for leftover in session.root.rglob("*"):
+            if leftover.parent == session.root and leftover.name.startswith("lcm.db.rotate-"):
+                continue  # the rolling backup and its temp copies stay: a kill must not break them
             if leftover.name.endswith(".bak") or leftover.name.endswith(".tmp") or "-wal" in leftover.name:
                 leftover.unlink()
             elif leftover.name.endswith("-shm"):
@@ -128,14 +132,22 @@ def test_rotate_killed_at_random_moments_leaves_old_or_new_transcript(tmp_path: 
     exe = Path(sys.executable).with_name("lcm")
     rng = random.Random(11)
     outcomes = set()
-    for _ in range(10):
+    assert lcm_process(*rotate_args, "--backup", "latest").code == 0  # a previous rolling backup
+    for attempt in range(12):
         restore()
+        mode = "none" if attempt % 2 == 0 else "latest"
         proc = subprocess.Popen(
-            [str(exe), *rotate_args, "--backup", "none"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [str(exe), *rotate_args, "--backup", mode], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        time.sleep(rng.uniform(0.05, duration))
+        time.sleep(rng.uniform(0.05, duration * (1 if mode == "none" else 2)))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        # The rolling backup is always a whole, consistent database (the old one or the new one).
+        check = sqlite3.connect(f"file:{latest}?mode=ro", uri=True)
+        try:
+            assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        finally:
+            check.close()
         current = session.transcript.read_bytes()
         assert current in (old_bytes, new_bytes)
         _, count, checkpoint = state()
