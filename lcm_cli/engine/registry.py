@@ -106,7 +106,10 @@ OPERATIONS: dict[str, OpSpec] = {
         "lcm_cli.engine.prune_ops", ("apply",), args=("archive",), long_running=True, writes=True
     ),
     # The control contract's results are sanitized: no paths, not even in meta.
-    "control": OpSpec("lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False),
+    # `rotate` writes, so the whole contract waits in the session's write queue under serve.
+    "control": OpSpec(
+        "lcm_cli.engine.control", ("operation", "session_key", "session_id"), meta_paths=False, writes=True
+    ),
     "control.capabilities": OpSpec("lcm_cli.engine.control", opens_db=False, resolves_paths=False),
     "grep": OpSpec(
         "lcm_cli.engine.recall.grep",
