@@ -382,3 +382,20 @@ def test_the_cli_reads_the_live_messages_from_a_file(tmp_path: Path) -> None:
     assert out.code == 0, out.stderr
     data = out.json["data"]
     assert data["ingest"]["ingested"] == 2 and data["threshold"]["tokenBudget"] == 4000
+
+
+def test_observed_tokens_trigger_the_threshold_and_are_kept_on_the_debt_row(tmp_path: Path) -> None:
+    home = home_with(tmp_path, maxAssemblyTokenBudget=50000)
+    data = after_turn(home, turn(0), 0, token_budget=100000, current_token_count=40000)
+    threshold = data["threshold"]
+    # The budget is capped by maxAssemblyTokenBudget; the host's count wins over the stored one.
+    assert threshold["tokenBudget"] == 50000 and threshold["threshold"] == 37500
+    assert threshold["observedTokens"] == 40000 and threshold["currentTokens"] == 40000
+    assert threshold["shouldCompact"] is True and data["debt"]["recorded"] is True
+    with connect(home) as conn:
+        row = conn.execute(
+            "SELECT token_budget, current_token_count, projected_token_count FROM conversation_compaction_maintenance"
+        ).fetchone()
+    assert row == (50000, 40000, 40000)
+    data = after_turn(home, turn(0) + turn(1), 2, token_budget=100000, current_token_count=0)
+    assert data["threshold"]["observedTokens"] is None and data["threshold"]["shouldCompact"] is False
