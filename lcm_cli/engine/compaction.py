@@ -315,11 +315,41 @@ class Compactor:
         source_text, texts = self.leaf_source(chunk)
         if not source_text.strip():
             return _PassOutcome("empty-source")
+        message_ids = [i.message_id for i in chunk if i.message_id is not None]
+        return self._summarize_and_replace(
+            chunk,
+            source_text,
+            0,
+            previous_context,
+            lambda summary, removed: self.store.add_leaf_summary(
+                self.cid,
+                message_ids,
+                summary.content,
+                model=self.summarizer.model,
+                file_ids=src.find_file_ids(texts),
+                source_message_token_count=removed,
+            ),
+        )
+
+    def _summarize_and_replace(
+        self,
+        chunk: Sequence[Item],
+        source_text: str,
+        depth: int,
+        previous_context: str | None,
+        insert: Callable[[Summary, int], str],
+    ) -> _PassOutcome:
+        """One pass: summarize outside any transaction, then write it and swap the chunk out.
+
+        ``insert(summary, removed_tokens)`` writes the summary row and its links inside the
+        pass's transaction and returns the new id. The chunk is re-checked first: if
+        another writer changed it meanwhile, nothing is written.
+        """
         try:
             summary = summarize(
                 self.summarizer,
                 source_text,
-                depth=0,
+                depth=depth,
                 effective=self.effective,
                 previous_context=previous_context,
                 custom_instructions=self.custom,
@@ -332,14 +362,7 @@ class Compactor:
         with self.store.transaction() as conn:
             if not ci.chunk_is_intact(conn, self.cid, chunk):
                 return _PassOutcome("chunk-changed")
-            summary_id = self.store.add_leaf_summary(
-                self.cid,
-                [i.message_id for i in chunk if i.message_id is not None],
-                summary.content,
-                model=self.summarizer.model,
-                file_ids=src.find_file_ids(texts),
-                source_message_token_count=removed,
-            )
+            summary_id = insert(summary, removed)
             ci.replace_range(conn, self.cid, chunk[0].ordinal, chunk[-1].ordinal, summary_id)
         added = estimate_tokens(summary.content)
         return _PassOutcome(
@@ -348,8 +371,8 @@ class Compactor:
             added,
             summary.content,
             {
-                "kind": "leaf",
-                "depth": 0,
+                "kind": "leaf" if depth == 0 else "condensed",
+                "depth": depth,
                 "summaryId": summary_id,
                 "level": summary.level,
                 "sourceCount": len(chunk),
@@ -436,49 +459,18 @@ class Compactor:
                 blocks.append(
                     src.condensed_block(row[2] or row[4], row[3] or row[4], text, self.settings.zone)
                 )
-        source_text = "\n\n".join(blocks)
-        depth = (chunk[0].depth or 0) + 1
-        try:
-            summary = summarize(
-                self.summarizer,
-                source_text,
-                depth=depth,
-                effective=self.effective,
-                previous_context=previous_context,
-                custom_instructions=self.custom,
-            )
-        except Exception as exc:  # any summarizer failure skips the pass; nothing is written
-            return _failed(exc)
-        if summary.auth_failure:
-            return _PassOutcome("auth-failure", error="provider auth failure")
-        removed = sum(i.tokens for i in chunk)
-        with self.store.transaction() as conn:
-            if not ci.chunk_is_intact(conn, self.cid, chunk):
-                return _PassOutcome("chunk-changed")
-            summary_id = self.store.add_condensed_summary(
+        return self._summarize_and_replace(
+            chunk,
+            "\n\n".join(blocks),
+            (chunk[0].depth or 0) + 1,
+            previous_context,
+            lambda summary, removed: self.store.add_condensed_summary(
                 self.cid,
                 ids,
                 summary.content,
                 model=self.summarizer.model,
                 file_ids=src.find_file_ids([rows[s][1] for s in ids], seed=seeds),
-            )
-            ci.replace_range(conn, self.cid, chunk[0].ordinal, chunk[-1].ordinal, summary_id)
-        added = estimate_tokens(summary.content)
-        return _PassOutcome(
-            "done",
-            removed,
-            added,
-            summary.content,
-            {
-                "kind": "condensed",
-                "depth": depth,
-                "summaryId": summary_id,
-                "level": summary.level,
-                "sourceCount": len(chunk),
-                "sourceTokens": removed,
-                "summaryTokens": added,
-                "ordinals": [chunk[0].ordinal, chunk[-1].ordinal],
-            },
+            ),
         )
 
     def _nearest_summaries(self, items: Sequence[Item], before: int, depth: int | None) -> str | None:
