@@ -69,6 +69,7 @@ def build_app() -> Any:
     app.command("compact", epilog=GLOBALS_EPILOG)(compact.compact)
     app.add_typer(compact.context, name="context")
     app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)
+    app.command("after-turn", epilog=GLOBALS_EPILOG)(compact.after_turn)
     app.add_typer(doctor.doctor, name="doctor")
     app.add_typer(prune.prune, name="prune")
     app.command("grep", epilog=GLOBALS_EPILOG)(recall.grep)

@@ -128,6 +128,42 @@ class Server:
             self._queues[key] = collections.deque([job])
         self._executor.submit(self._drain, key)
 
+    def _schedule_debt_drain(self, key: str, envelope: dict[str, Any]) -> None:
+        """After a deferred ``session.after_turn`` that recorded debt, drain it in the background.
+
+        The drain (``session.maintain`` of that conversation) goes into the session's
+        write queue, so it runs when the session is otherwise idle and never overlaps its
+        writes; when another write of the session is already waiting it is skipped (that
+        write's own after-turn, if any, schedules the next one), as in the reference.
+        """
+        data = envelope.get("data") or {}
+        if data.get("mode") != "deferred" or not (data.get("debt") or {}).get("recorded"):
+            return
+        conversation_id = data.get("conversationId")
+
+        def drain_debt() -> None:
+            if self.stopping.is_set():
+                return  # stopping: the debt stays recorded for the next maintain
+            from lcm_cli.engine.api import call
+
+            try:
+                call("session.maintain", {"conversation_id": conversation_id}, context=self.context())
+            except Exception:  # a background drain has no caller to answer; the row keeps the failure
+                if os.environ.get("LCM_DEBUG") == "1":
+                    import traceback
+
+                    traceback.print_exc()
+
+        with self._queues_lock:
+            queue = self._queues.get(key)
+            if queue:
+                return
+            if queue is not None:  # this worker is draining the session: it runs the job next
+                queue.append(drain_debt)
+                return
+            self._queues[key] = collections.deque([drain_debt])
+        self._executor.submit(self._drain, key)
+
     def _drain(self, key: str) -> None:
         while True:
             with self._queues_lock:
@@ -140,7 +176,7 @@ class Server:
 
     # -- requests --------------------------------------------------------------
 
-    def handle_line(self, line: bytes, respond: Respond) -> Future[None] | None:
+    def handle_line(self, line: bytes, respond: Respond) -> Future[Any] | None:
         """Parse one request line and answer it (operations run on the pool)."""
         try:
             request = json.loads(line)
@@ -177,7 +213,9 @@ class Server:
 
         def job() -> None:
             try:
-                self._run(request_id, method, params, respond)
+                envelope = self._run(request_id, method, params, respond)
+                if method == "session.after_turn" and envelope is not None:
+                    self._schedule_debt_drain(key, envelope)
             finally:
                 done.set_result(None)
 
@@ -216,7 +254,8 @@ class Server:
             }
         return {"ok": True, "command": method, "data": data, "meta": {}}
 
-    def _run(self, request_id: Any, method: str, params: Any, respond: Respond) -> None:
+    def _run(self, request_id: Any, method: str, params: Any, respond: Respond) -> dict[str, Any] | None:
+        """Answer one operation request; returns the success envelope (None on error)."""
         from lcm_cli.dispatch import operation_spec, split_params
         from lcm_cli.engine.api import call
 
@@ -228,6 +267,7 @@ class Server:
             if method == "config.set":
                 self.reload()  # the config changed under every warm context
             respond({"id": request_id, "result": envelope})
+            return envelope
         except LcmError as err:
             respond(_error(request_id, err))
         except Exception as exc:  # one bad request must not take the server down
@@ -240,6 +280,7 @@ class Server:
             with self._count_lock:
                 self._in_flight -= 1
                 self.served += 1
+        return None
 
     def close(self) -> None:
         """Wait for every request in flight, then stop the pool."""
@@ -251,7 +292,7 @@ def serve_stream(
 ) -> None:
     """Answer the requests of one stream until EOF or ``shutdown``; wait for its answers."""
     write_lock = threading.Lock()
-    pending: list[Future[None]] = []
+    pending: list[Future[Any]] = []
     broken = threading.Event()
 
     def respond(message: dict[str, Any]) -> None:

@@ -18,6 +18,18 @@ TokenBudget = Annotated[
         help="Model context window in tokens (default 128000, capped by maxAssemblyTokenBudget).",
     ),
 ]
+Model = Annotated[
+    Optional[str],
+    typer.Option(
+        "--model",
+        metavar="REF",
+        help="The host's model ref (provider/model); picks contextThresholdOverrides.",
+    ),
+]
+CurrentTokenCount = Annotated[
+    Optional[str],
+    typer.Option("--current-token-count", metavar="N", help="Prompt tokens the host observed last turn."),
+]
 Force = Annotated[
     bool, typer.Option("--force", help="Run even when below the threshold / past a retry backoff.")
 ]
@@ -45,10 +57,8 @@ def compact(
         bool,
         typer.Option("--manual", help="An operator's compaction: sweep even below the threshold."),
     ] = False,
-    current_token_count: Annotated[
-        Optional[str],
-        typer.Option("--current-token-count", metavar="N", help="Prompt tokens the host observed last turn."),
-    ] = None,
+    current_token_count: CurrentTokenCount = None,
+    model: Model = None,
 ) -> None:
     """Compact a conversation: leaf passes over old raw messages, then condensation.
 
@@ -72,6 +82,76 @@ def compact(
             "force": force,
             "manual": manual,
             "current_token_count": current_token_count,
+            "model": model,
+        },
+    )
+
+
+def after_turn(
+    ctx: typer.Context,
+    session_id: SessionId = None,
+    session_key: SessionKey = None,
+    session_file: Annotated[
+        Optional[str],
+        typer.Option(
+            "--session-file", metavar="PATH", help="The session's transcript JSONL (reconciled first)."
+        ),
+    ] = None,
+    file: Annotated[
+        Optional[list[str]],
+        typer.Option("--file", metavar="PATH", help="Read the live messages from PATH instead of stdin."),
+    ] = None,
+    messages: Annotated[
+        Optional[str], typer.Option("--messages", metavar="JSON", help="The live messages as a JSON array.")
+    ] = None,
+    pre_prompt_message_count: Annotated[
+        Optional[str],
+        typer.Option(
+            "--pre-prompt-message-count",
+            metavar="N",
+            help="How many of the messages the session had before this turn (default 0: all are new).",
+        ),
+    ] = None,
+    auto_compaction_summary: Annotated[
+        Optional[str],
+        typer.Option(
+            "--auto-compaction-summary",
+            metavar="TEXT",
+            help="The host's own compaction summary of this turn.",
+        ),
+    ] = None,
+    is_heartbeat: Annotated[
+        bool, typer.Option("--is-heartbeat", help="A heartbeat turn: nothing is stored.")
+    ] = False,
+    token_budget: TokenBudget = None,
+    current_token_count: CurrentTokenCount = None,
+    model: Model = None,
+) -> None:
+    """After a turn: store its new messages, then apply the threshold policy.
+
+    The new messages are messages[N:] (N = --pre-prompt-message-count). With
+    --session-file the transcript is reconciled first; when it cannot be lined up with
+    the database nothing is stored this turn. Over the threshold, the context is
+    compacted now (proactiveThresholdCompactionMode inline) or one threshold debt row is
+    recorded for `lcm maintain` (deferred, the default).
+
+    Example: lcm after-turn --session-id s1 --session-key agent:main:main --pre-prompt-message-count 40 --file live.json
+    """
+    run(
+        ctx,
+        "session.after_turn",
+        {
+            "session_id": session_id,
+            "session_key": session_key,
+            "session_file": session_file,
+            "file": file,
+            "messages": messages,
+            "pre_prompt_message_count": pre_prompt_message_count,
+            "auto_compaction_summary": auto_compaction_summary,
+            "is_heartbeat": is_heartbeat,
+            "token_budget": token_budget,
+            "current_token_count": current_token_count,
+            "model": model,
         },
     )
 

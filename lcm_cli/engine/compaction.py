@@ -836,6 +836,8 @@ def record_debt(
     raw_tokens_outside_tail: int | None = None,
     context_threshold: float | None = None,
     context_threshold_source: str | None = None,
+    context_fresh_tail_count: int | None = None,
+    context_leaf_chunk_tokens: int | None = None,
     now: datetime | None = None,
 ) -> None:
     """Record (or coalesce into) the conversation's pending compaction debt row."""
@@ -860,6 +862,8 @@ def record_debt(
             else kept[2],
             context_threshold=context_threshold,
             context_threshold_source=context_threshold_source,
+            context_fresh_tail_count=context_fresh_tail_count,
+            context_leaf_chunk_tokens=context_leaf_chunk_tokens,
             resolution_reason=None,
             resolved_at=None,
             updated_at=iso_timestamp(now),

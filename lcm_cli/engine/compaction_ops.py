@@ -27,6 +27,7 @@ from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request, Selector
 from lcm_cli.engine.sessions import SessionPolicy, find_active, queue_key, session_lock
 from lcm_cli.engine.summarize.base import Summarizer, SummaryRequest
+from lcm_cli.engine.threshold import Resolution, resolve_threshold
 from lcm_cli.engine.tokens import estimate_tokens
 
 TARGETS = ("budget", "threshold")
@@ -212,13 +213,16 @@ def compact(ctx: Context, req: Request) -> Result:
         )
     found = _target(ctx, req)
     apply = bool(extra.get("apply"))
-    settings = Settings.from_effective(ctx.effective)
+    resolution = resolve_threshold(ctx.effective, session_key=found.session_key, model=extra.get("model"))
+    effective = resolution.apply(ctx.effective)
+    settings = Settings.from_effective(effective)
     budget = settings.budget(_option_int(req, "token_budget"))
     base = {
         **_identity(found),
         "dryRun": not apply,
         "tokenBudget": budget,
         "threshold": settings.threshold(budget),
+        "thresholdResolution": resolution.to_dict(),
         "compactionTarget": target,
     }
     if found.excluded:
@@ -269,7 +273,7 @@ def compact(ctx: Context, req: Request) -> Result:
         else:
             store = _conversation_copy(ctx.database_path, row["conversation_id"])
             stack.callback(store.close)
-        compactor = Compactor(store, row["conversation_id"], ctx.effective, summarizer)
+        compactor = Compactor(store, row["conversation_id"], effective, summarizer)
         before = _snapshot(compactor)
         outcome = compactor.compact(
             token_budget=budget,
@@ -346,15 +350,40 @@ def maintain(ctx: Context, req: Request) -> Result:
     if not ctx.probe.has_table("conversation_compaction_maintenance"):
         return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
     pending = ctx.query_one(
-        "SELECT pending, running FROM conversation_compaction_maintenance WHERE conversation_id = ?",
+        "SELECT pending, running, context_threshold, context_threshold_source AS source"
+        " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
         (row["conversation_id"],),
     )
     if pending is None or not (pending["pending"] or pending["running"]):
         return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
+    resolution = debt_resolution(
+        ctx.effective, found.session_key, pending["context_threshold"], pending["source"]
+    )
     summarizer = configured_summarizer(ctx)
     with session_lock(queue_key(found.session_id, found.session_key)):
-        compactor = Compactor(ctx.store(), row["conversation_id"], ctx.effective, summarizer)
+        compactor = Compactor(
+            ctx.store(), row["conversation_id"], resolution.apply(ctx.effective), summarizer
+        )
         outcome = drain_debt(
             compactor, token_budget=_option_int(req, "token_budget"), force=bool(extra.get("force"))
         )
-    return Result({**base, **outcome})
+    return Result({**base, "thresholdResolution": resolution.to_dict(), **outcome})
+
+
+def debt_resolution(
+    effective: dict[str, Any], session_key: str | None, persisted: Any, source: Any
+) -> Resolution:
+    """The threshold a debt drain uses (compat/engine.md §4.12 step 2).
+
+    The live resolution, unless the debt was recorded under an override that the session
+    key alone cannot re-match (a model rule: the drain does not know the model): then a
+    live rule carrying the same threshold is taken, so a persisted override survives only
+    while the config could still produce it.
+    """
+    live = resolve_threshold(effective, session_key=session_key)
+    if source != "override" or not isinstance(persisted, (int, float)) or live.source == "override":
+        return live
+    for index, rule in enumerate(effective.get("contextThresholdOverrides") or ()):
+        if isinstance(rule, dict) and rule.get("contextThreshold") == persisted:
+            return Resolution(float(persisted), "override", index, rule)
+    return live

@@ -152,6 +152,11 @@ def _build(message: dict[str, Any], envelope_timestamp: str | None = None) -> An
     return build_message(message, envelope_timestamp=envelope_timestamp)
 
 
+def stored_form(message: dict[str, Any]) -> Any:
+    """The row a message would be stored as (role, content, identity hash, tokens, ...)."""
+    return _build(message)
+
+
 def _has_reasoning(conn: sqlite3.Connection, message_id: int) -> bool:
     row = conn.execute(
         "SELECT 1 FROM message_parts WHERE message_id = ? AND (part_type = 'reasoning'"

@@ -155,6 +155,24 @@ OPERATIONS: dict[str, OpSpec] = {
         ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
         writes=True,
     ),
+    "session.after_turn": OpSpec(
+        "lcm_cli.engine.after_turn",
+        (
+            "session_id",
+            "session_key",
+            "session_file",
+            "file",
+            "messages",
+            "pre_prompt_message_count",
+            "auto_compaction_summary",
+            "is_heartbeat",
+            "token_budget",
+            "current_token_count",
+            "model",
+        ),
+        words=("after-turn",),
+        writes=True,
+    ),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction_ops",
         _SELECTOR
@@ -166,6 +184,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "force",
             "manual",
             "current_token_count",
+            "model",
         ),
         words=("compact",),
         writes=True,

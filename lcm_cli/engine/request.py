@@ -135,6 +135,19 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "prompt": {"type": "string", "description": "the next user prompt (prompt-aware eviction)"},
     "manual": {"type": "boolean", "default": False, "description": "an operator's compaction: always sweep"},
     "current_token_count": {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
+    "model": {
+        "type": "string",
+        "description": "the host's model ref (provider/model), matched by contextThresholdOverrides",
+    },
+    "pre_prompt_message_count": {
+        "type": "integer",
+        "minimum": 0,
+        "description": "how many of the live messages the host had before this turn's prompt",
+    },
+    "auto_compaction_summary": {
+        "type": "string",
+        "description": "the host's own compaction summary of this turn, stored as a user message",
+    },
 }
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(

@@ -30,7 +30,7 @@ def open_store(ctx: Context) -> Any:
     return ctx.store()
 
 
-def _session(req: Request, *, required: bool = True) -> tuple[str | None, str | None]:
+def request_session(req: Request, *, required: bool = True) -> tuple[str | None, str | None]:
     extra = req.extra or {}
     session_id = (extra.get("session_id") or "").strip() or None
     key = str(req.selector.value) if req.selector is not None and req.selector.kind == "sessionKey" else None
@@ -99,7 +99,7 @@ def _structured(value: Any, field: str) -> Any:
     return value
 
 
-def _read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
+def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
     """The messages to ingest and whether they came as text (file or stdin)."""
     if extra.get("message") is not None and extra.get("messages") is not None:
         raise invalid_argument("Pass either --message or --messages, not both.")
@@ -133,11 +133,11 @@ def _read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
 def ingest(ctx: Context, req: Request) -> Result:
     """Ingest one message or a batch in one transaction; report each message."""
     extra = req.extra or {}
-    session_id, key = _session(req)
-    messages, from_text = _read_input(extra)
+    session_id, key = request_session(req)
+    messages, from_text = read_input(extra)
     settings = IngestSettings.from_config(ctx.effective)
     if session_id is None:
-        session_id = _session_id_for_key(ctx, key)
+        session_id = session_id_for_key(ctx, key)
     # Nothing is written for a heartbeat or an excluded session: do not even open the file.
     quiet = bool(extra.get("is_heartbeat")) or settings.policy.exclusion(session_id, key) is not None
     store = None if quiet or not messages else open_store(ctx)
@@ -153,7 +153,7 @@ def ingest(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-def _session_id_for_key(ctx: Context, key: str | None) -> str:
+def session_id_for_key(ctx: Context, key: str | None) -> str:
     """With only a key: the session id of its active conversation (a new session needs --session-id)."""
     if key is not None and os.path.exists(ctx.database_path):
         row = ctx.query_one(
@@ -178,7 +178,7 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     from lcm_cli.engine.bootstrap import bootstrap_budget, bootstrap_session
 
     extra = req.extra or {}
-    session_id, key = _session(req)
+    session_id, key = request_session(req)
     session_file = extra.get("session_file")
     if not session_file:
         raise invalid_argument("Pass --session-file PATH: the session's transcript JSONL.")
@@ -226,7 +226,7 @@ def _create(conn: sqlite3.Connection, session_id: str, key: str | None) -> int:
 @operation("session.new", summary="/new: prune the context to summaries of depth >= newSessionRetainDepth.")
 def new_session(ctx: Context, req: Request) -> Result:
     """Delete message items and shallow summary items from the context; rows stay."""
-    session_id, key = _session(req)
+    session_id, key = request_session(req)
     depth = int(ctx.effective.get("newSessionRetainDepth", 2))
     data: dict[str, Any] = {"conversationId": None, "retainDepth": depth, "removedItems": 0, "keptItems": 0}
     exclusion = _excluded(ctx, session_id, key)
@@ -288,7 +288,7 @@ def _reset(conn: sqlite3.Connection, session_id: str | None, key: str | None, ca
 @operation("session.reset", summary="/reset: archive the active conversation and start a fresh one.")
 def reset_session(ctx: Context, req: Request) -> Result:
     """Archive (``manual-reset``) and create a new active row with the same session id and key."""
-    session_id, key = _session(req)
+    session_id, key = request_session(req)
     exclusion = _excluded(ctx, session_id, key)
     if exclusion is not None:
         return Result({"changed": False, "skipped": f"{exclusion}-session"})
@@ -302,7 +302,7 @@ def reset_session(ctx: Context, req: Request) -> Result:
 def end_session(ctx: Context, req: Request) -> Result:
     """``deleted`` archives; ``reset`` archives and replaces; other non-ignored reasons roll over."""
     extra = req.extra or {}
-    session_id, key = _session(req)
+    session_id, key = request_session(req)
     reason = (extra.get("reason") or "").strip()
     data: dict[str, Any] = {"reason": reason, "changed": False}
     if reason in IGNORED_END_REASONS:

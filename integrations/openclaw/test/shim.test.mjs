@@ -49,9 +49,22 @@ test("lifecycle calls reach lcm serve and come back in the host's shapes", async
     assert.deepEqual(single, { ingested: true });
     const heartbeat = await engine.ingest({ sessionId: "s-1", sessionKey: "agent:main:shim", message: { role: "user", content: "x" }, isHeartbeat: true });
     assert.deepEqual(heartbeat, { ingested: false });
+    // afterTurn stores only the messages after prePromptMessageCount (a missing transcript is skipped).
+    const live = [
+      { role: "user", content: "please fix the flaky test in ci.yml" },
+      { role: "assistant", content: [{ type: "text", text: "Looking at ci.yml now." }] },
+      { role: "user", content: "thanks" },
+      { role: "user", content: "and the lint step?" },
+      { role: "assistant", content: "Fixed as well." },
+    ];
+    const after = await engine.afterTurn({
+      sessionId: "s-1", sessionKey: "agent:main:shim", sessionFile: join(tmpdir(), "no-such-transcript.jsonl"),
+      messages: live, prePromptMessageCount: 3, tokenBudget: 128000, currentTokenCount: 50,
+    });
+    assert.equal(after, undefined);
 
     const status = await api.actions["lcm-control"].handler({ payload: { operation: "status" }, sessionKey: "agent:main:shim" });
-    assert.deepEqual(status, { ok: true, result: { operation: "status", active: true, messageCount: 3 } });
+    assert.deepEqual(status, { ok: true, result: { operation: "status", active: true, messageCount: 5 } });
     const rotate = await api.actions["lcm-control"].handler({ payload: { operation: "bogus" }, sessionKey: "agent:main:shim" });
     assert.equal(rotate.ok, false);
     assert.equal(rotate.code, "unsupported_operation");
