@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -208,6 +209,12 @@ _INSERT_CONTEXT = (
 )
 
 
+# Opening creates the file, switches it to WAL and runs migrations: threads of one process
+# (the workers of `lcm serve`) do that one at a time, so two first requests cannot race
+# on a brand-new file. Other processes are kept apart by SQLite's own locks.
+_OPEN_LOCK = threading.Lock()
+
+
 class Store:
     """A writable lcm.db: schema migrated, WAL, foreign keys on, explicit transactions."""
 
@@ -230,6 +237,11 @@ class Store:
     def open(cls, path: str | Path) -> Store:
         """Open (creating file and parent directory if missing) and migrate ``path``."""
         path = Path(path)
+        with _OPEN_LOCK:
+            return cls._open(path)
+
+    @classmethod
+    def _open(cls, path: Path) -> Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: the sqlite3 module never opens transactions on
         # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.

@@ -24,6 +24,7 @@ Rules for this module:
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -471,20 +472,30 @@ def _probe_virtual_table(conn: sqlite3.Connection, using: str) -> bool:
         conn.execute("RELEASE SAVEPOINT lcm_cli_fts_probe")
 
 
-def fts5_available(conn: sqlite3.Connection) -> bool:
-    """True when this SQLite build can create FTS5 tables."""
+@functools.cache
+def _build_has(using: str) -> bool:
+    """Whether this process's SQLite library can create ``USING <using>`` (probed in memory).
+
+    The capability belongs to the library, not to a file, so the probe never touches a
+    database another process may be writing.
+    """
+    probe = sqlite3.connect(":memory:")
     try:
-        return _probe_virtual_table(conn, "fts5(content)")
+        return _probe_virtual_table(probe, using)
     except sqlite3.Error:
         return False
+    finally:
+        probe.close()
 
 
-def trigram_available(conn: sqlite3.Connection) -> bool:
+def fts5_available(conn: sqlite3.Connection | None = None) -> bool:
+    """True when this SQLite build can create FTS5 tables (``conn`` is not touched)."""
+    return _build_has("fts5(content)")
+
+
+def trigram_available(conn: sqlite3.Connection | None = None) -> bool:
     """True when this SQLite build has FTS5 and its ``trigram`` tokenizer (3.34+)."""
-    try:
-        return _probe_virtual_table(conn, "fts5(content, tokenize='trigram')")
-    except sqlite3.Error:
-        return False
+    return _build_has("fts5(content, tokenize='trigram')")
 
 
 # --------------------------------------------------------------------------
