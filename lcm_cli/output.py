@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from typing import Any, TextIO
 
@@ -29,12 +30,28 @@ def js_numbers(value: Any) -> Any:
     return value
 
 
-def to_json(value: Any, *, pretty: bool = False) -> str:
-    """Compact (or 2-space indented) JSON with raw non-ASCII and a trailing newline."""
+# A float Python prints differently from JavaScript: integral ("3.0") or non-finite. Text
+# inside strings can match too; that only costs the slow path, never a wrong answer.
+_FLOATISH = re.compile(r"\d\.0(?=[,\]}\s]|$)|NaN|Infinity")
+
+
+def _dumps(value: Any, pretty: bool) -> str:
     if pretty:
-        text = json.dumps(js_numbers(value), ensure_ascii=False, indent=2)
-    else:
-        text = json.dumps(js_numbers(value), ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_json(value: Any, *, pretty: bool = False) -> str:
+    """Compact (or 2-space indented) JSON with raw non-ASCII and a trailing newline.
+
+    Numbers print as JavaScript would (see :func:`js_numbers`); the rewrite walk runs
+    only when the plain output shows a float that needs it, since big envelopes (an
+    assembled context) are mostly strings.
+    """
+    text = _dumps(value, pretty)
+    # Substring tests are C-fast; the regex runs only when one of them hits.
+    if (".0" in text or "NaN" in text or "Infinity" in text) and _FLOATISH.search(text):
+        text = _dumps(js_numbers(value), pretty)
     return text + "\n"
 
 

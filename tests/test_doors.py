@@ -392,3 +392,57 @@ def test_concurrent_writers_on_the_socket_lose_nothing(tmp_path: Path) -> None:
             # One client's requests apply in the order it sent them.
             sent = [r[2] for r in mine if r[2].startswith(f"writer {writer_number} ")]
             assert sent == [f"writer {writer_number} message {i}" for i in range(40)]
+
+
+@pytest.mark.parametrize("name", sorted(OPERATIONS))
+def test_every_operation_refuses_a_bad_parameter_identically_through_every_door(
+    state_dir: Path, name: str
+) -> None:
+    """Whatever the operation, hook, serve and the Python door give the same structured error."""
+    from lcm_cli.dispatch import split_params
+    from lcm_cli.engine.errors import LcmError
+
+    params = {"noSuchParameter": 1}
+    with pytest.raises(LcmError) as raised:
+        fields, args = split_params(name, params)
+        call(name, fields, args=args, openclaw_dir=str(state_dir))
+    expected = raised.value.to_dict()
+    done = hook(state_dir, name, json.dumps(params))
+    assert done.returncode == 2 and done.stdout == b""
+    assert json.loads(done.stderr)["error"] == expected
+    server = Client(state_dir)
+    try:
+        assert server.ask(1, name, params) == {"id": 1, "error": expected}
+    finally:
+        server.close()
+
+
+def test_a_database_locked_by_another_writer_is_a_busy_error_and_serving_goes_on(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    env = {**os.environ, "LCM_BUSY_TIMEOUT_MS": "300"}
+    proc = subprocess.Popen(
+        [*LCM, "--openclaw-dir", str(state_dir), "serve", "--stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    client = Client.__new__(Client)
+    client.proc, client.answers = proc, {}
+    message = {"sessionId": "s-lock", "message": {"role": "user", "content": "while locked"}}
+    blocker = sqlite3.connect(state_dir / "lcm.db", isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        answer = client.ask(1, "session.ingest", message)
+        assert answer["error"]["code"] == "DATABASE_BUSY"
+        assert client.ask(2, "messages.tail", {"sessionKey": "agent:main:main", "count": 1})["result"]["ok"]
+        blocker.execute("ROLLBACK")
+        assert client.ask(3, "session.ingest", message)["result"]["data"]["ingested"] == 1
+        count = blocker.execute("SELECT COUNT(*) FROM messages WHERE content = 'while locked'").fetchone()
+        assert count == (1,)  # the refused attempt wrote nothing
+    finally:
+        blocker.close()
+        assert client.close() == 0

@@ -1,0 +1,50 @@
+"""JSON output prints numbers as JavaScript would, whichever path ``to_json`` takes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lcm_cli.output import js_numbers, to_json
+
+
+def reference(value: Any, pretty: bool) -> str:
+    """The always-correct slow path: rewrite every number, then serialize."""
+    if pretty:
+        return json.dumps(js_numbers(value), ensure_ascii=False, indent=2) + "\n"
+    return json.dumps(js_numbers(value), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+@pytest.mark.parametrize(
+    "value,compact",
+    [
+        (3.0, "3"),
+        (-0.0, "0"),
+        (float("nan"), "null"),
+        (float("-inf"), "null"),
+        ([1.0, {"a": 2.5}], '[1,{"a":2.5}]'),
+        ({"text": "version 3.0, NaN and Infinity"}, '{"text":"version 3.0, NaN and Infinity"}'),
+        ({"big": 1e16}, '{"big":1e+16}'),
+    ],
+)
+def test_known_values(value: Any, compact: str) -> None:
+    assert to_json(value) == compact + "\n"
+    assert to_json(value, pretty=True) == reference(value, True)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values, st.booleans())
+def test_fast_path_equals_the_full_rewrite(value: Any, pretty: bool) -> None:
+    assert to_json(value, pretty=pretty) == reference(value, pretty)
