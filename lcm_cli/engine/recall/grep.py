@@ -477,19 +477,15 @@ def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | No
         convs = [r[0] for r in _run(q, "SELECT conversation_id FROM conversations", [])]
     if len(convs) > NEWEST_MAX_CONVERSATIONS:
         return None  # two index seeks per conversation stop paying off
-    hi: float | None = None
-    lo: float | None = None
-    for cid in convs:  # each MIN/MAX is one seek into the index
-        top = _run(q, "SELECT MAX(julianday(created_at)) FROM messages WHERE conversation_id = ?", [cid])[0][
-            0
-        ]
-        low = _run(q, "SELECT MIN(julianday(created_at)) FROM messages WHERE conversation_id = ?", [cid])[0][
-            0
-        ]
-        if top is not None:
-            hi = top if hi is None else max(hi, top)
-        if low is not None:
-            lo = low if lo is None else min(lo, low)
+    # One statement, two index seeks per conversation (a GROUP BY would read every row).
+    marks = ",".join("?" for _ in convs)
+    hi, lo = _run(
+        q,
+        """SELECT MAX((SELECT MAX(julianday(created_at)) FROM messages WHERE conversation_id = c.id)),
+                   MIN((SELECT MIN(julianday(created_at)) FROM messages WHERE conversation_id = c.id))
+            FROM (SELECT value AS id FROM json_each(?)) c""",
+        [json.dumps(list(convs))],
+    )[0]
     if hi is None or lo is None:
         return []
     bounds: list[str] = []
@@ -502,7 +498,6 @@ def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | No
     tw, tp = _time_clause(MSG_TIME, q)
     bounds += tw
     bound_params += tp
-    marks = ",".join("?" for _ in convs)
     want = q.limit + 1
     window = max((hi - lo) * 2 * want / len(matched_ids), 1e-6)
     upper, first = hi, True
