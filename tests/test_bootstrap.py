@@ -68,7 +68,7 @@ def test_bootstrap_then_no_op_then_appended_lines(tmp_path: Path) -> None:
     )
     third = boot(home, path, session_key="agent:main:main")
     assert third["importedMessages"] == 2 and third["reason"] == "reconciled missing session messages"
-    assert third["anchor"] == "entry-id"
+    assert third["anchor"] == "append-only" and third["fastPath"] == "taken"
     assert count(home) == stored + 2
     assert boot(home, path, session_key="agent:main:main")["importedMessages"] == 0
     assert generated is not None

@@ -21,7 +21,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.ingest import Batch, IngestSettings
@@ -95,8 +95,12 @@ def bootstrap_session(
     *,
     session_key: str | None = None,
     max_tokens: int = 6000,
+    append_only: bool = True,
 ) -> dict[str, Any]:
-    """Bootstrap or reconcile one session from its transcript in one transaction."""
+    """Bootstrap or reconcile one session from its transcript in one transaction.
+
+    ``append_only=False`` never takes the append-only fast path (tests compare the two).
+    """
     from lcm_cli.migrate.transcript import build_message, scan_transcript
 
     result: dict[str, Any] = {
@@ -146,6 +150,23 @@ def bootstrap_session(
                 "already bootstrapped" if bootstrapped_at else "conversation already up to date"
             )
             return result
+        existing = conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[
+            0
+        ]
+        grew = checkpoint is not None and size > checkpoint[1] and mtime_ms >= checkpoint[2]
+        if append_only and grew and existing > 0:
+            fast = _append_only(
+                store,
+                settings,
+                conversation,
+                checkpoint,
+                existing,
+                (path, size, mtime_ms),
+                bootstrapped_at,
+                result,
+            )
+            if fast is not None:
+                return fast
         transcript = scan_transcript(path)
         messages = [
             (
@@ -163,9 +184,6 @@ def bootstrap_session(
         batch = Batch(store, settings, session_id, conversation.session_key)
         batch.conversation_id = cid
         result["transcriptMessages"] = len(messages)
-        existing = conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = ?", (cid,)).fetchone()[
-            0
-        ]
         if existing == 0:
             kept = trim_to_budget(messages, max_tokens)
             fork_bounded = _parent_session(path) and len(kept) < len(messages)
@@ -211,6 +229,85 @@ def bootstrap_session(
         return result
 
 
+class _Frontier(NamedTuple):
+    """The checkpoint's own message, as :func:`_write_checkpoint` needs it."""
+
+    entry_hash: str
+    entry_id: str
+
+
+def _append_only(
+    store: Any,
+    settings: IngestSettings,
+    conversation: Any,
+    checkpoint: Any,
+    existing: int,
+    file_state: tuple[str, int, int],
+    bootstrapped_at: Any,
+    result: dict[str, Any],
+) -> dict[str, Any] | None:
+    """§3.1 step 6: import only the appended slice, or None (then the file is read whole).
+
+    Taken only when its rows provably equal the full read's: the newest stored row is
+    the checkpoint's message (frontier hash), the anchor entry is stored, the slice
+    continues the active path (:func:`lcm_cli.engine.append_only.read_appended`), none
+    of its entries is stored yet, and it fits the import cap. Everything else about the
+    import (adoption of runtime-written twins, the live ingest path) is the reconcile's.
+    """
+    from lcm_cli.engine.append_only import read_appended
+    from lcm_cli.engine.identity import entry_hash
+    from lcm_cli.migrate.transcript import build_message
+
+    path, size, mtime_ms = file_state
+    conn, cid = store.conn, conversation.conversation_id
+    _, _, _, offset, cp_hash, cp_entry_id = checkpoint
+    newest = conn.execute(
+        "SELECT role, content FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1", (cid,)
+    ).fetchone()
+    if newest is None or entry_hash(newest[0], newest[1]) != cp_hash:
+        result["fastPath"] = "newest stored row is not the checkpoint's message"
+        return None
+    appended = read_appended(path, offset, size, cp_hash, cp_entry_id)
+    if isinstance(appended, str):
+        result["fastPath"] = appended
+        return None
+    ids = [cp_entry_id, *(e.entry_id for e in appended.entries)]
+    stored = {
+        row[0]
+        for row in conn.execute(
+            "SELECT transcript_entry_id FROM messages WHERE conversation_id = ? AND transcript_entry_id IN"
+            " (SELECT value FROM json_each(?))",
+            (cid, json.dumps(ids)),
+        )
+    }
+    if cp_entry_id not in stored or len(stored) > 1:
+        result["fastPath"] = "appended slice overlaps stored rows" if len(stored) > 1 else "anchor not stored"
+        return None
+    if len(appended.entries) > import_cap(existing):
+        result["fastPath"] = "appended slice exceeds the import cap"
+        return None
+    items = [
+        (build_message(e.message, entry_id=e.entry_id, envelope_timestamp=e.envelope_timestamp), e)
+        for e in appended.entries
+    ]
+    batch = Batch(store, settings, conversation.session_id, conversation.session_key)
+    batch.conversation_id = cid
+    out: dict[str, Any] = {"hasOverlap": True, "importedMessages": 0, "anchor": "append-only"}
+    _import_after(batch, items, -1, existing, set(), out, result)
+    out["hasOverlap"] = True
+    result.update(out)
+    result["fastPath"] = "taken"
+    result["appendedMessages"] = len(items)
+    _mark_bootstrapped(conn, cid)
+    last = _built(items[-1]) if items else _Frontier(cp_hash, cp_entry_id)
+    _write_checkpoint(store, cid, path, size, mtime_ms, None, last)
+    if out["importedMessages"] > 0:
+        result.update(bootstrapped=True, reason="reconciled missing session messages")
+    else:
+        result["reason"] = "already bootstrapped" if bootstrapped_at else "conversation already up to date"
+    return result
+
+
 def _insert(batch: Batch, items: Sequence[Any], result: dict[str, Any]) -> int:
     """Ingest (built row, raw entry) items through the live path; return how many were stored."""
     stored = 0
@@ -248,6 +345,7 @@ def _write_checkpoint(
     transcript: Any,
     last: Any,
     *,
+    header_id: str | None = None,
     fork_bounded: bool | None = None,
     fork_count: int = 0,
 ) -> None:
@@ -268,7 +366,8 @@ def _write_checkpoint(
         last_seen_mtime_ms=mtime_ms,
         last_processed_offset=size,
         last_processed_entry_hash=last.entry_hash if last is not None else None,
-        session_header_id=transcript.header_id or (previous[1] if previous is not None else None),
+        session_header_id=(transcript.header_id if transcript is not None else header_id)
+        or (previous[1] if previous is not None else None),
         last_processed_entry_id=last.entry_id if last is not None else None,
         fork_bounded=bounded,
         fork_source_message_count=count,
