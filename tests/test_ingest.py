@@ -98,7 +98,8 @@ def test_dedup_by_stable_key_entry_id_and_delivery_mirror(home: Path) -> None:
             {"role": "toolResult", "toolCallId": "toolu_0123456789abcdef", "content": "ok"},
         ],
     )
-    assert [m["reason"] for m in again["messages"]] == ["duplicate-stable-key", "duplicate-stable-key"]
+    # The batch's raw-id replay filter (§2.6 step 2) sees the tool id before the stable key does.
+    assert [m["reason"] for m in again["messages"]] == ["duplicate-stable-key", "duplicate-raw-id"]
     # A mirror of the newest row (which has reasoning) is not stored twice.
     ingest(
         home,

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.large_files import Interceptor
-from lcm_cli.engine.sessions import SessionPolicy, get_or_create, queue_key, session_lock
+from lcm_cli.engine.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
 RUNTIME_CONTEXT_SENTINEL = (
@@ -45,6 +45,21 @@ DUPLICATE_ENTRY_ID = "duplicate-entry-id"
 DUPLICATE_STABLE_KEY = "duplicate-stable-key"
 DELIVERY_MIRROR = "delivery-mirror"
 REPLAY_FLOOD = "replay-flood"
+DUPLICATE_RAW_ID = "duplicate-raw-id"
+
+# The raw-id replay filter (§2.6 step 2) looks at the parts of this many newest messages
+# of the conversation: ``message_parts.tool_call_id`` has no index, and a replayed batch
+# repeats recent turns. Provider-minted tool-result ids older than that are still caught
+# conversation-wide by the stable-event-key index (step 7 of §2.1).
+RAW_ID_WINDOW = 2000
+# The window's messages through the (conversation, seq) index, their parts through the
+# parts' message index; a string-content tool result keeps its call id in the metadata.
+RAW_ID_SQL = (
+    "SELECT m.role, p.tool_call_id, CASE WHEN m.role = 'tool' AND json_valid(p.metadata)"
+    " THEN json_extract(p.metadata, '$.toolCallId') END FROM (SELECT message_id, role FROM messages"
+    " WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?) AS m"
+    " JOIN message_parts AS p ON p.message_id = m.message_id"
+)
 
 
 class IngestSettings(NamedTuple):
@@ -319,6 +334,42 @@ def _skipped(index: int, reason: str, **extra: Any) -> dict[str, Any]:
     return {"index": index, "status": "skipped", "reason": reason, **extra}
 
 
+def _raw_ids(message: Any) -> set[tuple[str, str]]:
+    """(stored role, tool call id) of every part of ``message`` that names a tool call."""
+    if not isinstance(message, dict):
+        return set()
+    role = message.get("role")
+    if role not in ("assistant", "tool", "toolResult"):
+        return set()
+    if role == "assistant" and not isinstance(message.get("content"), list):
+        return set()
+    built = _build(message)
+    found = {(built.role, p["tool_call_id"]) for p in built.parts if p.get("tool_call_id")}
+    if built.role == "tool":
+        # A string-content result keeps its call id only in the part's metadata.
+        found.update((built.role, v) for k in _TOOL_ID_KEYS if isinstance(v := message.get(k), str) and v)
+    return found
+
+
+def raw_id_replays(conn: sqlite3.Connection, conversation_id: int, messages: Sequence[Any]) -> set[int]:
+    """Indexes of ``messages`` whose raw tool ids the conversation already stores (§2.6 step 2).
+
+    A message is a replay when any of its tool call ids is already on a part of a stored
+    message of the same role (a call repeats a call, a result a result: a result and its
+    call share the id). Only the newest :data:`RAW_ID_WINDOW` messages are looked at, read
+    through the (conversation, seq) index and the parts' message index, so the cost does
+    not grow with the parts table.
+    """
+    wanted = {index: _raw_ids(m) for index, m in enumerate(messages)}
+    wanted_ids = {call for pairs in wanted.values() for _, call in pairs}
+    if not wanted_ids:
+        return set()
+    stored: set[tuple[str, str]] = set()
+    for role, call, meta in conn.execute(RAW_ID_SQL, (conversation_id, RAW_ID_WINDOW)):
+        stored.update((role, v) for v in (call, meta) if isinstance(v, str) and v in wanted_ids)
+    return {index for index, pairs in wanted.items() if pairs & stored}
+
+
 def ingest_messages(
     store: Any,
     settings: IngestSettings,
@@ -330,8 +381,12 @@ def ingest_messages(
     entry_ids: Sequence[str | None] | None = None,
     flood_guard: bool = True,
     require_role: bool = False,
+    raw_id_filter: bool = True,
 ) -> dict[str, Any]:
     """Ingest ``messages`` for one session in one transaction; report each message.
+
+    With ``raw_id_filter`` (the reference's ``ingestBatch``), messages whose tool call
+    ids the conversation already stores are skipped as ``duplicate-raw-id``.
 
     ``store`` is an open :class:`lcm_cli.engine.store.Store`. Input that is not a
     message at all raises ``INVALID_INPUT`` before anything is written; any failure
@@ -364,7 +419,15 @@ def ingest_messages(
         batch = Batch(store, settings, session_id, session_key)
         results = []
         with store.transaction():
+            replays: set[int] = set()
+            if raw_id_filter:
+                found = find_active(store.conn, session_id, session_key)
+                if found is not None:
+                    replays = raw_id_replays(store.conn, int(found[0]), messages)
             for index, message in enumerate(messages):
+                if index in replays:
+                    results.append(_skipped(index, DUPLICATE_RAW_ID, role=message.get("role")))
+                    continue
                 entry_id = entry_ids[index] if entry_ids is not None else None
                 results.append(batch.ingest_one(index, message, entry_id=entry_id, flood_guard=flood_guard))
     summary["conversationId"] = batch.conversation_id

@@ -149,6 +149,8 @@ def ingest(ctx: Context, req: Request) -> Result:
         session_key=key,
         is_heartbeat=bool(extra.get("is_heartbeat")),
         require_role=from_text,
+        # One --message is the reference's ``ingest``; anything else is its ``ingestBatch``.
+        raw_id_filter=extra.get("message") is None,
     )
     return Result(data)
 
