@@ -13,8 +13,9 @@ compaction (one transaction per pass, the summarizer called outside any), the de
 
 Reduced from the reference where a CLI has no host state: no isolated-cron staleness
 check, no rollover guards, no auto-rotate; the checkpoint is refreshed by the next
-reconcile rather than after the runtime batch; a heartbeat-ack turn is recognised before
-it is written (so "pruning" it means not storing it).
+reconcile rather than after the runtime batch. A heartbeat-ack turn is recognised before
+it is written (it is not stored), and the heartbeat turns the transcript reconcile
+already stored are pruned (:mod:`lcm_cli.engine.heartbeat`).
 """
 
 from __future__ import annotations
@@ -197,9 +198,16 @@ def after_turn(ctx: Context, req: Request) -> Result:
     if isinstance(summary, str) and summary.strip():
         batch = [m for m in batch if not _covered_by_summary(summary, m)]
         batch.insert(0, {"role": "user", "content": summary})
-    if batch and is_heartbeat_ack(batch):
+    if (batch and is_heartbeat_ack(batch)) or (already and is_heartbeat_ack(fresh)):
+        # §2.7 step 8, whatever pruneHeartbeatOk says: the turn is not stored, and what the
+        # transcript reconcile already stored of heartbeat turns is pruned.
         data.update(conversationId=int(found[0]) if found is not None else None, reason="heartbeat-ack turn")
         data["ingest"] = {"ingested": 0, "skipped": len(batch), "alreadyStored": already}
+        if found is not None:
+            from lcm_cli.engine.heartbeat import prune_heartbeat_turns
+
+            with session_lock(queue_key(session_id, key)):
+                data["heartbeat"] = prune_heartbeat_turns(store, int(found[0]))
         return Result(data)
     if batch:
         result = ingest_messages(

@@ -200,6 +200,13 @@ def bootstrap(ctx: Context, req: Request) -> Result:
         session_key=key,
         max_tokens=bootstrap_budget(effective),
     )
+    if effective.get("pruneHeartbeatOk") is True and data.get("conversationId") is not None:
+        # §3.1 steps 9 and 13: heartbeat turns go after the import, in their own transaction.
+        from lcm_cli.engine.heartbeat import prune_heartbeat_turns
+        from lcm_cli.engine.sessions import queue_key, session_lock
+
+        with session_lock(queue_key(session_id, data.get("sessionKey"))):
+            data["heartbeat"] = prune_heartbeat_turns(store, int(data["conversationId"]))
     return Result(data)
 
 
