@@ -217,7 +217,7 @@ def test_ineligible_slices_fall_back_to_the_full_read(tmp_path: Path, case: str,
             append_lines(path, _chained(last, 2))
             append_garbage(path, ["invalid_json"])
         elif case == "bare":
-            append_lines(path, [{"role": "user", "content": "bare line"}])
+            append_lines(path, [{"role": "user", "content": "bare line", "timestamp": 1780000000000}])
         elif case == "unknown":
             append_lines(path, [{"type": "telemetry_blip", "id": "tb01", "parentId": last}])
         elif case == "reset":

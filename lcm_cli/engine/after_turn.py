@@ -35,6 +35,7 @@ from lcm_cli.engine.ingest import (
 )
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request, Selector
+from lcm_cli.engine.rollover import AMBIGUOUS_REASON
 from lcm_cli.engine.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.threshold import evaluate, resolve_threshold
 
@@ -170,8 +171,11 @@ def after_turn(ctx: Context, req: Request) -> Result:
                 session_key=key,
                 max_tokens=bootstrap_budget(effective),
             )
-            unsafe = (
-                bool(outcome.get("capped")) or outcome.get("reason") == "conversation already has messages"
+            # An ambiguous rollover (§2.7 step 4) is unsafe too: the key's conversation is
+            # another session's, and the batch must not land in it.
+            unsafe = bool(outcome.get("capped")) or outcome.get("reason") in (
+                "conversation already has messages",
+                AMBIGUOUS_REASON,
             )
         except LcmError as exc:
             outcome = {"error": exc.code, "message": exc.message}

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.ingest import Batch, IngestSettings
+from lcm_cli.engine.rollover import AMBIGUOUS_REASON, archive_for_rollover, check_rollover
 from lcm_cli.engine.sessions import get_or_create, queue_key, session_lock
 
 MIN_IMPORT_CAP = 50
@@ -128,6 +129,18 @@ def bootstrap_session(
     size, mtime_ms = info.st_size, info.st_mtime_ns // 1_000_000
     with session_lock(queue_key(session_id, session_key)), store.transaction():
         conn = store.conn
+        rollover = check_rollover(conn, session_id, session_key, path)
+        if rollover is not None:
+            result["rollover"] = {
+                "kind": rollover.kind,
+                "previousConversationId": rollover.conversation_id,
+                "previousSessionId": rollover.previous_session_id,
+                "previousSessionFile": rollover.previous_file,
+            }
+            if rollover.kind == "ambiguous":
+                result.update(conversationId=rollover.conversation_id, reason=AMBIGUOUS_REASON)
+                return result
+            archive_for_rollover(conn, rollover.conversation_id)
         conversation = get_or_create(conn, session_id, session_key)
         cid = conversation.conversation_id
         result["conversationId"] = cid
