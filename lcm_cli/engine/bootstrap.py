@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -180,6 +180,30 @@ def bootstrap_session(
             )
             if fast is not None:
                 return fast
+        memo = None
+        if existing > 0:
+            newest = conn.execute(
+                "SELECT MAX(message_id) FROM messages WHERE conversation_id = ?", (cid,)
+            ).fetchone()[0]
+            memo = (
+                os.path.realpath(store.path),
+                cid,
+                path,
+                info.st_dev,
+                info.st_ino,
+                size,
+                info.st_mtime_ns,
+                tuple(checkpoint) if checkpoint is not None else None,
+                epoch,
+                existing,
+                newest,
+                max_tokens,
+            )
+            cached = _READ_CACHE.get(memo)
+            if cached is not None:
+                _READ_CACHE.move_to_end(memo)
+                result.update(cached, readCache="hit")
+                return result
         transcript = scan_transcript(path)
         messages = [
             (
@@ -225,6 +249,8 @@ def bootstrap_session(
         imported = outcome["importedMessages"]
         if outcome.get("capped"):
             result["reason"] = outcome.get("capReason", "reconcile import capped")
+            if imported == 0 and outcome.get("capReason") == "reconcile duplicate transcript replay":
+                _remember(memo, result)
             return result
         if imported > 0 or outcome["hasOverlap"]:
             _mark_bootstrapped(conn, cid)
@@ -239,7 +265,35 @@ def bootstrap_session(
             )
         else:
             result["reason"] = "conversation already has messages"
+            _remember(memo, result)
         return result
+
+
+# §3.1 step 7, made safe: the outcome of a full read that wrote nothing (no overlap, or
+# a refused duplicate replay), keyed by everything it depended on (the database file,
+# the conversation's row count and newest id, the checkpoint row, the file's identity,
+# size and mtime, the budget). The same state gives the same outcome, so an unchanged
+# file is not read again by a long-lived process (`lcm serve`); any change to the file
+# or the conversation is a different key. Oldest entries go first past the cap.
+_READ_CACHE: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+READ_CACHE_CAP = 4096
+_CACHED_KEYS = (
+    "reason",
+    "transcriptMessages",
+    "hasOverlap",
+    "importedMessages",
+    "anchor",
+    "capped",
+    "capReason",
+)
+
+
+def _remember(memo: tuple[Any, ...] | None, result: dict[str, Any]) -> None:
+    if memo is None:
+        return
+    _READ_CACHE[memo] = {k: result[k] for k in _CACHED_KEYS if k in result}
+    while len(_READ_CACHE) > READ_CACHE_CAP:
+        _READ_CACHE.popitem(last=False)
 
 
 class _Frontier(NamedTuple):
