@@ -1,0 +1,52 @@
+"""after-turn prunes stored heartbeat turns on a heartbeat-ack turn (compat/engine.md §2.7 step 8)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from lcm_cli.engine.api import call
+
+PROMPT = "Read HEARTBEAT.md if it exists. If nothing needs attention, reply HEARTBEAT_OK."
+
+
+def test_heartbeat_turn_imported_by_the_reconcile_is_pruned(tmp_path: Path) -> None:
+    home = tmp_path / "oc"
+    home.mkdir()
+    live = [
+        {"role": "user", "content": "what is the build status"},
+        {"role": "assistant", "content": "green"},
+        {"role": "user", "content": PROMPT},
+        {"role": "assistant", "content": "HEARTBEAT_OK"},
+    ]
+    path = tmp_path / "s1.jsonl"
+    lines = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2026-06-01T00:00:00.000Z"}]
+    parent = None
+    for n, message in enumerate(live):
+        lines.append(
+            {
+                "type": "message",
+                "id": f"e{n}",
+                "parentId": parent,
+                "timestamp": f"2026-06-01T00:00:0{n}.000Z",
+                "message": message,
+            }
+        )
+        parent = f"e{n}"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    params = {
+        "session_id": "s1",
+        "session_key": "agent:main:main",
+        "session_file": str(path),
+        "messages": live,
+        "pre_prompt_message_count": 2,
+    }
+    data = call("session.after_turn", params, openclaw_dir=str(home))["data"]
+    assert data["reason"] == "heartbeat-ack turn"
+    assert data["heartbeat"] == {"prunedTurns": 1, "prunedMessages": 2}
+    conn = sqlite3.connect(home / "lcm.db")
+    contents = [r[0] for r in conn.execute("SELECT content FROM messages ORDER BY seq")]
+    items = conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0]
+    conn.close()
+    assert contents == ["what is the build status", "green"] and items == 2
