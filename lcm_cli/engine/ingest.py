@@ -47,11 +47,13 @@ DELIVERY_MIRROR = "delivery-mirror"
 REPLAY_FLOOD = "replay-flood"
 DUPLICATE_RAW_ID = "duplicate-raw-id"
 
-# The raw-id replay filter (§2.6 step 2) looks at the parts of this many newest messages
-# of the conversation: ``message_parts.tool_call_id`` has no index, and a replayed batch
-# repeats recent turns. Provider-minted tool-result ids older than that are still caught
-# conversation-wide by the stable-event-key index (step 7 of §2.1).
-RAW_ID_WINDOW = 2000
+# The raw-id replay filter (§2.6 step 2) looks at the parts of the conversation's newest
+# max(RAW_ID_WINDOW, 2 x batch size) messages: ``message_parts.tool_call_id`` has no
+# index, and a replayed batch repeats the turns just stored, so the window grows with
+# the batch, not with the conversation (256 rows cost about 0.5 ms). Provider-minted
+# tool-result ids older than that are still caught conversation-wide by the
+# stable-event-key index (step 7 of §2.1).
+RAW_ID_WINDOW = 256
 # The window's messages through the (conversation, seq) index, their parts through the
 # parts' message index; a string-content tool result keeps its call id in the metadata.
 RAW_ID_SQL = (
@@ -356,7 +358,7 @@ def raw_id_replays(conn: sqlite3.Connection, conversation_id: int, messages: Seq
 
     A message is a replay when any of its tool call ids is already on a part of a stored
     message of the same role (a call repeats a call, a result a result: a result and its
-    call share the id). Only the newest :data:`RAW_ID_WINDOW` messages are looked at, read
+    call share the id). Only the newest ``max(RAW_ID_WINDOW, 2 x len(messages))`` messages are read,
     through the (conversation, seq) index and the parts' message index, so the cost does
     not grow with the parts table.
     """
@@ -365,7 +367,8 @@ def raw_id_replays(conn: sqlite3.Connection, conversation_id: int, messages: Seq
     if not wanted_ids:
         return set()
     stored: set[tuple[str, str]] = set()
-    for role, call, meta in conn.execute(RAW_ID_SQL, (conversation_id, RAW_ID_WINDOW)):
+    window = max(RAW_ID_WINDOW, 2 * len(messages))
+    for role, call, meta in conn.execute(RAW_ID_SQL, (conversation_id, window)):
         stored.update((role, v) for v in (call, meta) if isinstance(v, str) and v in wanted_ids)
     return {index for index, pairs in wanted.items() if pairs & stored}
 
