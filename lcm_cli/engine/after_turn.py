@@ -11,11 +11,13 @@ transcript reconcile (one transaction), the ingest of the batch (one transaction
 compaction (one transaction per pass, the summarizer called outside any), the debt row
 (one transaction). Bad input is refused before the first of them.
 
-Reduced from the reference where a CLI has no host state: no isolated-cron staleness
-check, no rollover guards, no auto-rotate; the checkpoint is refreshed by the next
-reconcile rather than after the runtime batch. A heartbeat-ack turn is recognised before
-it is written (it is not stored), and the heartbeat turns the transcript reconcile
-already stored are pruned (:mod:`lcm_cli.engine.heartbeat`).
+A late callback from an archived isolated-cron run, and an ambiguous same-key rollover
+(the bootstrap's guard, :mod:`lcm_cli.engine.rollover`), store nothing. A heartbeat-ack
+turn is recognised before it is written (it is not stored), and the heartbeat turns the
+transcript reconcile already stored are pruned (:mod:`lcm_cli.engine.heartbeat`).
+
+Reduced from the reference where a CLI has no host state: no auto-rotate; the
+checkpoint is refreshed by the next reconcile rather than after the runtime batch.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from lcm_cli.engine.ingest import (
 )
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request, Selector
-from lcm_cli.engine.rollover import AMBIGUOUS_REASON
+from lcm_cli.engine.rollover import AMBIGUOUS_REASON, STALE_CRON_REASON, stale_cron_run
 from lcm_cli.engine.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.threshold import evaluate, resolve_threshold
 
@@ -156,6 +158,11 @@ def after_turn(ctx: Context, req: Request) -> Result:
         data["reason"] = "session excluded" if exclusion == "excluded" else "stateless session"
         return Result(data)
     store = ctx.store()
+    stale = stale_cron_run(store.conn, session_id, key)
+    if stale is not None:
+        # §2.7 step 3: a late callback from an archived isolated-cron run stores nothing.
+        data.update(conversationId=stale, reason=STALE_CRON_REASON)
+        return Result(data)
 
     # Transcript reconcile (§2.7 step 2, §3.6), failing closed: when the database and the
     # transcript cannot be proven to line up, nothing of this turn is stored.

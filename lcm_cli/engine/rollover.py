@@ -79,3 +79,35 @@ def archive_for_rollover(conn: sqlite3.Connection, conversation_id: int) -> None
         " archive_cause = COALESCE(archive_cause, ?), updated_at = datetime('now') WHERE conversation_id = ?",
         (ROLLOVER_CAUSE, conversation_id),
     )
+
+
+STALE_CRON_REASON = "stale isolated-cron callback"
+
+
+def is_isolated_cron(session_key: str | None) -> bool:
+    """``agent:<id>:cron:…`` with at least four segments: one conversation per cron run."""
+    parts = (session_key or "").strip().split(":")
+    return len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron"
+
+
+def stale_cron_run(conn: sqlite3.Connection, session_id: str, session_key: str | None) -> int | None:
+    """The archived conversation of a late callback from an earlier cron run, else None.
+
+    §3.6 step 2: an isolated cron key resolves by the runtime session id first. When that
+    id has no active conversation but an archived one, the callback belongs to a run that
+    is over; storing it would rebind the key's current run to the old session.
+    """
+    if not is_isolated_cron(session_key):
+        return None
+    ident = session_id.strip()
+    active = conn.execute(
+        "SELECT 1 FROM conversations WHERE session_id = ? AND active = 1 LIMIT 1", (ident,)
+    ).fetchone()
+    if active is not None:
+        return None
+    archived = conn.execute(
+        "SELECT conversation_id FROM conversations WHERE session_id = ? AND active = 0"
+        " ORDER BY conversation_id DESC LIMIT 1",
+        (ident,),
+    ).fetchone()
+    return int(archived[0]) if archived is not None else None

@@ -1,4 +1,4 @@
-"""after-turn prunes stored heartbeat turns on a heartbeat-ack turn (compat/engine.md §2.7 step 8)."""
+"""after-turn guards: heartbeat-turn pruning (§2.7 step 8) and stale isolated-cron callbacks (§2.7 step 3)."""
 
 from __future__ import annotations
 
@@ -50,3 +50,34 @@ def test_heartbeat_turn_imported_by_the_reconcile_is_pruned(tmp_path: Path) -> N
     items = conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0]
     conn.close()
     assert contents == ["what is the build status", "green"] and items == 2
+
+
+def test_late_callback_from_an_archived_cron_run_stores_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "oc"
+    home.mkdir()
+    key = "agent:main:cron:nightly"
+
+    def turn(session_id: str, text: str) -> dict[str, object]:
+        params = {
+            "session_id": session_id,
+            "session_key": key,
+            "messages": [{"role": "user", "content": text}, {"role": "assistant", "content": "done"}],
+            "pre_prompt_message_count": 0,
+        }
+        return call("session.after_turn", params, openclaw_dir=str(home))["data"]
+
+    assert turn("run-1", "first run")["persisted"] is True
+    # The run ends; the next run takes the key.
+    end = {"session_id": "run-1", "session_key": key, "reason": "cron", "next_session_id": "run-2"}
+    call("session.end", end, openclaw_dir=str(home))
+    late = turn("run-1", "late callback of run 1")
+    assert late["persisted"] is False and late["reason"] == "stale isolated-cron callback"
+    assert turn("run-2", "second run")["persisted"] is True
+    conn = sqlite3.connect(home / "lcm.db")
+    rows = conn.execute(
+        "SELECT c.session_id, c.active, m.content FROM messages m JOIN conversations c USING (conversation_id)"
+        " ORDER BY m.message_id"
+    ).fetchall()
+    conn.close()
+    assert ("run-1", 0, "first run") in rows and ("run-2", 1, "second run") in rows
+    assert all(r[2] != "late callback of run 1" for r in rows)
