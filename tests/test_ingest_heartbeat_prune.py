@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lcm_cli.engine.api import call
 from lcm_cli.engine.heartbeat import prune_heartbeat_turns
 from lcm_cli.engine.ingest import IngestSettings, ingest_messages
@@ -144,3 +146,43 @@ def test_bootstrap_prunes_heartbeat_turns_only_when_enabled(tmp_path: Path) -> N
             assert "update heartbeat.md please" in contents
         else:
             assert "heartbeat" not in data and len(contents) == total
+
+
+def test_a_heartbeat_turn_a_summary_covers_is_kept(tmp_path: Path) -> None:
+    db = tmp_path / "lcm.db"
+    settings = IngestSettings(str(tmp_path / "files"))
+    with Store.open(db) as store:
+        ids = []
+        for _, messages in _turns():
+            ids.append([m["messageId"] for m in ingest_messages(store, settings, "s1", messages)["messages"]])
+        with store.transaction():
+            store.conn.execute(
+                "INSERT INTO summaries (summary_id, conversation_id, kind, content, token_count)"
+                " VALUES ('sum_a', 1, 'leaf', 'covers the first heartbeat', 5)"
+            )
+            store.conn.execute(
+                "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES ('sum_a', ?, 0)",
+                (ids[1][1],),
+            )
+        before = _snapshot(db)
+        # Only the second heartbeat turn (turn 3, four messages) goes.
+        assert prune_heartbeat_turns(store, 1) == {"prunedTurns": 1, "prunedMessages": 4}
+        assert set(_snapshot(db)) == set(before) - set(ids[3])
+
+
+def test_a_failed_prune_leaves_everything(tmp_path: Path) -> None:
+    db = tmp_path / "lcm.db"
+    settings = IngestSettings(str(tmp_path / "files"))
+    with Store.open(db) as store:
+        for _, messages in _turns():
+            ingest_messages(store, settings, "s1", messages)
+        # The message delete fails after the context items went: all of it must roll back.
+        store.conn.execute(
+            "CREATE TEMP TRIGGER refuse BEFORE DELETE ON main.messages BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+        items = store.conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0]
+        before = _snapshot(db)
+        with pytest.raises(sqlite3.IntegrityError):
+            prune_heartbeat_turns(store, 1)
+        assert store.conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0] == items
+        assert _snapshot(db) == before
