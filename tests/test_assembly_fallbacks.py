@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.assemble_fallback import append_fork_suffix, degraded, strip_prefill
+from lcm_cli.engine.assemble_fallback import append_fork_suffix, degraded, is_volatile, strip_prefill
 from lcm_cli.engine.assembly import serialized_tokens
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.live_stubs import stub_file_id
@@ -463,3 +463,62 @@ def test_context_show_reports_the_new_fields(tmp_path: Path, fmt: str) -> None:
         assert data["promptAuthority"] is None and data["reason"] is None
     else:
         assert "projectionEpoch" in out.stdout and "promptAuthority" in out.stdout
+
+
+def _volatile(note: str) -> str:
+    return (
+        "[Inter-session message] sourceSession=agent:main:subagent:x sourceTool=subagent_announce\n"
+        f"{'<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>'}\n[Internal task completion event]\n{note}\n"
+        "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+    )
+
+
+def test_volatile_inputs_are_recognised() -> None:
+    assert is_volatile({"role": "user", "content": _volatile("done")})
+    assert is_volatile(
+        {"role": "system", "content": "x\n[Retry after the previous model attempt failed or timed out]"}
+    )
+    assert not is_volatile({"role": "assistant", "content": _volatile("done")})
+    unclosed = "[Inter-session message] a\n<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nno end"
+    assert not is_volatile({"role": "user", "content": unclosed})
+    bare = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nsomething\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+    assert not is_volatile({"role": "user", "content": bare})
+    assert is_volatile(
+        {"role": "user", "content": bare.replace("something", "[Internal task completion event]")}
+    )
+
+
+def test_volatile_live_inputs_are_appended_and_take_room_from_the_recall_cue(tmp_path: Path) -> None:
+    env = Env(tmp_path / "oc")
+    env.add(
+        [{"role": "user", "content": "We set RETRY_LIMIT to 7 in prod.", "created_at": stamp(1)}],
+        in_context=False,
+    )
+    env.add(
+        [
+            {"role": "user", "content": "start", "created_at": stamp(2)},
+            {"role": "assistant", "content": "ok", "created_at": stamp(3)},
+            {"role": "user", "content": "hello", "created_at": stamp(4)},
+        ]
+    )
+    note = {"role": "user", "content": _volatile("Small live note.")}
+    live = [{"role": "user", "content": "hello"}, note]
+    data = env.assemble(messages=live, prompt="What is RETRY_LIMIT?")
+    assert data["messages"][-1] == note and data["details"]["volatileLiveInputs"] == 1
+    assert data["messages"][0]["content"].startswith("<lossless_claw_prompt_recall>")
+    # Already shown word for word (stored): not appended twice.
+    env.add([{"role": "user", "content": note["content"], "created_at": stamp(5)}])
+    assert env.assemble(messages=live)["details"]["volatileLiveInputs"] == 0
+    # A volatile input naming the identifier means nothing needs recalling.
+    mention = {"role": "user", "content": _volatile("Correction: RETRY_LIMIT is 9.")}
+    fresh = env.assemble(messages=[*live, mention], prompt="What is RETRY_LIMIT?")
+    assert fresh["messages"][-1] == mention and "fingerprint" not in fresh["contextProjection"]
+    # Tight budget: the cue goes, the volatile input stays.
+    base = env.assemble(messages=[live[0], {"role": "user", "content": _volatile("x" * 800)}])
+    tight = env.assemble(
+        messages=[live[0], {"role": "user", "content": _volatile("x" * 800)}],
+        prompt="What is RETRY_LIMIT?",
+        token_budget=base["estimatedTokens"] + 10,
+    )
+    assert not any("<lossless_claw_prompt_recall>" in str(m["content"]) for m in tight["messages"])
+    assert "x" * 800 in str(tight["messages"][-1]["content"])

@@ -116,3 +116,71 @@ def append_fork_suffix(
 def has_user(messages: Sequence[dict[str, Any]]) -> bool:
     """True when some message has the ``user`` role."""
     return any(m.get("role") == "user" for m in messages)
+
+
+# --------------------------------------------------------------------------
+# Volatile live inputs (§6.7): turns the host never stores but the model must see
+# --------------------------------------------------------------------------
+
+RETRY_MARKER = "[Retry after the previous model attempt failed or timed out]"
+INTERNAL_BEGIN = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+INTERNAL_END = "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+INTER_SESSION = "[inter-session message]"
+TASK_COMPLETION = "[internal task completion event]"
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A message's text: the string content, or its text blocks joined by newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text")) for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def is_volatile(message: dict[str, Any]) -> bool:
+    """A live user/system message with a retry marker line or a complete internal-context block.
+
+    The block counts when the text starts with an inter-session message header, or starts
+    with the block itself and carries a task-completion event.
+    """
+    if message.get("role") not in ("user", "system"):
+        return False
+    text = message_text(message).lstrip()
+    if not text.strip():
+        return False
+    if any(line.strip() == RETRY_MARKER for line in text.splitlines()):
+        return True
+    begin = text.find(INTERNAL_BEGIN)
+    if begin < 0 or text.find(INTERNAL_END, begin + len(INTERNAL_BEGIN)) < 0:
+        return False
+    normalized = " ".join(text.split()).lower()
+    if normalized.startswith(INTER_SESSION):
+        return True
+    return text.startswith(INTERNAL_BEGIN) and TASK_COMPLETION in normalized
+
+
+def uncovered_volatile(
+    live: Sequence[dict[str, Any]], assembled: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Volatile live inputs that no assembled message already shows word for word, in live order.
+
+    A summary never covers one: it summarizes a past occurrence, not this turn's input.
+    """
+    shown: dict[str, int] = {}
+    for message in assembled:
+        text = message_text(message)
+        shown[text] = shown.get(text, 0) + 1
+    out: list[dict[str, Any]] = []
+    for message in live:
+        if not is_volatile(message):
+            continue
+        text = message_text(message)
+        if shown.get(text, 0) > 0:
+            shown[text] -= 1
+            continue
+        out.append({**message, "role": "user"} if message.get("role") == "system" else message)
+    return out

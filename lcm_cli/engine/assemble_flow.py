@@ -289,6 +289,11 @@ def run(
                 changed = True
         if (not messages and live) or not fb.has_user(messages):
             return live_fallback("assembly empty" if not messages else "no user message in assembly")
+        volatile = fb.uncovered_volatile(live, messages)
+        if volatile:
+            # Appended after the assembled context; the final clamp makes room (cue first).
+            messages = [*messages, *volatile]
+            changed = True
         messages, cue = _with_cue(ctx, cid, messages, prompt, budget)
         if cue is not None:
             projection["fingerprint"] = pr.fingerprint(cue)
@@ -305,6 +310,7 @@ def run(
         else:
             estimated = result["estimatedTokens"]
         details["promptRecall"] = cue is not None
+        details["volatileLiveInputs"] = len(volatile)
         return {
             "messages": messages,
             "estimatedTokens": estimated,
