@@ -209,4 +209,11 @@ def _render_context(console: Any, data: dict[str, Any], kv_table: Any) -> None:
     console.print(table)
     details = dict(data.get("details") or {})
     totals = {"messages": len(data.get("messages") or []), "estimatedTokens": data.get("estimatedTokens")}
-    console.print(kv_table("totals", {**totals, **details}))
+    projection = data.get("contextProjection") or {}
+    assembly = {
+        "reason": data.get("reason"),
+        "promptAuthority": data.get("promptAuthority"),
+        "projectionEpoch": projection.get("epoch"),
+        "promptRecallFingerprint": projection.get("fingerprint"),
+    }
+    console.print(kv_table("totals", {**totals, **assembly, **details}))

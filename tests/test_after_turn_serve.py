@@ -79,7 +79,9 @@ class Session:
         return self.ask("session.after_turn", params)
 
     def assemble(self) -> dict[str, Any]:
-        return self.ask("context.assemble", {"sessionKey": KEY, "tokenBudget": BUDGET})
+        # The host passes its live history: with debt pending near the budget the engine
+        # answers with it (a degraded result, compat/engine.md §6.1 step 8).
+        return self.ask("context.assemble", {"sessionKey": KEY, "tokenBudget": BUDGET, "messages": self.live})
 
 
 def text_of(content: Any) -> str:

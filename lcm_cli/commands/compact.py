@@ -177,7 +177,16 @@ def context_show(
         typer.Option(
             "--messages",
             metavar="JSON",
-            help="The host's live messages, returned as they are for a session LCM does not hold.",
+            help="The host's live messages: the fallback, a fork's live suffix, large tool outputs to stub.",
+        ),
+    ] = None,
+    available_tools: Annotated[
+        Optional[str],
+        typer.Option(
+            "--available-tools",
+            metavar="NAMES",
+            help="The host's tools this turn (JSON array or comma-separated); with --prompt the host "
+            "delivers the turn separately and a real trailing assistant reply is kept.",
         ),
     ] = None,
 ) -> None:
@@ -195,6 +204,7 @@ def context_show(
             "token_budget": token_budget,
             "prompt": prompt,
             "messages": messages,
+            "available_tools": available_tools,
         },
     )
 

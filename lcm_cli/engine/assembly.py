@@ -269,6 +269,56 @@ def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) 
     return out
 
 
+_STORED_STUBS = """
+SELECT ci.ordinal, lf.file_id, lf.byte_size, lf.exploration_summary
+FROM context_items ci
+JOIN messages m ON m.message_id = ci.message_id
+JOIN large_files lf ON lf.file_id = m.large_content
+WHERE ci.conversation_id = ? AND ci.item_type = 'message' AND m.role = 'tool'
+  AND m.large_content IS NOT NULL
+"""
+
+
+def stub_stored_results(
+    conn: sqlite3.Connection, conversation_id: int, items: Sequence[Resolved]
+) -> list[Resolved]:
+    """§6.2 step 3: evictable tool results whose ``large_content`` names a stored file become its reference.
+
+    The content keeps its shape (a one-text-block array when it was an array) and the
+    item is re-estimated. Files older than ``large_content`` or ``large_files`` are left as they are.
+    """
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
+    has_files = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'large_files'"
+    ).fetchone()
+    if "large_content" not in columns or has_files is None:
+        return list(items)
+    from lcm_cli.engine.large_files import tool_output_reference
+
+    stubs = {r[0]: r[1:] for r in conn.execute(_STORED_STUBS, (conversation_id,))}
+    if not stubs:
+        return list(items)
+    out: list[Resolved] = []
+    for item in items:
+        found = stubs.get(item.ordinal)
+        if found is None or item.message.get("role") != "toolResult":
+            out.append(item)
+            continue
+        file_id, size, summary = found
+        reference = tool_output_reference(
+            file_id, str(item.message.get("toolName") or "tool"), int(size or 0), summary
+        )
+        content: Any = (
+            [{"type": "text", "text": reference}]
+            if isinstance(item.message.get("content"), list)
+            else reference
+        )
+        message = {**item.message, "content": content}
+        tokens = estimate_tokens(content if isinstance(content, str) else _json(content))
+        out.append(item._replace(message=message, tokens=tokens, text=reference))
+    return out
+
+
 # --------------------------------------------------------------------------
 # Budget fill (§6.5), clamp (§6.7)
 # --------------------------------------------------------------------------
@@ -376,6 +426,15 @@ def clamp(
 # --------------------------------------------------------------------------
 
 
+def resolve_budget(effective: Mapping[str, Any], token_budget: int | None) -> int:
+    """A positive ``token_budget``, else 128000, capped by ``maxAssemblyTokenBudget`` (§1.5)."""
+    budget = token_budget if token_budget and token_budget > 0 else DEFAULT_TOKEN_BUDGET
+    cap = effective.get("maxAssemblyTokenBudget")
+    if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
+        budget = min(budget, math.floor(cap))
+    return budget
+
+
 def assemble(
     conn: sqlite3.Connection,
     conversation_id: int,
@@ -384,16 +443,14 @@ def assemble(
     token_budget: int | None = None,
     prompt: str | None = None,
     fresh_tail_count: int | None = None,
+    stub_large_tool_payloads: bool | None = None,
 ) -> dict[str, Any]:
     """Assemble a conversation's context within the token budget.
 
     Returns ``{messages, estimatedTokens, systemPromptAddition, details}``; ``details``
     (our addition) counts the items kept and dropped and the fresh-tail size.
     """
-    budget = token_budget if token_budget and token_budget > 0 else DEFAULT_TOKEN_BUDGET
-    cap = effective.get("maxAssemblyTokenBudget")
-    if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
-        budget = min(budget, math.floor(cap))
+    budget = resolve_budget(effective, token_budget)
     zone = src.zone_of(str(effective.get("timezone") or "UTC"))
     items = resolve_items(conn, conversation_id, zone)
     count = fresh_tail_count if fresh_tail_count is not None else int(effective.get("freshTailCount") or 0)
@@ -402,6 +459,10 @@ def assemble(
     edge = tail_boundary(items, count, max_tail_tokens)
     evictable = [i for i in items if i.ordinal < edge]
     tail = [i for i in items if i.ordinal >= edge]
+    if stub_large_tool_payloads is None:
+        stub_large_tool_payloads = effective.get("stubLargeToolPayloads") is True
+    if stub_large_tool_payloads and evictable:
+        evictable = stub_stored_results(conn, conversation_id, evictable)
     tail_tokens = sum(i.tokens for i in tail)
     room = max(0, budget - tail_tokens)
     terms = prompt_terms(prompt) if effective.get("promptAwareEviction") is True else []
@@ -434,6 +495,7 @@ def assemble(
             "keptEvictableItems": len(chosen),
             "droppedItems": len(evictable) - len(chosen),
             "summaryItems": sum(1 for i in selected if not i.is_message),
+            "storedSummaryItems": sum(1 for i in items if not i.is_message),
             "resolvedTokens": estimated_pre,
             "promptAware": bool(terms),
         },

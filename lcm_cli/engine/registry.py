@@ -191,7 +191,7 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.compaction_ops",
-        _SELECTOR + ("session_id", "token_budget", "prompt", "messages"),
+        _SELECTOR + ("session_id", "token_budget", "prompt", "messages", "available_tools"),
         words=("context", "show"),
     ),
     "session.maintain": OpSpec(

@@ -133,6 +133,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "token_budget": {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
     "compaction_target": {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
     "prompt": {"type": "string", "description": "the next user prompt (prompt-aware eviction)"},
+    "available_tools": {
+        "description": "the host's tool names this turn (a JSON array, or its text, or comma-separated names)",
+        "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
+    },
     "manual": {"type": "boolean", "default": False, "description": "an operator's compaction: always sweep"},
     "current_token_count": {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
     "model": {
