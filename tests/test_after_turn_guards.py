@@ -81,3 +81,41 @@ def test_late_callback_from_an_archived_cron_run_stores_nothing(tmp_path: Path) 
     conn.close()
     assert ("run-1", 0, "first run") in rows and ("run-2", 1, "second run") in rows
     assert all(r[2] != "late callback of run 1" for r in rows)
+
+
+def test_after_turn_reconciles_a_grown_transcript_through_the_fast_path(tmp_path: Path) -> None:
+    home = tmp_path / "oc"
+    home.mkdir()
+    path = tmp_path / "s1.jsonl"
+    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-06-01T00:00:00.000Z"}
+    live: list[dict[str, object]] = []
+    lines = [json.dumps(header)]
+    for n in range(6):
+        message = {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"}
+        live.append(message)
+        entry = {
+            "type": "message",
+            "id": f"e{n}",
+            "parentId": f"e{n - 1}" if n else None,
+            "timestamp": f"2026-06-01T00:00:0{n}.000Z",
+            "message": message,
+        }
+        lines.append(json.dumps(entry))
+        if n in (3, 5):
+            path.write_text("\n".join(lines) + "\n")
+            params = {
+                "session_id": "s1",
+                "session_key": "agent:main:main",
+                "session_file": str(path),
+                "messages": list(live),
+                "pre_prompt_message_count": len(live) - 2,
+            }
+            data = call("session.after_turn", params, openclaw_dir=str(home))["data"]
+            if n == 5:
+                assert data["transcript"]["fastPath"] == "taken"
+                assert data["transcript"]["importedMessages"] == 2
+                assert data["ingest"]["alreadyStored"] == 2 and data["ingest"]["ingested"] == 0
+    conn = sqlite3.connect(home / "lcm.db")
+    contents = [r[0] for r in conn.execute("SELECT content FROM messages ORDER BY seq")]
+    conn.close()
+    assert contents == [f"message {n}" for n in range(6)]

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lcm_cli.engine.bootstrap import bootstrap_session
 from lcm_cli.engine.ingest import IngestSettings
@@ -268,3 +270,30 @@ def test_slice_already_stored_by_runtime_ingest_is_adopted_not_duplicated(tmp_pa
     # The newest stored row is now a runtime row, not the checkpoint's message.
     assert fast["fastPath"] == "newest stored row is not the checkpoint's message"
     assert fast["importedMessages"] == slow["importedMessages"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 10_000),
+    messages=st.integers(8, 45),
+    cut=st.floats(0.1, 0.95),
+    branches=st.booleans(),
+    entry_every=st.sampled_from([0, 3, 7]),
+)
+def test_any_cut_of_any_transcript_gives_the_full_read_rows(
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    messages: int,
+    cut: float,
+    branches: bool,
+    entry_every: int,
+) -> None:
+    tmp = tmp_path_factory.mktemp("prop")
+    full = tmp / "whole.jsonl"
+    write_transcript(
+        full, session_id="s1", messages=messages, seed=seed, branches=branches, entry_every=entry_every
+    )
+    ends = _message_line_ends(full)
+    fast, slow = _both_ways(tmp, full, ends[min(len(ends) - 1, int(len(ends) * cut))])
+    assert fast["importedMessages"] == slow["importedMessages"]
+    assert fast["reason"] == slow["reason"]

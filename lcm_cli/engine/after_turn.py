@@ -189,7 +189,16 @@ def after_turn(ctx: Context, req: Request) -> Result:
             unsafe = True
         data["transcript"] = {
             k: outcome.get(k)
-            for k in ("importedMessages", "reason", "anchor", "error", "message")
+            for k in (
+                "importedMessages",
+                "reason",
+                "anchor",
+                "fastPath",
+                "readCache",
+                "rollover",
+                "error",
+                "message",
+            )
             if k in outcome
         }
         if unsafe:
