@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -199,9 +200,8 @@ def bootstrap_session(
                 newest,
                 max_tokens,
             )
-            cached = _READ_CACHE.get(memo)
+            cached = _recall(memo)
             if cached is not None:
-                _READ_CACHE.move_to_end(memo)
                 result.update(cached, readCache="hit")
                 return result
         transcript = scan_transcript(path)
@@ -288,12 +288,25 @@ _CACHED_KEYS = (
 )
 
 
+# `lcm serve` runs sessions on several threads: the cache is shared, so it has its own lock.
+_READ_CACHE_LOCK = threading.Lock()
+
+
+def _recall(memo: tuple[Any, ...]) -> dict[str, Any] | None:
+    with _READ_CACHE_LOCK:
+        cached = _READ_CACHE.get(memo)
+        if cached is not None:
+            _READ_CACHE.move_to_end(memo)
+        return dict(cached) if cached is not None else None
+
+
 def _remember(memo: tuple[Any, ...] | None, result: dict[str, Any]) -> None:
     if memo is None:
         return
-    _READ_CACHE[memo] = {k: result[k] for k in _CACHED_KEYS if k in result}
-    while len(_READ_CACHE) > READ_CACHE_CAP:
-        _READ_CACHE.popitem(last=False)
+    with _READ_CACHE_LOCK:
+        _READ_CACHE[memo] = {k: result[k] for k in _CACHED_KEYS if k in result}
+        while len(_READ_CACHE) > READ_CACHE_CAP:
+            _READ_CACHE.popitem(last=False)
 
 
 class _Frontier(NamedTuple):
