@@ -8,6 +8,10 @@ the checkpoint's entry hash) and import what follows it, at most
 (``conversation_bootstrap_state``) is written only after proven overlap or an import,
 so an unchanged file is recognised later without being read.
 
+Before reading the whole file: the rollover guards (:mod:`lcm_cli.engine.rollover`), the
+append-only fast path for a file that only grew (:mod:`lcm_cli.engine.append_only`;
+same rows as the full read), and an in-process cache of full reads that wrote nothing.
+
 Messages are read by the transcript reader of ``lcm migrate-sessions`` (the active leaf
 path) and written through the live ingest path (:mod:`lcm_cli.engine.ingest`) with their
 entry ids, as the reference's bootstrap does: large payloads are externalized and
