@@ -186,3 +186,37 @@ def test_a_failed_prune_leaves_everything(tmp_path: Path) -> None:
             prune_heartbeat_turns(store, 1)
         assert store.conn.execute("SELECT COUNT(*) FROM context_items").fetchone()[0] == items
         assert _snapshot(db) == before
+
+
+def test_a_pruned_heartbeat_turn_is_not_imported_again(tmp_path: Path) -> None:
+    home = tmp_path / "oc"
+    home.mkdir()
+    _config(home, True)
+    path = home / "s1.jsonl"
+    turns = [
+        [{"role": "user", "content": "deploy"}, {"role": "assistant", "content": "deployed"}],
+        [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": "HEARTBEAT_OK"}],
+        [{"role": "user", "content": "check logs"}, {"role": "assistant", "content": "clean"}],
+    ]
+    lines = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2026-06-01T00:00:00.000Z"}]
+    for n, message in enumerate(m for turn in turns for m in turn):
+        parent = f"e{n - 1}" if n else None
+        stamp = f"2026-06-01T00:00:{n:02d}.000Z"
+        lines.append(
+            {"type": "message", "id": f"e{n}", "parentId": parent, "timestamp": stamp, "message": message}
+        )
+
+    def boot(upto: int) -> dict[str, Any]:
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines[: upto + 1]))
+        params = {"session_id": "s1", "session_file": str(path)}
+        return call("session.bootstrap", params, openclaw_dir=str(home))["data"]
+
+    first = boot(4)  # ends with the heartbeat turn
+    assert first["heartbeat"] == {"prunedTurns": 1, "prunedMessages": 2}
+    second = boot(6)  # a normal turn follows
+    assert second["importedMessages"] == 2 and second["heartbeatDropped"] == 2
+    assert second["heartbeat"] == {"prunedTurns": 0, "prunedMessages": 0}
+    conn = sqlite3.connect(home / "lcm.db")
+    contents = [r[0] for r in conn.execute("SELECT content FROM messages ORDER BY seq")]
+    conn.close()
+    assert contents == ["deploy", "deployed", "check logs", "clean"]

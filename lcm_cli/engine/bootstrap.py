@@ -566,6 +566,15 @@ def _import_after(
     pending = [
         m for m in messages[anchor + 1 :] if _built(m).entry_id is None or _built(m).entry_id not in present
     ]
+    if batch.settings.prune_heartbeat and pending:
+        # pruneHeartbeatOk (§3.2 step 7): heartbeat turns a reconcile would bring back
+        # after a prune are left out of the import instead.
+        from lcm_cli.engine.heartbeat import heartbeat_turn_indexes
+
+        dropped = heartbeat_turn_indexes([(_built(m).role, _built(m).content) for m in pending])
+        if dropped:
+            pending = [m for i, m in enumerate(pending) if i not in dropped]
+            out["heartbeatDropped"] = len(dropped)
     cap = import_cap(existing)
     rows = []
     adopted = 0

@@ -25,6 +25,22 @@ HEARTBEAT_FILE = "heartbeat.md"
 HEARTBEAT_OK = "HEARTBEAT_OK"
 
 
+def heartbeat_turn_indexes(rows: list[tuple[str, str]]) -> set[int]:
+    """Indexes of ``(role, content)`` rows that form whole heartbeat turns.
+
+    Only turns that start with a user row inside ``rows`` count (a turn cut by the
+    start of ``rows`` is left alone); a turn runs to the row before the next user row.
+    """
+    out: set[int] = set()
+    starts = [i for i, (role, _) in enumerate(rows) if role == "user"]
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(rows)
+        turn = [(i, rows[i][0], rows[i][1]) for i in range(start, end)]
+        if _is_heartbeat_turn(turn):
+            out.update(range(start, end))
+    return out
+
+
 def _is_heartbeat_turn(rows: list[tuple[int, str, str]]) -> bool:
     mentions = any(HEARTBEAT_FILE in content.lower() for _, _, content in rows)
     acked = any(role == "assistant" and content.strip().upper() == HEARTBEAT_OK for _, role, content in rows)

@@ -72,16 +72,19 @@ class IngestSettings(NamedTuple):
     replay_external: int = 3
     replay_internal: int = 32
     policy: SessionPolicy = SessionPolicy()
+    # ``pruneHeartbeatOk``: bootstrap prunes heartbeat turns and leaves them out of reconcile imports.
+    prune_heartbeat: bool = False
 
     @classmethod
     def from_config(cls, effective: Mapping[str, Any]) -> IngestSettings:
-        """Read ``largeFilesDir``, ``largeFileTokenThreshold``, the replay limits and session patterns."""
+        """Read ``largeFilesDir``, ``largeFileTokenThreshold``, the replay limits, session patterns, ``pruneHeartbeatOk``."""
         return cls(
             str(effective.get("largeFilesDir") or "lcm-files"),
             int(effective.get("largeFileTokenThreshold") or 25000),
             int(effective.get("replayFloodThresholdExternal") or 3),
             int(effective.get("replayFloodThresholdInternal") or 32),
             SessionPolicy.from_config(effective),
+            effective.get("pruneHeartbeatOk") is True,
         )
 
 
