@@ -255,3 +255,29 @@ def test_tail_calls_are_dropped_only_when_their_result_exists_elsewhere() -> Non
     assert tp.drop_unpaired_calls([call, early], [False, False], {"c9"}) == [call, early]
     # Before the tail, no result after it: dropped.
     assert tp.drop_unpaired_calls([call], [False], set()) == []
+
+
+def test_memoized_rebuilds_follow_rewritten_rows(store: Store) -> None:
+    """A warm process reuses rebuilt messages, but a row rewritten under the same id shows anew."""
+    cid = new_conversation(store)
+    ids = store.add_messages(
+        cid,
+        [
+            {"role": "user", "content": "old question", "created_at": "2026-01-15 14:00:00"},
+            {"role": "assistant", "content": "answer", "created_at": "2026-01-15 14:01:00"},
+            {"role": "user", "content": "tail", "created_at": "2026-01-15 14:02:00"},
+        ],
+    )
+    leaf = store.add_leaf_summary(cid, ids[:2], "first wording", summary_id="sum_5555555555555555")
+    store.replace_context_with_summary(cid, leaf)
+    settings = effective(freshTailCount=1)
+    first = assemble(store.conn, cid, settings)
+    assert assemble(store.conn, cid, settings) == first  # the memoized path gives the same result
+    assert "first wording" in first["messages"][0]["content"]
+    # doctor apply re-summarizes in place: same id, new content.
+    store.conn.execute("UPDATE summaries SET content = 'second wording' WHERE summary_id = ?", (leaf,))
+    store.conn.execute("UPDATE messages SET content = 'tail, edited' WHERE message_id = ?", (ids[2],))
+    again = assemble(store.conn, cid, settings)
+    assert "second wording" in again["messages"][0]["content"]
+    assert again["messages"][1]["content"] == "tail, edited"
+    assert "first wording" in first["messages"][0]["content"]  # earlier results were not mutated

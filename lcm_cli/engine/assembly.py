@@ -9,6 +9,7 @@ within the budget.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -222,6 +223,32 @@ _PART_KEYS = (
 )
 
 
+# A warm `lcm serve` assembles the same conversation every turn: the rebuilt messages and
+# summary wrappers are pure functions of their stored rows, so they are memoized by those
+# rows (never by id alone: a repair may rewrite a summary under the same id). The cached
+# messages are shared, so nothing downstream may mutate them; the assembler and pairing
+# steps copy before they change a message.
+_SUMMARY_KEYS = ("summary_id", "kind", "depth", "s_content", "earliest_at", "latest_at", "descendant_count")
+_MEMO_SIZE = 8192
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _summary_message(values: tuple[Any, ...], sources: tuple[str, ...], zone: tzinfo) -> tuple[str, int]:
+    row = dict(zip(_SUMMARY_KEYS, values))
+    row["content"] = row["s_content"]
+    xml = summary_xml(row, sources, zone)
+    return xml, estimate_tokens(xml)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _rebuilt(
+    role: str, content: str | None, sender: str | None, parts: tuple[tuple[Any, ...], ...]
+) -> tuple[dict[str, Any], int] | None:
+    return rebuild_message(
+        {"role": role, "content": content, "sender": sender}, [dict(zip(_PART_KEYS, p)) for p in parts]
+    )
+
+
 def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) -> list[Resolved]:
     """Every context item as a model message; deleted rows are skipped."""
     # Databases older than sender metadata (lossless-claw < 0.15.2) lack the column.
@@ -230,11 +257,11 @@ def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) 
     cursor = conn.execute(_ITEMS.format(sender=sender), (conversation_id,))
     columns = [d[0] for d in cursor.description]
     rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
-    parts: dict[int, list[dict[str, Any]]] = {}
+    parts: dict[int, list[tuple[Any, ...]]] = {}
     sources: dict[str, list[str]] = {}
     if any(r["item_type"] == "message" for r in rows):
         for p in conn.execute(_PARTS, (conversation_id,)):
-            parts.setdefault(p[0], []).append(dict(zip(_PART_KEYS, p)))
+            parts.setdefault(p[0], []).append(tuple(p))
     if any(r["kind"] == "condensed" for r in rows):
         for sid, source in conn.execute(_SOURCES, (conversation_id,)):
             sources.setdefault(sid, []).append(source)
@@ -243,25 +270,16 @@ def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) 
         if r["item_type"] == "summary":
             if r["kind"] is None:
                 continue
-            r["content"] = r["s_content"]
-            xml = summary_xml(r, sources.get(r["summary_id"], []), zone)
+            xml, tokens = _summary_message(
+                tuple(r[k] for k in _SUMMARY_KEYS), tuple(sources.get(r["summary_id"], ())), zone
+            )
             out.append(
-                Resolved(
-                    r["ordinal"],
-                    False,
-                    "summary",
-                    {"role": "user", "content": xml},
-                    estimate_tokens(xml),
-                    xml,
-                )
+                Resolved(r["ordinal"], False, "summary", {"role": "user", "content": xml}, tokens, xml)
             )
             continue
         if r["role"] is None:
             continue
-        rebuilt = rebuild_message(
-            {"role": r["role"], "content": r["m_content"], "sender": r["sender"]},
-            parts.get(r["message_id"], []),
-        )
+        rebuilt = _rebuilt(r["role"], r["m_content"], r["sender"], tuple(parts.get(r["message_id"], ())))
         if rebuilt is None:
             continue
         message, tokens = rebuilt
