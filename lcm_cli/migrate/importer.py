@@ -441,13 +441,28 @@ def _produce(send: Any, files: list[str], keys: dict[str, str], known: set[str])
             session_id = transcript.session_id
             build = transcript.candidate_count > 0 and session_id not in known and session_id not in seen
             seen.add(session_id)
-        send(("file", report, transcript, build))
         if not build:
+            send(("file", report, transcript, False))
             continue
+        # The writer needs only the scan's facts, not its per-record index.
+        send(("file", report, _ScanFacts(transcript), True))
         batch: list[tuple[Any, ...]] = []
         try:
             for message in transcript.iter_messages():
-                batch.append(tuple(message))
+                # Parts go as the column tuples Store.add_messages takes as they are.
+                parts = [
+                    (
+                        part["part_type"],
+                        part["text_content"],
+                        part["tool_call_id"],
+                        part["tool_name"],
+                        part["tool_input"],
+                        part["tool_output"],
+                        part["metadata"],
+                    )
+                    for part in message.parts
+                ]
+                batch.append((*message[:9], parts, message.byte_size))
                 if len(batch) >= INSERT_BATCH:
                     send(("rows", batch))
                     batch = []
@@ -457,6 +472,19 @@ def _produce(send: Any, files: list[str], keys: dict[str, str], known: set[str])
             send(("error", exc.code, exc.message))
             continue
         send(("end",))
+
+
+class _ScanFacts:
+    """What the writer reads of a scan whose rows a reader builds (small to send)."""
+
+    def __init__(self, transcript: Any) -> None:
+        self.path = transcript.path
+        self.session_id = transcript.session_id
+        self.header_id = transcript.header_id
+        self.size_bytes = transcript.size_bytes
+        self.mtime_ms = transcript.mtime_ms
+        self.all_ids = transcript.all_ids
+        self.candidate_count = transcript.candidate_count
 
 
 class _Stream:
