@@ -13,6 +13,7 @@ reporting every skipped line, and streaming each file.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sqlite3
@@ -346,7 +347,7 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
         known = _known_sessions(ctx.database_path)
         for w in range(count):
             mine = files[w::count]
-            readers.append(Reader(lambda send, mine=mine: _produce(send, mine, keys, known)))
+            readers.append(Reader(functools.partial(_produce, files=mine, keys=keys, known=known)))
     try:
         store = Store.open(ctx.database_path)
     except (OSError, sqlite3.Error) as exc:
