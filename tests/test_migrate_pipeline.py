@@ -99,6 +99,23 @@ def test_forked_readers_write_exactly_the_in_process_rows(
         assert one["files"] == two["files"]
 
 
+def test_no_fork_while_another_thread_runs(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A threaded process (lcm serve) reads in-process: forking it could copy a held lock.
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert pipeline.worker_count(2) == 0
+        monkeypatch.setattr(importer, "_produce", _die_after(0))  # would fail any forked file
+        data = migrate(state, tmp_path / "lcm.db", monkeypatch, None, apply=True)
+        assert data["errorFiles"] == 0 and data["importedFiles"] == FILES
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _die_after(sends: int) -> Any:
     """A reader body that SIGKILLs its own process after ``sends`` objects."""
     real = importer._produce

@@ -199,7 +199,8 @@ def _read_only(ctx: Context, files: list[str], keys: dict[str, str], *, verify: 
 
     sizes = [_size_of(path) for path in files]
     slots: list[dict[str, Any] | None] = [None] * len(files)
-    ctx.report_progress(stage, 0, len(files))
+    # No progress report before the children exist: a terminal's progress bar starts a
+    # drawing thread, and forking is kept to single-threaded moments.
     for index, result in map_in_children(
         task, len(files), sizes, workers, lambda done: ctx.report_progress(stage, done, len(files))
     ):
