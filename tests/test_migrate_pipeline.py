@@ -1,7 +1,8 @@
 """`lcm migrate-sessions` with forked readers: same rows as in-process, and a reader that dies.
 
-In-process through `api.call` so a test can make the (really forked) reader die at a
-chosen moment: the child inherits the patched module. The database is a real file.
+Mostly in-process through `api.call`, so a test can make the (really forked) reader die
+at a chosen moment: the child inherits the patched module. The writer-killed test runs
+the real `lcm` executable. Databases are real files.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +188,50 @@ def test_a_scanning_child_killed_fails_its_files_in_a_dry_run(
     statuses = {r["status"] for r in data["files"]}
     assert statuses == {"error", "would-import"}
     assert all(r["reason"] == "read-failed" for r in data["files"] if r["status"] == "error")
+
+
+def _exited(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return any(line.startswith("State:") and "Z" in line for line in status)
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(
+    not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"), reason="needs /proc"
+)
+def test_readers_exit_when_the_writer_is_killed(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    sessions = root / "agents" / "main" / "sessions"
+    for index in range(12):
+        write_transcript(
+            sessions / f"k{index:02d}.jsonl", session_id=f"k{index:02d}", messages=400, seed=index
+        )
+    exe = Path(sys.executable).with_name("lcm")
+    proc = subprocess.Popen(
+        [str(exe), "--openclaw-dir", str(root), "migrate-sessions", "--apply"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    children: list[int] = []
+    deadline = time.monotonic() + 10
+    while not children and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as listing:
+                children = [int(pid) for pid in listing.read().split()]
+        except OSError:
+            break
+        time.sleep(0.005)
+    assert children, "the import forked no reader"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while not all(_exited(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(_exited(pid) for pid in children), "a reader outlived its writer"
+    # Whatever was committed is whole; a re-run completes the rest.
+    again = call("migrate.sessions", {"apply": True}, openclaw_dir=str(root))["data"]
+    assert again["errorFiles"] == 0
+    verified = call("migrate.sessions", {"verify": True}, openclaw_dir=str(root))["data"]
+    assert verified["completeFiles"] == 12
