@@ -406,7 +406,10 @@ class Store:
         """Insert many messages at once (same keys and defaults as :meth:`add_message`).
 
         Each row needs ``role`` and ``content``; other keys are the keyword
-        arguments of :meth:`add_message`. Returns the new ids in row order.
+        arguments of :meth:`add_message`. Returns the new ids in row order. A part is a
+        mapping as for :meth:`add_message`, or already the tuple of its column values
+        ``(part_type, text_content, tool_call_id, tool_name, tool_input, tool_output,
+        metadata)``, each a string or None (stored as given).
         """
         rows = list(rows)
         if not rows:
@@ -459,7 +462,15 @@ class Store:
                     )
                 )
                 for ordinal, part in enumerate(row.get("parts") or ()):
-                    part_rows.append(self._part_row(part, message_id, session_id, ordinal))
+                    if type(part) is tuple:
+                        # Already the columns (part_type, text_content, tool_call_id,
+                        # tool_name, tool_input, tool_output, metadata), each str or None
+                        # (the importer's readers send parts so, to spare this loop).
+                        part_rows.append(
+                            (self._part_ids.next(), message_id, session_id, part[0], ordinal, *part[1:])
+                        )
+                    else:
+                        part_rows.append(self._part_row(part, message_id, session_id, ordinal))
                 if self.has_messages_fts:
                     text = fts_message_text(content)
                     if text is not None:

@@ -13,10 +13,12 @@ reporting every skipped line, and streaming each file.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sqlite3
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from lcm_cli.engine.context import Context
@@ -31,6 +33,10 @@ INSERT_BATCH = 500
 IMPORT_CACHE_KIB = 2048
 MAX_LISTED_LINES = 100  # skipped lines listed per file; every one is counted
 MAX_LISTED_MISSING = 100
+# Forked readers: two scan files side by side in a dry run or --verify; in --apply two
+# build rows for the writer (this process), which waits on them less than on one.
+READ_WORKERS = 2
+APPLY_READERS = 2
 
 
 def parse_since(text: str) -> int:
@@ -167,23 +173,66 @@ def _scan(path: str, report: dict[str, Any], keys: dict[str, str]) -> Any:
 
 
 def _read_only(ctx: Context, files: list[str], keys: dict[str, str], *, verify: bool) -> list[dict[str, Any]]:
-    conn = ctx.db if os.path.exists(ctx.database_path) else None
-    reports = []
-    for index, path in enumerate(files):
-        ctx.report_progress("verifying" if verify else "scanning", index, len(files))
-        report = _report(path)
-        transcript = _scan(path, report, keys)
-        if transcript is not None:
-            try:
-                if verify:
-                    _verify_file(conn, transcript, report)
-                else:
-                    _dry_run_file(conn, transcript, report)
-            except LcmError as exc:  # e.g. the file was rewritten while we read it
-                _fail(report, "read-failed", exc.message)
-        reports.append(report)
+    from lcm_cli.migrate.pipeline import ReaderDied, map_in_children, worker_count
+
+    stage = "verifying" if verify else "scanning"
+    exists = os.path.exists(ctx.database_path)
+    workers = worker_count(READ_WORKERS) if len(files) >= 2 else 0
+    if workers == 0:
+        conn = ctx.db if exists else None
+        reports = []
+        for index, path in enumerate(files):
+            ctx.report_progress(stage, index, len(files))
+            reports.append(_read_one(conn, path, keys, verify=verify))
+        ctx.report_progress("done", len(files), len(files))
+        return reports
+    # Files are independent here: forked children scan them (and query their own
+    # read-only connection) side by side; the report keeps the discovery order.
+    opened: list[sqlite3.Connection] = []
+
+    def task(index: int) -> dict[str, Any]:
+        if exists and not opened:
+            from lcm_cli.engine.db.connection import open_read_only
+
+            opened.append(open_read_only(ctx.database_path, timeout_ms=ctx.timeout_ms))
+        return _read_one(opened[0] if opened else None, files[index], keys, verify=verify)
+
+    sizes = [_size_of(path) for path in files]
+    slots: list[dict[str, Any] | None] = [None] * len(files)
+    # No progress report before the children exist: a terminal's progress bar starts a
+    # drawing thread, and forking is kept to single-threaded moments.
+    for index, result in map_in_children(
+        task, len(files), sizes, workers, lambda done: ctx.report_progress(stage, done, len(files))
+    ):
+        if isinstance(result, ReaderDied):
+            result = _fail(_report(files[index]), "read-failed", f"{result.detail}; run the command again")
+        slots[index] = result
     ctx.report_progress("done", len(files), len(files))
-    return reports
+    return [r for r in slots if r is not None]
+
+
+def _size_of(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _read_one(
+    conn: sqlite3.Connection | None, path: str, keys: dict[str, str], *, verify: bool
+) -> dict[str, Any]:
+    """The dry-run or verify report of one file."""
+    report = _report(path)
+    transcript = _scan(path, report, keys)
+    if transcript is not None:
+        try:
+            if verify:
+                _verify_file(conn, transcript, report)
+            else:
+                _dry_run_file(conn, transcript, report)
+        except LcmError as exc:  # e.g. the file was rewritten while we read it
+            _fail(report, "read-failed", exc.message)
+    return report
 
 
 def _conversation_for(conn: sqlite3.Connection | None, session_id: str) -> Any:
@@ -285,9 +334,27 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
     reports: list[dict[str, Any]] = []
     if not files:
         return reports, backup_path
+    from lcm_cli.migrate.pipeline import Reader, ReaderDied, worker_count
+
+    # Forked readers scan and build the next files while this process writes (file i is
+    # read by reader i mod n). A reader builds every row of a session the database did
+    # not hold when we started; for the others it sends only the scan and this process
+    # reads what the database lacks, as without readers. Building rows the writer then
+    # skips is harmless (it filters them exactly as it filters its own), so this choice
+    # only saves work, it never changes what is written.
+    readers: list[Reader | None] = []
+    count = worker_count(min(APPLY_READERS, len(files)))
+    if count:
+        known = _known_sessions(ctx.database_path)
+        for w in range(count):
+            mine = files[w::count]
+            readers.append(Reader(functools.partial(_produce, files=mine, keys=keys, known=known)))
     try:
         store = Store.open(ctx.database_path)
     except (OSError, sqlite3.Error) as exc:
+        for each in readers:
+            if each is not None:
+                each.close()
         raise LcmError(
             "DATABASE_OPEN_FAILED",
             f"Cannot open {ctx.database_path} for writing ({exc}). Check that the directory is "
@@ -301,11 +368,26 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
         for index, path in enumerate(files):
             ctx.report_progress("importing", index, len(files))
             report = _report(path)
-            transcript = _scan(path, report, keys)
+            stream: _Stream | None = None
+            reader = readers[index % count] if readers else None
+            if reader is not None:
+                try:
+                    _, report, transcript, built = reader.receive()
+                except ReaderDied as died:
+                    reader.close()
+                    readers[index % count] = None
+                    reports.append(_fail(report, "import-failed", _died_message(died)))
+                    continue  # the files after this one are read in-process
+                if built:
+                    stream = _Stream(reader)
+            else:
+                transcript = _scan(path, report, keys)
             if transcript is not None:
                 try:
                     with store.transaction():
-                        _import_file(store, transcript, report)
+                        _import_file(store, transcript, report, stream)
+                        if stream is not None:
+                            stream.drain()  # inside: a reader dying now still rolls back
                 except (sqlite3.Error, OSError, LcmError) as exc:
                     # The transaction rolled back: this file is untouched; report and go on.
                     for key in ("importedMessages", "parts", "bytes"):
@@ -316,11 +398,142 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
                     ):
                         message += "; nothing of this file was kept. Free disk space and run --apply again"
                     _fail(report, "import-failed", message)
+                    if stream is not None and not stream.drain_quietly():
+                        assert reader is not None
+                        reader.close()
+                        readers[index % count] = None
             reports.append(report)
         ctx.report_progress("done", len(files), len(files))
     finally:
+        for each in readers:
+            if each is not None:
+                each.close()
         store.close()
     return reports, backup_path
+
+
+def _died_message(died: Any) -> str:
+    return f"{died.detail} while reading this file; nothing of it was kept. Run --apply again"
+
+
+def _known_sessions(database_path: str) -> set[str]:
+    """Session ids that already have a conversation (their files are read by the writer)."""
+    if not os.path.exists(database_path):
+        return set()
+    from lcm_cli.engine.db.connection import open_read_only
+
+    try:
+        conn = open_read_only(database_path)
+        try:
+            return {row[0] for row in conn.execute("SELECT DISTINCT session_id FROM conversations")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return set()  # the writer reports it; the reader then builds every file in full (still exact)
+
+
+def _produce(send: Any, files: list[str], keys: dict[str, str], known: set[str]) -> None:
+    """The reader process: per file, its report and scan, then (for a new session) its rows."""
+    seen: set[str] = set()
+    for path in files:
+        report = _report(path)
+        transcript = _scan(path, report, keys)
+        build = False
+        if transcript is not None:
+            session_id = transcript.session_id
+            build = transcript.candidate_count > 0 and session_id not in known and session_id not in seen
+            seen.add(session_id)
+        if not build:
+            send(("file", report, transcript, False))
+            continue
+        # The writer needs only the scan's facts, not its per-record index.
+        send(("file", report, _ScanFacts(transcript), True))
+        batch: list[tuple[Any, ...]] = []
+        try:
+            for message in transcript.iter_messages():
+                # Parts go as the column tuples Store.add_messages takes as they are.
+                parts = [
+                    (
+                        part["part_type"],
+                        part["text_content"],
+                        part["tool_call_id"],
+                        part["tool_name"],
+                        part["tool_input"],
+                        part["tool_output"],
+                        part["metadata"],
+                    )
+                    for part in message.parts
+                ]
+                batch.append((*message[:9], parts, message.byte_size))
+                if len(batch) >= INSERT_BATCH:
+                    send(("rows", batch))
+                    batch = []
+            if batch:
+                send(("rows", batch))
+        except LcmError as exc:
+            send(("error", exc.code, exc.message))
+            continue
+        send(("end",))
+
+
+class _ScanFacts:
+    """What the writer reads of a scan whose rows a reader builds (small to send)."""
+
+    def __init__(self, transcript: Any) -> None:
+        self.path = transcript.path
+        self.session_id = transcript.session_id
+        self.header_id = transcript.header_id
+        self.size_bytes = transcript.size_bytes
+        self.mtime_ms = transcript.mtime_ms
+        self.all_ids = transcript.all_ids
+        self.candidate_count = transcript.candidate_count
+
+
+class _Stream:
+    """One file's built messages as the reader sends them; a dead reader is an LcmError."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.finished = False
+        self.dead = False
+
+    def _next(self) -> Any:
+        from lcm_cli.migrate.pipeline import ReaderDied
+
+        try:
+            item = self.reader.receive()
+        except ReaderDied as died:
+            self.finished = True
+            self.dead = True
+            raise LcmError("IMPORT_FAILED", _died_message(died)) from None
+        if item[0] != "rows":
+            self.finished = True
+            if item[0] == "error":
+                raise LcmError(item[1], item[2])
+        return item
+
+    def __iter__(self) -> Iterator[Any]:
+        from lcm_cli.migrate.transcript import TranscriptMessage
+
+        make = TranscriptMessage._make
+        while not self.finished:
+            item = self._next()
+            if item[0] == "rows":
+                for row in item[1]:
+                    yield make(row)
+
+    def drain(self) -> None:
+        """Read what is left of this file (the import may not have needed all of it)."""
+        while not self.finished:
+            self._next()
+
+    def drain_quietly(self) -> bool:
+        """After a failure: skip to the file's end; False when the reader is gone."""
+        try:
+            self.drain()
+        except LcmError:
+            pass
+        return not self.dead
 
 
 def _key_is_free(conn: sqlite3.Connection, key: str, conversation_id: int | None) -> bool:
@@ -332,8 +545,12 @@ def _key_is_free(conn: sqlite3.Connection, key: str, conversation_id: int | None
     return row is None
 
 
-def _import_file(store: Any, transcript: Any, report: dict[str, Any]) -> None:
-    """Import one transcript inside the caller's transaction (all or nothing)."""
+def _import_file(store: Any, transcript: Any, report: dict[str, Any], built: Any = None) -> None:
+    """Import one transcript inside the caller's transaction (all or nothing).
+
+    ``built``: every message of the file, already built by the reader process (the same
+    rows :meth:`Transcript.iter_messages` yields); without it they are read here.
+    """
     conn = store.conn
     session_id = transcript.session_id
     key = report["sessionKey"]
@@ -386,7 +603,8 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any]) -> None:
             return False
         return True
 
-    for message in transcript.iter_messages(wanted if present else None):
+    source = built if built is not None else transcript.iter_messages(wanted if present else None)
+    for message in source:
         last = message
         entry_id = message.entry_id
         if entry_id is not None:

@@ -1,0 +1,237 @@
+"""`lcm migrate-sessions` with forked readers: same rows as in-process, and a reader that dies.
+
+Mostly in-process through `api.call`, so a test can make the (really forked) reader die
+at a chosen moment: the child inherits the patched module. The writer-killed test runs
+the real `lcm` executable. Databases are real files.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.api import call
+from lcm_cli.migrate import importer, pipeline
+from tests.support.transcripts import write_transcript
+
+FILES = 6
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    root = tmp_path / "state"
+    sessions = root / "agents" / "main" / "sessions"
+    for index in range(FILES):
+        write_transcript(
+            sessions / f"p{index}.jsonl", session_id=f"p{index}", messages=40 + index, seed=index
+        )
+    return root
+
+
+def migrate(
+    state: Path, db: Path, monkeypatch: pytest.MonkeyPatch, workers: str | None, **params: Any
+) -> Any:
+    if workers is None:
+        monkeypatch.delenv(pipeline.WORKERS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(pipeline.WORKERS_ENV, workers)
+    return call("migrate.sessions", params, db=str(db), openclaw_dir=str(state))["data"]
+
+
+def dump(db: Path) -> list[Any]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        out: list[Any] = []
+        for sql in (
+            "SELECT conversation_id, session_id, session_key, title FROM conversations ORDER BY 1",
+            "SELECT * FROM messages ORDER BY message_id",
+            "SELECT message_id, session_id, part_type, ordinal, text_content, tool_call_id, tool_name,"
+            " tool_input, tool_output, metadata FROM message_parts ORDER BY rowid",  # part_id is random
+            "SELECT conversation_id, ordinal, item_type, message_id FROM context_items ORDER BY 1, 2",
+            "SELECT conversation_id, session_file_path, last_processed_entry_hash, last_processed_entry_id"
+            " FROM conversation_bootstrap_state ORDER BY 1",
+        ):
+            out.append(conn.execute(sql).fetchall())
+        return out
+    finally:
+        conn.close()
+
+
+def sessions_in(db: Path) -> set[str]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {
+            r[0]
+            for r in conn.execute(
+                "SELECT session_id FROM conversations c WHERE EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.conversation_id)"
+            )
+        }
+    finally:
+        conn.close()
+
+
+def test_forking_is_used_here() -> None:
+    # The tests below exercise the forked path only if this holds.
+    assert pipeline.can_fork() and threading.active_count() == 1
+    assert pipeline.worker_count(2) == 2
+
+
+def test_forked_readers_write_exactly_the_in_process_rows(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serial = migrate(state, tmp_path / "serial.db", monkeypatch, "0", apply=True)
+    forked = migrate(state, tmp_path / "forked.db", monkeypatch, None, apply=True)
+    assert serial["importedMessages"] == forked["importedMessages"] > 0
+    strip = [{k: v for k, v in r.items() if k not in ("file",)} for r in serial["files"]]
+    assert strip == [{k: v for k, v in r.items() if k not in ("file",)} for r in forked["files"]]
+    a, b = dump(tmp_path / "serial.db"), dump(tmp_path / "forked.db")
+    # messages.created_at comes from the transcript; only conversation times differ (not dumped).
+    assert a == b
+    # Dry run and verify give the same reports either way, in discovery order.
+    for mode in ({}, {"verify": True}):
+        one = migrate(state, tmp_path / "forked.db", monkeypatch, "0", **mode)
+        two = migrate(state, tmp_path / "forked.db", monkeypatch, None, **mode)
+        assert one["files"] == two["files"]
+
+
+def test_no_fork_while_another_thread_runs(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A threaded process (lcm serve) reads in-process: forking it could copy a held lock.
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert pipeline.worker_count(2) == 0
+        monkeypatch.setattr(importer, "_produce", _die_after(0))  # would fail any forked file
+        data = migrate(state, tmp_path / "lcm.db", monkeypatch, None, apply=True)
+        assert data["errorFiles"] == 0 and data["importedFiles"] == FILES
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _die_after(sends: int) -> Any:
+    """A reader body that SIGKILLs its own process after ``sends`` objects."""
+    real = importer._produce
+
+    def produce(send: Any, files: list[str], keys: dict[str, str], known: set[str]) -> None:
+        count = 0
+
+        def counting(obj: Any) -> None:
+            nonlocal count
+            if count == sends:
+                os.kill(os.getpid(), signal.SIGKILL)
+            count += 1
+            send(obj)
+
+        real(counting, files, keys, known)
+
+    return produce
+
+
+@pytest.mark.parametrize("sends", [0, 1, 3])
+def test_a_reader_killed_midway_fails_only_its_file(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sends: int
+) -> None:
+    # Each reader dies at once (0), after a file's scan (1), or after some rows (3): the
+    # file it was on is reported, nothing of it is stored, every other file is imported
+    # (the dead reader's remaining files in-process), and nothing hangs.
+    db = tmp_path / "lcm.db"
+    monkeypatch.setattr(importer, "_produce", _die_after(sends))
+    data = migrate(state, db, monkeypatch, None, apply=True)
+    failed = [r for r in data["files"] if r["status"] == "error"]
+    assert len(failed) == importer.APPLY_READERS
+    for report in failed:
+        assert report["reason"] == "import-failed"
+        assert "killed by signal 9" in report["error"] and "Run --apply again" in report["error"]
+        assert report["importedMessages"] == 0
+    imported = {r["sessionId"] for r in data["files"] if r["status"] == "imported"}
+    assert len(imported) == FILES - len(failed)
+    assert sessions_in(db) == imported  # the failed files left no message behind
+    # A re-run (readers healthy again) completes the database.
+    monkeypatch.undo()
+    again = migrate(state, db, monkeypatch, None, apply=True)
+    assert again["errorFiles"] == 0 and again["importedFiles"] == len(failed)
+    assert sessions_in(db) == {f"p{i}" for i in range(FILES)}
+    assert migrate(state, db, monkeypatch, None, verify=True)["incompleteFiles"] == 0
+
+
+def test_a_scanning_child_killed_fails_its_files_in_a_dry_run(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importer._read_one
+    victim = str(state / "agents" / "main" / "sessions" / "p2.jsonl")
+
+    def read_one(conn: Any, path: str, keys: dict[str, str], *, verify: bool) -> Any:
+        if path == victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(conn, path, keys, verify=verify)
+
+    order = [r["file"] for r in migrate(state, tmp_path / "lcm.db", monkeypatch, "0")["files"]]
+    monkeypatch.setattr(importer, "_read_one", read_one)
+    data = migrate(state, tmp_path / "lcm.db", monkeypatch, None)
+    assert [r["file"] for r in data["files"]] == order  # discovery order, every file once
+    by_file = {r["file"]: r for r in data["files"]}
+    assert by_file[victim]["status"] == "error" and by_file[victim]["reason"] == "read-failed"
+    assert "killed by signal 9" in by_file[victim]["error"]
+    # The dead child's other files fail the same way; the other child's are all there.
+    statuses = {r["status"] for r in data["files"]}
+    assert statuses == {"error", "would-import"}
+    assert all(r["reason"] == "read-failed" for r in data["files"] if r["status"] == "error")
+
+
+def _exited(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return any(line.startswith("State:") and "Z" in line for line in status)
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(
+    not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"), reason="needs /proc"
+)
+def test_readers_exit_when_the_writer_is_killed(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    sessions = root / "agents" / "main" / "sessions"
+    for index in range(12):
+        write_transcript(
+            sessions / f"k{index:02d}.jsonl", session_id=f"k{index:02d}", messages=400, seed=index
+        )
+    exe = Path(sys.executable).with_name("lcm")
+    proc = subprocess.Popen(
+        [str(exe), "--openclaw-dir", str(root), "migrate-sessions", "--apply"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    children: list[int] = []
+    deadline = time.monotonic() + 10
+    while not children and proc.poll() is None and time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as listing:
+                children = [int(pid) for pid in listing.read().split()]
+        except OSError:
+            break
+        time.sleep(0.005)
+    assert children, "the import forked no reader"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while not all(_exited(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(_exited(pid) for pid in children), "a reader outlived its writer"
+    # Whatever was committed is whole; a re-run completes the rest.
+    again = call("migrate.sessions", {"apply": True}, openclaw_dir=str(root))["data"]
+    assert again["errorFiles"] == 0
+    verified = call("migrate.sessions", {"verify": True}, openclaw_dir=str(root))["data"]
+    assert verified["completeFiles"] == 12
