@@ -166,6 +166,43 @@ def _text_of(value: Any) -> str:
     return stringify(value)
 
 
+def write_large_file(
+    conn: sqlite3.Connection,
+    files_dir: str,
+    conversation_id: int,
+    file_id: str,
+    data: bytes,
+    file_name: str,
+    mime: str,
+    summary: str,
+    *,
+    text: bool,
+) -> str:
+    """Write ``<files_dir>/<conversation>/<file_id>.<ext>`` durably, then its ``large_files`` row.
+
+    The file is complete (temp file, fsync, rename) before the row exists, so a rolled-back
+    transaction can leave an unreferenced file but never a row without its file. Returns
+    the absolute path.
+    """
+    folder = Path(files_dir) / str(conversation_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{file_id}.{file_extension(file_name, mime)}"
+    temp = path.with_name(path.name + ".tmp")
+    with open(temp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+    line_count = data.decode("utf-8", "replace").count("\n") + 1 if text else None
+    resolved = str(path.resolve())
+    conn.execute(
+        "INSERT INTO large_files (file_id, conversation_id, file_name, mime_type, byte_size,"
+        " line_count, storage_uri, exploration_summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (file_id, conversation_id, file_name, mime, len(data), line_count, resolved, summary),
+    )
+    return resolved
+
+
 class Interceptor:
     """Externalizes one conversation's large payloads inside the caller's transaction.
 
@@ -185,33 +222,18 @@ class Interceptor:
 
     def _store(self, data: bytes, file_name: str, mime: str, summary: str, reason: str, text: bool) -> str:
         file_id = new_file_id()
-        folder = Path(self.files_dir) / str(self.conversation_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{file_id}.{file_extension(file_name, mime)}"
-        temp = path.with_name(path.name + ".tmp")
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-        line_count = data.decode("utf-8", "replace").count("\n") + 1 if text else None
-        self.conn.execute(
-            "INSERT INTO large_files (file_id, conversation_id, file_name, mime_type, byte_size,"
-            " line_count, storage_uri, exploration_summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                file_id,
-                self.conversation_id,
-                file_name,
-                mime,
-                len(data),
-                line_count,
-                str(path.resolve()),
-                summary,
-            ),
+        path = write_large_file(
+            self.conn,
+            self.files_dir,
+            self.conversation_id,
+            file_id,
+            data,
+            file_name,
+            mime,
+            summary,
+            text=text,
         )
-        self.written.append(
-            {"fileId": file_id, "path": str(path.resolve()), "bytes": len(data), "reason": reason}
-        )
+        self.written.append({"fileId": file_id, "path": path, "bytes": len(data), "reason": reason})
         return file_id
 
     # --- the interceptors, in the reference's order ------------------------------------

@@ -10,14 +10,12 @@ carries the ``[LCM Tool Output: …]`` reference instead of the bulk.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.exploration import exploration_summary
-from lcm_cli.engine.large_files import TOOL_ROLES, file_extension, tool_output_reference
+from lcm_cli.engine.large_files import TOOL_ROLES, tool_output_reference, write_large_file
 from lcm_cli.engine.tokens import estimate_tokens
 
 STUB_VERSION = "lcm-live-tool-stub-v1"
@@ -55,27 +53,16 @@ class LiveStubber:
         data = text.encode("utf-8", "surrogatepass")
         file_name = f"{tool}.txt"
         summary = exploration_summary(text, file_name, "text/plain")
-        folder = Path(self.files_dir) / str(self.conversation_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{file_id}.{file_extension(file_name, 'text/plain')}"
-        temp = path.with_name(path.name + ".tmp")
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-        self.conn.execute(
-            "INSERT INTO large_files (file_id, conversation_id, file_name, mime_type, byte_size,"
-            " line_count, storage_uri, exploration_summary) VALUES (?, ?, ?, 'text/plain', ?, ?, ?, ?)",
-            (
-                file_id,
-                self.conversation_id,
-                file_name,
-                len(data),
-                data.decode("utf-8", "replace").count("\n") + 1,
-                str(path.resolve()),
-                summary,
-            ),
+        write_large_file(
+            self.conn,
+            self.files_dir,
+            self.conversation_id,
+            file_id,
+            data,
+            file_name,
+            "text/plain",
+            summary,
+            text=True,
         )
         self.written.append(file_id)
         return tool_output_reference(file_id, tool, len(data), summary)
