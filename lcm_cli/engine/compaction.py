@@ -723,60 +723,26 @@ class Compactor:
             if rounds >= s.max_sweep_iterations or self.clock() >= deadline:
                 break
         over = tokens + overhead > target_tokens
+
+        def finish(ok: bool, compacted: bool, reason: str, failure: str | None = None) -> dict[str, Any]:
+            return _route_result(
+                ok, compacted, reason, stored, tokens, rounds, target_tokens, passes, skipped, failure
+            )
+
         if last.auth_failure:
             reason = "provider auth failure after partial compaction" if passes else "provider auth failure"
-            return _route_result(
-                False,
-                bool(passes),
-                reason,
-                stored,
-                tokens,
-                rounds,
-                target_tokens,
-                passes,
-                skipped,
-                last.failure,
-            )
+            return finish(False, bool(passes), reason, last.failure)
         if last.failure:
-            reason = (
-                "summary spend backoff open"
-                if last.failure.startswith("summary spend")
-                else "summarizer failed"
-            )
-            return _route_result(
-                False,
-                bool(passes),
-                reason,
-                stored,
-                tokens,
-                rounds,
-                target_tokens,
-                passes,
-                skipped,
-                last.failure,
-            )
+            spend = last.failure.startswith("summary spend")
+            reason = "summary spend backoff open" if spend else "summarizer failed"
+            return finish(False, bool(passes), reason, last.failure)
         if not passes:
-            if manual and not over:
-                reason = "nothing to compact"
-            elif not over:
-                reason = "already under target"
-            else:
-                result = _route_result(
-                    False,
-                    False,
-                    "live context still exceeds target",
-                    stored,
-                    tokens,
-                    rounds,
-                    target_tokens,
-                    passes,
-                    skipped,
-                )
-                result["exhausted"] = not last.stopped_at_budget
-                return result
-            return _route_result(True, False, reason, stored, tokens, rounds, target_tokens, passes, skipped)
-        reason = "compacted but still over target" if over else "compacted"
-        return _route_result(True, True, reason, stored, tokens, rounds, target_tokens, passes, skipped)
+            if over:
+                exhausted = finish(False, False, "live context still exceeds target")
+                exhausted["exhausted"] = not last.stopped_at_budget
+                return exhausted
+            return finish(True, False, "nothing to compact" if manual else "already under target")
+        return finish(True, True, "compacted but still over target" if over else "compacted")
 
 
 def _route_result(
