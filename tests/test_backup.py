@@ -726,3 +726,32 @@ def test_sigkill_at_random_moments_leaves_no_file_or_a_verified_backup(big_db: P
             assert backup.verify_backup(str(directory / name))["ok"] is True
         elif name.endswith(".manifest.json"):
             assert json.loads((directory / name).read_text())["integrity"] == "ok"
+
+
+_CRASHING_WRITER = r"""
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode = %s")
+conn.execute("PRAGMA cache_size = 2")  # spill to the file mid-transaction: the journal turns hot
+conn.execute("CREATE TABLE t (x TEXT)")
+conn.executemany("INSERT INTO t VALUES (?)", [("kept",)] * 10)
+conn.execute("BEGIN")
+conn.executemany("INSERT INTO t VALUES (?)", [("lost" * 500,)] * 400)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("journal", ["DELETE", "WAL"])
+def test_a_source_left_by_a_killed_writer_is_recovered_then_backed_up(tmp_path: Path, journal: str) -> None:
+    """A writer SIGKILLed mid-transaction leaves recovery to do; backup does it, then copies."""
+    source = tmp_path / "crashed.db"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_WRITER % journal, str(source)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    result = backup.create_backup(str(source), out=str(tmp_path / "copy.bak"))
+    with sqlite3.connect(result["backupPath"]) as conn:
+        assert conn.execute("SELECT x, COUNT(*) FROM t GROUP BY x").fetchall() == [("kept", 10)]

@@ -440,6 +440,35 @@ def _check_space(directory: str, needed: int) -> None:
         )
 
 
+def _open_source(source: str, timeout_ms: int) -> tuple[sqlite3.Connection, str]:
+    """A read-only connection to ``source`` and its journal mode, recovering a crashed writer first.
+
+    After a writer was killed mid-transaction the file needs recovery (a hot rollback
+    journal, or a WAL index to rebuild), which a read-only connection may not perform:
+    SQLite reports "attempt to write a readonly database". Any writer would do that
+    recovery on its next open, so one plain connection does it here, then the copy goes on
+    read-only as usual.
+    """
+    src = _open_read_only(source, timeout_ms)
+    try:
+        return src, str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    except sqlite3.OperationalError as exc:
+        src.close()
+        if "readonly" not in str(exc).replace(" ", "").lower():
+            raise
+    recover = sqlite3.connect(source, timeout=timeout_ms / 1000, isolation_level=None)
+    try:
+        recover.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    finally:
+        recover.close()
+    src = _open_read_only(source, timeout_ms)
+    try:
+        return src, str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    except BaseException:
+        src.close()
+        raise
+
+
 def _copy_database(
     source: str,
     temp: str,
@@ -450,9 +479,8 @@ def _copy_database(
     progress: Progress | None,
 ) -> dict[str, Any]:
     """Online-copy ``source`` into the (existing, empty) ``temp`` file; return copy facts."""
-    src = _open_read_only(source, timeout_ms)
+    src, journal_mode = _open_source(source, timeout_ms)
     try:
-        journal_mode = str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
         pinned = journal_mode == "wal"
         if pinned:
             # One read transaction for the whole copy: a fixed snapshot, no restarts.
