@@ -16,8 +16,9 @@ Generates (once, cached under ``benchmarks/data/import/``) an OpenClaw state dir
 Peak RSS is the larger of the child's own ``ru_maxrss`` (read with ``wait4`` by a small
 launcher interpreter that also times the child; see ``bench_read.py`` for why a launcher)
 and the sum of VmRSS over the child and its forked reader processes, sampled every 10 ms
-(``migrate-sessions`` forks readers; pages they share with the parent count twice, so
-the sum errs high).
+in the first (warm-up) round (``migrate-sessions`` forks readers; pages they share with
+the parent count twice, so the sum errs high). The timed rounds do not sample: polling
+/proc takes CPU from the command on a 2-core machine.
 
 It is a report, not a test: it always exits 0 once it has printed its table::
 
@@ -219,15 +220,15 @@ _LAUNCHER = (
     "        return total\n"
     "    return total + sum(tree_kib(int(k)) for k in kids)\n"
     "started = time.perf_counter()\n"
-    "pid = os.posix_spawn(sys.argv[4], sys.argv[4:], os.environ,\n"
+    "pid = os.posix_spawn(sys.argv[4], sys.argv[6:], os.environ,\n"
     "    file_actions=[(os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)])\n"
     "tree = 0\n"
+    "sample = sys.argv[5] == '1' and sys.platform == 'linux'\n"
     "while True:\n"
-    "    done, status, usage = os.wait4(pid, os.WNOHANG)\n"
+    "    done, status, usage = os.wait4(pid, 0 if not sample else os.WNOHANG)\n"
     "    if done:\n"
     "        break\n"
-    "    if sys.platform == 'linux':\n"
-    "        tree = max(tree, tree_kib(pid))\n"
+    "    tree = max(tree, tree_kib(pid))\n"
     "    time.sleep(0.01)\n"
     "elapsed = time.perf_counter() - started\n"
     "open(sys.argv[1], 'w').write(f'{elapsed} {usage.ru_maxrss} {tree}')\n"
@@ -246,10 +247,25 @@ class Run:
         self.stderr = stderr
 
 
-def run_measured(argv: list[str], env: dict[str, str], scratch: Path) -> Run:
+def run_measured(argv: list[str], env: dict[str, str], scratch: Path, *, sample: bool = False) -> Run:
+    """Run ``argv`` once: its wall time, or (``sample``) its RSS summed over its readers too.
+
+    Sampling polls /proc every 10 ms from the launcher, which takes CPU from the command
+    on a 2-core machine, so timed runs do not sample and the sampled runs are not timed.
+    """
     report, out, err = scratch / "launch.txt", scratch / "stdout.json", scratch / "stderr.txt"
     proc = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, str(report), str(out), str(err), *argv],
+        [
+            sys.executable,
+            "-c",
+            _LAUNCHER,
+            str(report),
+            str(out),
+            str(err),
+            argv[0],
+            "1" if sample else "0",
+            *argv,
+        ],
         stdin=subprocess.DEVNULL,
         env=env,
     )
@@ -302,8 +318,9 @@ class Row:
         self.problems: list[str] = []
         self.facts = ""
 
-    def add(self, run: Run, problem: str | None) -> None:
-        self.seconds.append(run.seconds)
+    def add(self, run: Run, problem: str | None, *, timed: bool = True) -> None:
+        if timed:
+            self.seconds.append(run.seconds)
         self.rss.append(run.rss_mib)
         if run.code != 0 or not isinstance(run.data, dict) or run.data.get("ok") is not True:
             self.problems.append(f"exit {run.code}: {run.stderr.strip()[:300]}")
@@ -377,7 +394,8 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
         work = Path(work_text)
         env = clean_env(str(work))
         state = str(STATE_DIR)
-        for round_no in range(runs + 1):  # round 0 warms up (bytecode, page cache)
+        # Round 0 warms up (bytecode, page cache) and samples the summed RSS.
+        for round_no in range(runs + 1):
             note(f"round {round_no}/{runs}" + ("" if round_no else " (warm-up, not counted)"))
             scratch = work / f"round{round_no}"
             scratch.mkdir()
@@ -407,7 +425,8 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
             files = [arg for path in others for arg in ("--file", path)]
             steps.append(("without", [*argv, "--apply", *files], {"errorFiles": 0}))
             for key, argv, wanted in steps:
-                run = run_measured(argv, env, scratch)
+                # Round 0 samples memory (untimed); the other rounds are timed.
+                run = run_measured(argv, env, scratch, sample=round_no == 0)
                 row = rows[key]
                 if key == "floor":
                     if round_no:
@@ -415,8 +434,7 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
                         row.rss.append(run.rss_mib)
                     continue
                 problem = check(run.data, **wanted)
-                if round_no or run.code != 0 or problem:
-                    row.add(run, problem)
+                row.add(run, problem, timed=round_no > 0)
                 data = run.data.get("data", {}) if isinstance(run.data, dict) else {}
                 if key in ("apply", "big", "small", "without"):
                     row.facts = f"{data.get('importedMessages', 0):,} messages"
