@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.migrate import importer, pipeline
+from lcm_cli.migrate import importer, pipeline, staging
 from tests.support.transcripts import write_transcript
 
 FILES = 6
@@ -121,10 +122,10 @@ def test_no_fork_while_another_thread_runs(
 
 
 def _die_after(sends: int) -> Any:
-    """A reader body that SIGKILLs its own process after ``sends`` objects."""
+    """A reader body that SIGKILLs its own process after ``sends`` files."""
     real = importer._produce
 
-    def produce(send: Any, files: list[str], keys: dict[str, str], known: set[str]) -> None:
+    def produce(send: Any, acquire: Any, **kwargs: Any) -> None:
         count = 0
 
         def counting(obj: Any) -> None:
@@ -134,21 +135,42 @@ def _die_after(sends: int) -> Any:
             count += 1
             send(obj)
 
-        real(counting, files, keys, known)
+        real(counting, acquire, **kwargs)
 
     return produce
 
 
-@pytest.mark.parametrize("sends", [0, 1, 3])
+def _die_while_staging(after: int) -> Any:
+    """A staging writer that SIGKILLs its process at its ``after``-th message."""
+    real = staging.StagingWriter.add
+
+    def add(self: Any, message: Any) -> None:
+        if self.count == after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(self, message)
+
+    return add
+
+
+@pytest.mark.parametrize("where", ["first-file", "second-file", "last-file", "staging"])
 def test_a_reader_killed_midway_fails_only_its_file(
-    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sends: int
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    # Each reader dies at once (0), after a file's scan (1), or after some rows (3): the
-    # file it was on is reported, nothing of it is stored, every other file is imported
-    # (the dead reader's remaining files in-process), and nothing hangs.
+    # Each reader dies before handing over its first, second or last file, or in the
+    # middle of staging a file's rows: the file it was on is reported, nothing of it is
+    # stored, every other file is imported (the dead reader's remaining files
+    # in-process), nothing hangs, and no staging file is left behind.
     db = tmp_path / "lcm.db"
-    monkeypatch.setattr(importer, "_produce", _die_after(sends))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    if where == "staging":
+        monkeypatch.setattr(staging.StagingWriter, "add", _die_while_staging(7))
+    else:
+        sends = {"first-file": 0, "second-file": 1, "last-file": FILES // importer.APPLY_READERS - 1}[where]
+        monkeypatch.setattr(importer, "_produce", _die_after(sends))
     data = migrate(state, db, monkeypatch, None, apply=True)
+    assert list(temp.iterdir()) == []
     failed = [r for r in data["files"] if r["status"] == "error"]
     assert len(failed) == importer.APPLY_READERS
     for report in failed:
@@ -235,3 +257,60 @@ def test_readers_exit_when_the_writer_is_killed(tmp_path: Path) -> None:
     assert again["errorFiles"] == 0
     verified = call("migrate.sessions", {"verify": True}, openclaw_dir=str(root))["data"]
     assert verified["completeFiles"] == 12
+
+
+def test_a_session_that_appears_meanwhile_is_read_against_its_conversation(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The readers decide what to stage from the sessions the database held when the
+    # import started. A live host can create one of those conversations in between:
+    # its staged rows are then dropped and the writer reads the file against it.
+    db = tmp_path / "lcm.db"
+    sessions = state / "agents" / "main" / "sessions"
+    first = [str(sessions / f"p{i}.jsonl") for i in range(3)]
+    migrate(state, db, monkeypatch, "0", apply=True, file=first)
+    monkeypatch.setattr(importer, "_known_sessions", lambda path: set())  # as if started earlier
+    parent = os.getpid()
+    rescanned: list[str] = []
+    real_scan = importer._scan
+
+    def scan(path: str, *args: Any, **kwargs: Any) -> Any:
+        if os.getpid() == parent:
+            rescanned.append(path)
+        return real_scan(path, *args, **kwargs)
+
+    monkeypatch.setattr(importer, "_scan", scan)
+    data = migrate(state, db, monkeypatch, None, apply=True)
+    assert sorted(rescanned) == first  # only the files whose conversation appeared
+    by_session = {r["sessionId"]: r for r in data["files"]}
+    for index in range(FILES):
+        report = by_session[f"p{index}"]
+        assert report["status"] == ("up-to-date" if index < 3 else "imported")
+        assert report["conversation"] == ("existing" if index < 3 else "new")
+    serial = tmp_path / "serial.db"
+    migrate(state, serial, monkeypatch, "0", apply=True)
+    assert dump(db) == dump(serial)  # nothing doubled, nothing missing
+
+
+def test_a_reader_that_cannot_stage_leaves_the_file_to_the_writer(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_room(self: Any, path: str) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(staging.StagingWriter, "__init__", no_room)
+    data = migrate(state, tmp_path / "forked.db", monkeypatch, None, apply=True)
+    assert data["errorFiles"] == 0 and data["importedFiles"] == FILES
+    migrate(state, tmp_path / "serial.db", monkeypatch, "0", apply=True)
+    assert dump(tmp_path / "forked.db") == dump(tmp_path / "serial.db")
+
+
+def test_staging_files_are_gone_after_an_import(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    data = migrate(state, tmp_path / "lcm.db", monkeypatch, None, apply=True)
+    assert data["importedFiles"] == FILES
+    assert list(temp.iterdir()) == []

@@ -109,6 +109,23 @@ class PartIds:
         low = self._VARIANT | (self._counter & self._COUNTER_MASK)
         return f"{self._prefix}{low >> 48:04x}-{low & 0xFFFFFFFFFFFF:012x}"
 
+    def reserve(self, count: int) -> tuple[str, int]:
+        """Take the next ``count`` ids for SQL to spell: ``(prefix, first counter)``.
+
+        :data:`PART_ID_SQL` spells the id of counter ``first + k`` exactly as
+        :meth:`next` would have (a bulk copy then builds no id strings in Python).
+        """
+        first = self._counter + 1
+        self._counter += count
+        return self._prefix, first
+
+
+#: The part id of counter value ``:c`` with prefix ``:prefix`` (see PartIds.reserve), as
+#: an SQL expression over named parameters: the variant bits 10 over a 62-bit counter.
+PART_ID_SQL = (
+    "printf('%s%04x-%012x', {prefix}, 32768 + ((({c}) & 4611686018427387903) >> 48), ({c}) & 281474976710655)"
+)
+
 
 def new_summary_id(content: str) -> str:
     """A fresh summary id: ``sum_`` + 16 hex digits of SHA-256(content + random UUID)."""
@@ -224,7 +241,7 @@ class Store:
         self.path = path
         self._depth = 0
         self._savepoints = 0
-        self._part_ids = PartIds()
+        self.part_ids = PartIds()
         usable = schema.fts5_available(conn)
         trigram = usable and schema.trigram_available(conn)
         # Only write FTS rows when the table exists AND this build can use it:
@@ -424,7 +441,7 @@ class Store:
             # Ids are assigned here rather than read back one by one so the
             # whole batch can go through executemany. Safe because we hold the
             # write lock; explicit ids above sqlite_sequence advance it too.
-            next_id = self._next_message_id()
+            next_id = self.next_message_id()
             next_seq = self._scalar(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?",
                 (conversation_id,),
@@ -467,7 +484,7 @@ class Store:
                         # tool_name, tool_input, tool_output, metadata), each str or None
                         # (the importer's readers send parts so, to spare this loop).
                         part_rows.append(
-                            (self._part_ids.next(), message_id, session_id, part[0], ordinal, *part[1:])
+                            (self.part_ids.next(), message_id, session_id, part[0], ordinal, *part[1:])
                         )
                     else:
                         part_rows.append(self._part_row(part, message_id, session_id, ordinal))
@@ -495,7 +512,7 @@ class Store:
         if unknown:
             raise ValueError(f"unknown message part fields: {sorted(unknown)}")
         return (
-            self._part_ids.next(),
+            self.part_ids.next(),
             message_id,
             session_id,
             part.get("part_type", "text"),
@@ -1041,7 +1058,8 @@ class Store:
             raise ValueError(f"conversation {conversation_id} does not exist")
         return str(session_id)
 
-    def _next_message_id(self) -> int:
+    def next_message_id(self) -> int:
+        """The id the next inserted message gets (call it inside the write transaction)."""
         # AUTOINCREMENT never reuses an id, even of a deleted last row, so the
         # high-water mark in sqlite_sequence counts as well as MAX(message_id).
         return int(

@@ -19,7 +19,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
@@ -37,6 +37,11 @@ MAX_LISTED_MISSING = 100
 # build rows for the writer (this process), which waits on them less than on one.
 READ_WORKERS = 2
 APPLY_READERS = 2
+# How far a reader may stage ahead of the writer, in MiB of transcript (each file counts
+# at least 1): it bounds the temporary disk use, and leaves room for one reader to go on
+# through small files while the other is on a large one.
+STAGING_AHEAD_MIB = 64
+_STAGE_SCHEMA = "stage"
 
 
 def parse_since(text: str) -> int:
@@ -153,12 +158,15 @@ def _fail(report: dict[str, Any], reason: str, error: str) -> dict[str, Any]:
     return report
 
 
-def _scan(path: str, report: dict[str, Any], keys: dict[str, str]) -> Any:
-    """Scan one transcript into ``report``; None when the file cannot be read."""
+def _scan(path: str, report: dict[str, Any], keys: dict[str, str], *, building: bool = False) -> Any:
+    """Scan one transcript into ``report``; None when the file cannot be read.
+
+    ``building``: its rows will be built next (small files are then parsed only once).
+    """
     from lcm_cli.migrate.transcript import scan_transcript
 
     try:
-        transcript = scan_transcript(path)
+        transcript = scan_transcript(path, keep_parsed=building)
     except LcmError as exc:
         _fail(report, "unreadable-file", exc.message)
         return None
@@ -334,27 +342,32 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
     reports: list[dict[str, Any]] = []
     if not files:
         return reports, backup_path
+    from lcm_cli.migrate import staging
     from lcm_cli.migrate.pipeline import Reader, ReaderDied, worker_count
 
-    # Forked readers scan and build the next files while this process writes (file i is
-    # read by reader i mod n). A reader builds every row of a session the database did
-    # not hold when we started; for the others it sends only the scan and this process
-    # reads what the database lacks, as without readers. Building rows the writer then
-    # skips is harmless (it filters them exactly as it filters its own), so this choice
-    # only saves work, it never changes what is written.
+    # Forked readers scan the next files while this process writes (file i is read by
+    # reader i mod n). For a session the database did not hold when we started, a reader
+    # also builds every row into a staging file that this process copies in with
+    # INSERT ... SELECT; for the others it sends only the scan and this process reads what
+    # the database lacks. Either way the same rows are written (tested row for row).
     readers: list[Reader | None] = []
     count = worker_count(min(APPLY_READERS, len(files)))
+    stage_dir: str | None = None
+    owner = _share_out(files, count)
     if count:
+        stage_dir = staging.make_stage_dir()
         known = _known_sessions(ctx.database_path)
         for w in range(count):
-            mine = files[w::count]
-            readers.append(Reader(functools.partial(_produce, files=mine, keys=keys, known=known)))
+            mine = [path for path, o in zip(files, owner) if o == w]
+            produce = functools.partial(_produce, files=mine, keys=keys, known=known, stage_dir=stage_dir)
+            readers.append(Reader(produce, credits=STAGING_AHEAD_MIB))
     try:
         store = Store.open(ctx.database_path)
     except (OSError, sqlite3.Error) as exc:
         for each in readers:
             if each is not None:
                 each.close()
+        staging.remove_stage_dir(stage_dir)
         raise LcmError(
             "DATABASE_OPEN_FAILED",
             f"Cannot open {ctx.database_path} for writing ({exc}). Check that the directory is "
@@ -367,41 +380,29 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
     try:
         for index, path in enumerate(files):
             ctx.report_progress("importing", index, len(files))
-            report = _report(path)
-            stream: _Stream | None = None
-            reader = readers[index % count] if readers else None
-            if reader is not None:
-                try:
-                    _, report, transcript, built = reader.receive()
-                except ReaderDied as died:
-                    reader.close()
-                    readers[index % count] = None
-                    reports.append(_fail(report, "import-failed", _died_message(died)))
-                    continue  # the files after this one are read in-process
-                if built:
-                    stream = _Stream(reader)
-            else:
-                transcript = _scan(path, report, keys)
-            if transcript is not None:
-                try:
-                    with store.transaction():
-                        _import_file(store, transcript, report, stream)
-                        if stream is not None:
-                            stream.drain()  # inside: a reader dying now still rolls back
-                except (sqlite3.Error, OSError, LcmError) as exc:
-                    # The transaction rolled back: this file is untouched; report and go on.
-                    for key in ("importedMessages", "parts", "bytes"):
-                        report[key] = 0
-                    message = getattr(exc, "message", None) or str(exc)
-                    if isinstance(exc, (sqlite3.OperationalError, OSError)) and (
-                        "disk" in message or "full" in message or "space" in message
-                    ):
-                        message += "; nothing of this file was kept. Free disk space and run --apply again"
-                    _fail(report, "import-failed", message)
-                    if stream is not None and not stream.drain_quietly():
-                        assert reader is not None
-                        reader.close()
-                        readers[index % count] = None
+            reader = readers[owner[index]] if readers else None
+            if reader is None:
+                report = _report(path)
+                reports.append(_write_file(store, _scan(path, report, keys, building=True), report))
+                continue
+            try:
+                handoff: _Handoff = reader.receive()
+            except ReaderDied as died:
+                reader.close()
+                readers[owner[index]] = None
+                reports.append(_fail(_report(path), "import-failed", _died_message(died)))
+                continue  # the files after this one are read in-process
+            try:
+                report = _write_file(store, handoff.transcript, handoff.report, handoff)
+            except _SessionAppeared:
+                # Its conversation was created since the readers started (a live host):
+                # read the file here, against what the database now holds.
+                report = _report(path)
+                report = _write_file(store, _scan(path, report, keys, building=True), report)
+            finally:
+                if handoff.staged:
+                    staging.discard(handoff.staged)
+                reader.release(handoff.credits)
             reports.append(report)
         ctx.report_progress("done", len(files), len(files))
     finally:
@@ -409,7 +410,59 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
             if each is not None:
                 each.close()
         store.close()
+        staging.remove_stage_dir(stage_dir)
     return reports, backup_path
+
+
+def _share_out(files: list[str], count: int) -> list[int]:
+    """Which reader reads each file: in discovery order, the one with the fewest bytes so far.
+
+    Each reader takes its files in discovery order, as the writer does, so no reader waits
+    on another; while one reader is on a large transcript the other reads the files after
+    it, and the writer has them ready when the large one is done.
+    """
+    if count <= 1:
+        return [0] * len(files)
+    loads = [0] * count
+    owner = []
+    for path in files:
+        chosen = loads.index(min(loads))
+        owner.append(chosen)
+        loads[chosen] += _size_of(path) + 1
+    return owner
+
+
+def _write_file(store: Any, transcript: Any, report: dict[str, Any], handoff: Any = None) -> dict[str, Any]:
+    """Import one scanned file in its own transaction; the report says what happened."""
+    from lcm_cli.migrate import staging
+
+    if transcript is None:
+        return report  # unreadable: _scan said why
+    if handoff is not None and handoff.error is not None:
+        return _fail(report, "import-failed", handoff.error)
+    staged = handoff.staged if handoff is not None else None
+    try:
+        if staged:
+            # ATTACH and DETACH are refused inside a transaction.
+            store.conn.execute(f"ATTACH DATABASE ? AS {_STAGE_SCHEMA}", (staged,))
+            store.conn.execute(f"PRAGMA {_STAGE_SCHEMA}.cache_size = -{staging.CACHE_KIB}")
+        try:
+            with store.transaction():
+                _import_file(store, transcript, report, handoff)
+        finally:
+            if staged:
+                store.conn.execute(f"DETACH DATABASE {_STAGE_SCHEMA}")
+    except (sqlite3.Error, OSError, LcmError) as exc:
+        # The transaction rolled back: this file is untouched; report and go on.
+        for key in ("importedMessages", "parts", "bytes"):
+            report[key] = 0
+        message = getattr(exc, "message", None) or str(exc)
+        if isinstance(exc, (sqlite3.OperationalError, OSError)) and (
+            "disk" in message or "full" in message or "space" in message
+        ):
+            message += "; nothing of this file was kept. Free disk space and run --apply again"
+        _fail(report, "import-failed", message)
+    return report
 
 
 def _died_message(died: Any) -> str:
@@ -429,55 +482,75 @@ def _known_sessions(database_path: str) -> set[str]:
         finally:
             conn.close()
     except sqlite3.Error:
-        return set()  # the writer reports it; the reader then builds every file in full (still exact)
+        return set()  # the writer reports it; a staged file for an existing session is re-read
 
 
-def _produce(send: Any, files: list[str], keys: dict[str, str], known: set[str]) -> None:
-    """The reader process: per file, its report and scan, then (for a new session) its rows."""
+class _Handoff(NamedTuple):
+    """What a reader sends per file: its report and scan, and the staged rows if any."""
+
+    report: dict[str, Any]
+    transcript: Any  # the full scan, or _ScanFacts when the rows are staged
+    staged: str | None = None  # the staging file's path
+    selection: Any = None  # the _Selection that chose the staged rows (its counts)
+    error: str | None = None  # the file could not be read to its end
+    credits: int = 0  # what the reader took for it, for the writer to give back
+
+
+def _produce(
+    send: Any, acquire: Any, files: list[str], keys: dict[str, str], known: set[str], stage_dir: str
+) -> None:
+    """The reader process: per file, its report and scan, and for a new session its rows."""
+    from lcm_cli.migrate.staging import StagingWriter, discard
+    from lcm_cli.migrate.transcript import read_header
+
     seen: set[str] = set()
-    for path in files:
+    for number, path in enumerate(files):
         report = _report(path)
-        transcript = _scan(path, report, keys)
+        try:
+            fresh = read_header(path).session_id not in known
+        except LcmError:
+            fresh = False  # _scan reports it
+        transcript = _scan(path, report, keys, building=fresh)
         build = False
         if transcript is not None:
             session_id = transcript.session_id
             build = transcript.candidate_count > 0 and session_id not in known and session_id not in seen
             seen.add(session_id)
         if not build:
-            send(("file", report, transcript, False))
+            if transcript is not None:
+                transcript.drop_parsed()  # the writer reads what it needs itself
+            send(_Handoff(report, transcript))
             continue
-        # The writer needs only the scan's facts, not its per-record index.
-        send(("file", report, _ScanFacts(transcript), True))
-        batch: list[tuple[Any, ...]] = []
+        credits = min(STAGING_AHEAD_MIB, max(1, transcript.size_bytes >> 20))
+        acquire(credits)
+        staged = os.path.join(stage_dir, f"{os.getpid()}-{number}.db")
+        selection = _Selection(frozenset())
+        writer = None
         try:
-            for message in transcript.iter_messages():
-                # Parts go as the column tuples Store.add_messages takes as they are.
-                parts = [
-                    (
-                        part["part_type"],
-                        part["text_content"],
-                        part["tool_call_id"],
-                        part["tool_name"],
-                        part["tool_input"],
-                        part["tool_output"],
-                        part["metadata"],
-                    )
-                    for part in message.parts
-                ]
-                batch.append((*message[:9], parts, message.byte_size))
-                if len(batch) >= INSERT_BATCH:
-                    send(("rows", batch))
-                    batch = []
-            if batch:
-                send(("rows", batch))
-        except LcmError as exc:
-            send(("error", exc.code, exc.message))
+            writer = StagingWriter(staged)
+            for message in selection.new(transcript.iter_messages()):
+                writer.add(message)
+            writer.close()
+        except LcmError as exc:  # the file changed while it was read
+            if writer is not None:
+                writer.abandon()
+            discard(staged)
+            send(_Handoff(report, _ScanFacts(transcript), error=exc.message, credits=credits))
             continue
-        send(("end",))
+        except (sqlite3.Error, OSError):
+            # No room or no access for staging: the writer reads this file itself.
+            if writer is not None:
+                writer.abandon()
+            discard(staged)
+            transcript.drop_parsed()
+            send(_Handoff(report, transcript, credits=credits))
+            continue
+        selection.seen.clear()  # not needed past this point; no reason to send it
+        send(_Handoff(report, _ScanFacts(transcript), staged, selection, credits=credits))
 
 
 class _ScanFacts:
-    """What the writer reads of a scan whose rows a reader builds (small to send)."""
+    """What the writer reads of a scan whose rows a reader staged (small to send)."""
 
     def __init__(self, transcript: Any) -> None:
         self.path = transcript.path
@@ -489,51 +562,55 @@ class _ScanFacts:
         self.candidate_count = transcript.candidate_count
 
 
-class _Stream:
-    """One file's built messages as the reader sends them; a dead reader is an LcmError."""
+class _SessionAppeared(Exception):
+    """A staged session has a conversation by now: its file must be read against it."""
 
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
-        self.finished = False
-        self.dead = False
 
-    def _next(self) -> Any:
-        from lcm_cli.migrate.pipeline import ReaderDied
+class _Selection:
+    """Which of one file's messages are new, with the counts its report gives.
 
-        try:
-            item = self.reader.receive()
-        except ReaderDied as died:
-            self.finished = True
-            self.dead = True
-            raise LcmError("IMPORT_FAILED", _died_message(died)) from None
-        if item[0] != "rows":
-            self.finished = True
-            if item[0] == "error":
-                raise LcmError(item[1], item[2])
-        return item
+    ``present``: entry ids the conversation holds; ``adopt``: stamps an identical
+    unstamped row (one the live plugin wrote) and says whether it did.
+    """
 
-    def __iter__(self) -> Iterator[Any]:
-        from lcm_cli.migrate.transcript import TranscriptMessage
+    def __init__(self, present: frozenset[str] | set[str], adopt: Any = None) -> None:
+        self.present = present
+        self.adopt = adopt
+        self.seen: set[str] = set()
+        self.warnings: list[str] = []
+        self.imported = self.skipped = self.parts = self.bytes = 0
+        self.last: Any = None  # the file's last message, new or not (the checkpoint hashes it)
 
-        make = TranscriptMessage._make
-        while not self.finished:
-            item = self._next()
-            if item[0] == "rows":
-                for row in item[1]:
-                    yield make(row)
+    def wanted(self, candidate: Any, last_position: int) -> bool:
+        """Skip building entries already stored (the last is always built: see ``last``)."""
+        if candidate.entry_id in self.present and candidate.position != last_position:
+            self.skipped += 1
+            return False
+        return True
 
-    def drain(self) -> None:
-        """Read what is left of this file (the import may not have needed all of it)."""
-        while not self.finished:
-            self._next()
-
-    def drain_quietly(self) -> bool:
-        """After a failure: skip to the file's end; False when the reader is gone."""
-        try:
-            self.drain()
-        except LcmError:
-            pass
-        return not self.dead
+    def new(self, source: Any) -> Iterator[Any]:
+        """The messages of ``source`` to write, in order."""
+        for message in source:
+            self.last = message
+            entry_id = message.entry_id
+            if entry_id is not None:
+                if entry_id in self.present:
+                    self.skipped += 1
+                    continue
+                if entry_id in self.seen:
+                    self.skipped += 1
+                    self.warnings.append(
+                        f"duplicate entry id {entry_id} at line {message.line}; kept the first"
+                    )
+                    continue
+                self.seen.add(entry_id)
+                if self.adopt is not None and self.adopt(message):
+                    self.skipped += 1
+                    continue
+            self.imported += 1
+            self.parts += len(message.parts)
+            self.bytes += message.byte_size
+            yield message
 
 
 def _key_is_free(conn: sqlite3.Connection, key: str, conversation_id: int | None) -> bool:
@@ -545,16 +622,21 @@ def _key_is_free(conn: sqlite3.Connection, key: str, conversation_id: int | None
     return row is None
 
 
-def _import_file(store: Any, transcript: Any, report: dict[str, Any], built: Any = None) -> None:
+def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: Any = None) -> None:
     """Import one transcript inside the caller's transaction (all or nothing).
 
-    ``built``: every message of the file, already built by the reader process (the same
-    rows :meth:`Transcript.iter_messages` yields); without it they are read here.
+    ``handoff``: when it names a staging file (attached as ``stage``), the file's rows,
+    staged by a reader for a session that had no conversation; without one they are read
+    here. Raises :class:`_SessionAppeared` (before writing) when rows were staged for a
+    session that has a conversation by now.
     """
     conn = store.conn
     session_id = transcript.session_id
     key = report["sessionKey"]
     row = _conversation_for(conn, session_id)
+    staged = handoff is not None and handoff.staged is not None
+    if staged and row is not None:
+        raise _SessionAppeared
     if row is None:
         usable_key = key if key and _key_is_free(conn, key, None) else None
         conversation_id = store.create_conversation(
@@ -588,71 +670,39 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], built: Any
         )
         return
 
-    present = _present_entry_ids(conn, [conversation_id]) if existing else set()
-    seen: set[str] = set()
-    batch: list[dict[str, Any]] = []
-    last = None
-    imported = skipped = parts = size = 0
-    last_position = transcript.candidate_count - 1
+    if staged:
+        from lcm_cli.engine.store import sqlite_timestamp
+        from lcm_cli.migrate.staging import copy_staged
 
-    def wanted(candidate: Any) -> bool:
-        """Skip building entries already stored (the last is always built: the checkpoint hashes it)."""
-        nonlocal skipped
-        if candidate.entry_id in present and candidate.position != last_position:
-            skipped += 1
-            return False
-        return True
-
-    source = built if built is not None else transcript.iter_messages(wanted if present else None)
-    for message in source:
-        last = message
-        entry_id = message.entry_id
-        if entry_id is not None:
-            if entry_id in present:
-                skipped += 1
-                continue
-            if entry_id in seen:
-                skipped += 1
-                report["warnings"].append(
-                    f"duplicate entry id {entry_id} at line {message.line}; kept the first"
-                )
-                continue
-            seen.add(entry_id)
-            if existing and _adopt(conn, conversation_id, message):
-                skipped += 1
-                continue
-        batch.append(
-            {
-                "role": message.role,
-                "content": message.content,
-                "token_count": message.token_count,
-                "created_at": message.created_at,
-                "identity_hash": message.identity_hash,
-                "transcript_entry_id": entry_id,
-                "sender_metadata": message.sender_metadata,
-                "parts": message.parts,
-            }
-        )
-        imported += 1
-        parts += len(message.parts)
-        size += message.byte_size
-        if len(batch) >= INSERT_BATCH:
+        selection = handoff.selection
+        copy_staged(store, _STAGE_SCHEMA, conversation_id, session_id, sqlite_timestamp())
+    else:
+        present = _present_entry_ids(conn, [conversation_id]) if existing else set()
+        adopt = functools.partial(_adopt, conn, conversation_id) if existing else None
+        selection = _Selection(present, adopt)
+        last_position = transcript.candidate_count - 1
+        want = functools.partial(selection.wanted, last_position=last_position) if present else None
+        batch: list[dict[str, Any]] = []
+        for message in selection.new(transcript.iter_messages(want)):
+            batch.append(message.as_row())
+            if len(batch) >= INSERT_BATCH:
+                store.add_messages(conversation_id, batch)
+                batch = []
+        if batch:
             store.add_messages(conversation_id, batch)
-            batch = []
-    if batch:
-        store.add_messages(conversation_id, batch)
+    report["warnings"].extend(selection.warnings)
     conn.execute(
         """UPDATE conversations SET bootstrapped_at = COALESCE(bootstrapped_at, datetime('now')),
            updated_at = datetime('now') WHERE conversation_id = ?""",
         (conversation_id,),
     )
-    _checkpoint(store, conversation_id, transcript, last)
+    _checkpoint(store, conversation_id, transcript, selection.last)
     report.update(
-        status="imported" if imported else "up-to-date",
-        importedMessages=imported,
-        skippedMessages=skipped,
-        parts=parts,
-        bytes=size,
+        status="imported" if selection.imported else "up-to-date",
+        importedMessages=selection.imported,
+        skippedMessages=selection.skipped,
+        parts=selection.parts,
+        bytes=selection.bytes,
     )
 
 

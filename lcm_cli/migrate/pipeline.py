@@ -18,6 +18,8 @@ and the callers fall back to reading in-process.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import pickle
 import selectors
@@ -29,6 +31,9 @@ from typing import Any
 
 _FRAME = struct.Struct("<Q")
 _READ_CHUNK = 1 << 16
+# The parent's ends of every live reader's pipes: a reader forked later closes them, so
+# that only the parent holds them (EOF and EPIPE then mean what they should).
+_PARENT_FDS: set[int] = set()
 # Set to "0" to read in-process (useful when profiling); any other value caps the workers.
 WORKERS_ENV = "LCM_MIGRATE_WORKERS"
 
@@ -66,18 +71,36 @@ def _send_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _child(produce: Callable[[Callable[[Any], None]], None], write_fd: int, close_fds: Iterable[int]) -> None:
+def _child(
+    produce: Callable[[Callable[[Any], None], Callable[[], None]], None],
+    write_fd: int,
+    credit_fd: int | None,
+    close_fds: Iterable[int],
+) -> None:
     """Run ``produce`` in the forked child and leave with ``os._exit`` (never return)."""
     code = 0
     try:
         for fd in close_fds:
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        # A reader allocates many short-lived, acyclic objects (parsed JSON): collect
+        # cycles less often, and never walk what was inherited from the parent (which
+        # would also copy its pages).
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
 
         def send(obj: Any) -> None:
             data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
             _send_all(write_fd, _FRAME.pack(len(data)) + data)
 
-        produce(send)
+        def acquire(count: int = 1) -> None:
+            while credit_fd is not None and count > 0:
+                got = os.read(credit_fd, count)
+                if not got:
+                    raise BrokenPipeError  # the parent is gone
+                count -= len(got)
+
+        produce(send, acquire)
     except BrokenPipeError:
         code = 3  # the parent is gone: nothing left to do
     except BaseException:  # noqa: BLE001 - a child must never unwind into the parent's code
@@ -95,17 +118,45 @@ def _child(produce: Callable[[Callable[[Any], None]], None], write_fd: int, clos
 class Reader:
     """The parent's end of one forked reader: ordered objects out of one pipe."""
 
-    def __init__(self, produce: Callable[[Callable[[Any], None]], None]) -> None:
+    def __init__(
+        self, produce: Callable[[Callable[[Any], None], Callable[[], None]], None], credits: int = 0
+    ) -> None:
+        """Fork a child running ``produce(send, acquire)``.
+
+        ``send(obj)`` hands an object to :meth:`receive`. With ``credits``, the child
+        starts with that many and ``acquire(n)`` takes ``n`` of them, blocking until the
+        parent gives enough back with :meth:`release`: what the pipe's buffer does for
+        objects, for work the child keeps elsewhere (files). Without, it returns at once.
+        """
         read_fd, write_fd = os.pipe()
+        credit_read = credit_write = None
+        if credits:
+            credit_read, credit_write = os.pipe()
+            os.write(credit_write, b"." * credits)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
-            _child(produce, write_fd, [read_fd])
+            others = [read_fd, *_PARENT_FDS] + ([credit_write] if credit_write is not None else [])
+            _child(produce, write_fd, credit_read, others)
         os.close(write_fd)
+        if credit_read is not None:
+            os.close(credit_read)
         self.pid = pid
         self._file = os.fdopen(read_fd, "rb", buffering=_READ_CHUNK)
+        self._credit_fd = credit_write
+        _PARENT_FDS.add(read_fd)
+        if credit_write is not None:
+            _PARENT_FDS.add(credit_write)
         self._status: int | None = None
+
+    def release(self, count: int = 1) -> None:
+        """Give the child ``count`` credits back (a no-op once it is gone)."""
+        if self._credit_fd is not None and count > 0:
+            try:
+                os.write(self._credit_fd, b"." * count)
+            except OSError:
+                pass  # the child has exited; receive() says how
 
     def receive(self) -> Any:
         """The next object the child sent; :class:`ReaderDied` if it ended without one."""
@@ -136,7 +187,13 @@ class Reader:
     def close(self) -> None:
         """Stop reading: close the pipe (a child still writing gets EPIPE), kill and reap it."""
         try:
-            self._file.close()
+            if not self._file.closed:
+                _PARENT_FDS.discard(self._file.fileno())
+                self._file.close()
+            if self._credit_fd is not None:
+                _PARENT_FDS.discard(self._credit_fd)
+                os.close(self._credit_fd)
+                self._credit_fd = None
         finally:
             if self._status is None:
                 try:
@@ -178,7 +235,7 @@ def map_in_children(
             if not items:
                 continue
 
-            def produce(send: Callable[[Any], None], items: list[int] = items) -> None:
+            def produce(send: Callable[[Any], None], acquire: Any, items: list[int] = items) -> None:
                 for i in items:
                     send((i, task(i)))
 

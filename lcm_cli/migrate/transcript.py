@@ -103,10 +103,16 @@ class TranscriptMessage(NamedTuple):
     token_count: int
     created_at: str | None
     identity_hash: str
-    entry_hash: str
+    canonical: str  # the content as the identity and entry hashes see it
     sender_metadata: str | None
     parts: list[dict[str, str | None]]
     byte_size: int
+
+    @property
+    def entry_hash(self) -> str:
+        """The bootstrap checkpoint's hash of this message (computed on demand: an import
+        needs it for the last message only)."""
+        return _entry_hash(self.role, self.canonical)
 
     def as_row(self) -> dict[str, Any]:
         """The row mapping ``Store.add_messages`` accepts (``created_at`` None means now)."""
@@ -162,6 +168,9 @@ class PathEntry(NamedTuple):
 
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
+# scan_transcript(keep_parsed=True) keeps the parsed messages of files up to this size
+# (their objects take several times the file's bytes).
+KEEP_PARSED_MAX_BYTES = 2 << 20
 STRUCTURAL_ENTRY_TYPES = frozenset(
     {
         "session",
@@ -1107,7 +1116,7 @@ def build_message(
         tokens,
         _created_at(message, envelope_timestamp),
         hash_canonical(stored_role, safe_canonical),
-        _entry_hash(stored_role, canonical),
+        canonical,
         _sender_metadata(role, message),
         parts,
         byte_size,
@@ -1119,6 +1128,9 @@ def build_message(
 # ==========================================================================
 
 _CHUNK = 1 << 20
+# The first pass splits what it reads into lines all at once: a smaller read keeps fewer
+# of them alive at a time (less memory held between the index's long-lived entries).
+_SCAN_CHUNK = 1 << 18
 
 # Record kinds kept in the scan index (one byte each).
 _K_MESSAGE = 1  # a persistable message: a candidate for import
@@ -1206,6 +1218,31 @@ def _open(path: str) -> tuple[IO[bytes], os.stat_result]:
     return handle, info
 
 
+class _SpanReader:
+    """Byte spans of one file, read through a window that moves forward in large chunks.
+
+    The chosen lines are mostly in file order, so reading each one with its own seek and
+    read (a system call per message) is replaced by one read per megabyte. A span behind
+    the window or larger than a chunk is read directly.
+    """
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.start = 0
+        self.window = b""
+
+    def read(self, offset: int, length: int) -> bytes:
+        """The ``length`` bytes at ``offset`` (fewer only at the end of the file)."""
+        begin = offset - self.start
+        if 0 <= begin and begin + length <= len(self.window):
+            return self.window[begin : begin + length]
+        self.handle.seek(offset)
+        if length >= _CHUNK:
+            return self.handle.read(length)
+        self.start, self.window = offset, self.handle.read(_CHUNK)
+        return self.window[:length]
+
+
 # One line as :func:`_physical_lines` yields it: (byte offset, byte length without its
 # terminator, 1-based physical line number, the bytes or None when the line was dropped
 # as binary, whether a line break ended it: False only for the file's last line).
@@ -1226,7 +1263,7 @@ def _physical_lines(handle: IO[bytes], limit: int) -> Iterator[_Line]:
     head_size = 0
     head_binary = False
     while remaining > 0:
-        chunk = handle.read(min(_CHUNK, remaining))
+        chunk = handle.read(min(_SCAN_CHUNK, remaining))
         if not chunk:
             break
         remaining -= len(chunk)
@@ -1393,6 +1430,13 @@ class Transcript:
         self._array_start = 0
         self._array_line = 1
         self._array_chosen: set[int] = set()
+        # With keep_parsed, per message record: (message, entry id, envelope timestamp)
+        # as the scan parsed them, so building needs no second read; None otherwise.
+        self._parsed: dict[int, tuple[dict[str, Any], str | None, str | None]] | None = None
+
+    def drop_parsed(self) -> None:
+        """Forget the kept parses (building then reads the chosen lines again)."""
+        self._parsed = None
 
     def __repr__(self) -> str:
         return (
@@ -1443,12 +1487,23 @@ class Transcript:
                 yield from self._iter_array(handle, want)
                 return
             offsets, lengths, lines, entry_ids = self._offsets, self._lengths, self._lines, self._entry_ids
+            parsed = self._parsed
+            if parsed is not None:
+                # Everything was parsed in the one read the scan made: nothing to re-read.
+                for index, i in enumerate(self._chosen):
+                    if want is not None and not want(
+                        Candidate(index, entry_ids[i], lines[i], lengths[i], self._parts[i])
+                    ):
+                        continue
+                    kept, kept_id, kept_ts = parsed[i]
+                    yield RawEntry(kept, kept_id, kept_ts, lines[i], lengths[i])
+                return
+            span = _SpanReader(handle)
             for index, i in enumerate(self._chosen):
                 offset, length, line, expected_id = offsets[i], lengths[i], lines[i], entry_ids[i]
                 if want is not None and not want(Candidate(index, expected_id, line, length, self._parts[i])):
                     continue
-                handle.seek(offset)
-                data = handle.read(length)
+                data = span.read(offset, length)
                 text, _ = _decode(data)
                 try:
                     entry = _js_parse_line(data, _trim(text))
@@ -1563,8 +1618,12 @@ def _changed(path: str) -> LcmError:
     )
 
 
-def scan_transcript(path: str | os.PathLike[str]) -> Transcript:
+def scan_transcript(path: str | os.PathLike[str], *, keep_parsed: bool = False) -> Transcript:
     """First pass over one transcript file: pick the messages to import, explain the rest.
+
+    ``keep_parsed``: for a file of at most :data:`KEEP_PARSED_MAX_BYTES`, keep each
+    message as parsed (the JavaScript-faithful way) so building its rows reads nothing
+    again. It costs memory in proportion to the file, hence the bound.
 
     Raises ``LcmError("TRANSCRIPT_UNREADABLE")`` only when the file is missing,
     unreadable or not a regular file; bad content is reported in ``skipped``.
@@ -1572,6 +1631,8 @@ def scan_transcript(path: str | os.PathLike[str]) -> Transcript:
     file = os.fspath(path)
     handle, info = _open(file)
     scan = Transcript(file, info)
+    if keep_parsed and info.st_size <= KEEP_PARSED_MAX_BYTES:
+        scan._parsed = {}
     try:
         with handle:
             _scan_lines(scan, handle)
@@ -1655,6 +1716,7 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
     skipped = scan.skipped
     structural = scan.structural
     scan_once = _SHAPE_SCAN
+    parsed = scan._parsed
     space = _JS_SPACE
     seen_content = False
     for offset, length, number, data, newline in _physical_lines(handle, scan.size_bytes):
@@ -1679,8 +1741,14 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
         # JSONDecoder.decode without its wrapper: the text is trimmed, so the value must
         # end exactly at its end.
         try:
-            entry, end = scan_once(trimmed, 0)
-            valid = end == len(trimmed)
+            if parsed is None:
+                entry, end = scan_once(trimmed, 0)
+                valid = end == len(trimmed)
+            else:
+                # The same text and the same validity; numbers and key order as building
+                # needs them (the scan itself reads neither).
+                entry = _js_parse_line(data, trimmed)
+                valid = True
         except RecursionError:
             skipped.append(SkippedLine(number, "too_deep"))
             continue
@@ -1749,6 +1817,9 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
                         add_parent(known)
                 if tree_id is not None:
                     by_id[tree_id] = len(index.kinds)
+                if parsed is not None:
+                    envelope_ts = _envelope_string(get("timestamp")) if enveloped else None
+                    parsed[len(index.kinds)] = (message, tree_id if enveloped else None, envelope_ts)
                 add_id(tree_id)
                 add_kind(_K_MESSAGE)
                 add_entry_id(tree_id if enveloped else None)
