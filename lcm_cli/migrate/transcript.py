@@ -1222,8 +1222,8 @@ class _SpanReader:
     """Byte spans of one file, read through a window that moves forward in large chunks.
 
     The chosen lines are mostly in file order, so reading each one with its own seek and
-    read (a system call per message) is replaced by one read per megabyte. A span behind
-    the window or larger than a chunk is read directly.
+    read (a system call per message) is replaced by one read per 256 KiB. A span behind
+    the window or larger than that is read directly.
     """
 
     def __init__(self, handle: IO[bytes]) -> None:
@@ -1237,9 +1237,9 @@ class _SpanReader:
         if 0 <= begin and begin + length <= len(self.window):
             return self.window[begin : begin + length]
         self.handle.seek(offset)
-        if length >= _CHUNK:
+        if length >= _SCAN_CHUNK:
             return self.handle.read(length)
-        self.start, self.window = offset, self.handle.read(_CHUNK)
+        self.start, self.window = offset, self.handle.read(_SCAN_CHUNK)
         return self.window[:length]
 
 
@@ -1656,14 +1656,16 @@ class _Index:
     def __init__(self) -> None:
         self.ids: list[str | None] = []
         self.by_id: dict[str, int] = {}  # id -> its last occurrence
-        self.parents = array("q")
+        # Four bytes where they are enough (a position, a line's size, number or part
+        # count): the index is most of what a large transcript costs in memory.
+        self.parents = array("i")
         self.late_parents: dict[int, str] = {}
         self.kinds = bytearray()
         self.entry_ids: list[str | None] = []  # envelope ids (what becomes transcript_entry_id)
         self.offsets = array("q")
-        self.lengths = array("q")
-        self.lines = array("q")
-        self.parts = array("q")  # a message's part count (0 for other records)
+        self.lengths = array("I")
+        self.lines = array("I")
+        self.parts = array("I")  # a message's part count (0 for other records)
 
     def add(
         self,
