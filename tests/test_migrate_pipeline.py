@@ -314,3 +314,12 @@ def test_staging_files_are_gone_after_an_import(
     data = migrate(state, tmp_path / "lcm.db", monkeypatch, None, apply=True)
     assert data["importedFiles"] == FILES
     assert list(temp.iterdir()) == []
+
+
+def test_no_usable_temp_dir_means_reading_in_process(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    monkeypatch.setattr(importer, "_produce", _die_after(0))  # would fail any forked file
+    data = migrate(state, tmp_path / "lcm.db", monkeypatch, None, apply=True)
+    assert data["errorFiles"] == 0 and data["importedFiles"] == FILES

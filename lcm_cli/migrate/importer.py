@@ -345,17 +345,21 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
     from lcm_cli.migrate import staging
     from lcm_cli.migrate.pipeline import Reader, ReaderDied, worker_count
 
-    # Forked readers scan the next files while this process writes (file i is read by
-    # reader i mod n). For a session the database did not hold when we started, a reader
-    # also builds every row into a staging file that this process copies in with
-    # INSERT ... SELECT; for the others it sends only the scan and this process reads what
-    # the database lacks. Either way the same rows are written (tested row for row).
+    # Forked readers scan the next files while this process writes (see _share_out). For
+    # a session the database did not hold when we started, a reader also builds every row
+    # into a staging file that this process copies in with INSERT ... SELECT; for the
+    # others it sends only the scan and this process reads what the database lacks.
+    # Either way the same rows are written (tested row for row).
     readers: list[Reader | None] = []
     count = worker_count(min(APPLY_READERS, len(files)))
     stage_dir: str | None = None
-    owner = _share_out(files, count)
     if count:
-        stage_dir = staging.make_stage_dir()
+        try:
+            stage_dir = staging.make_stage_dir()
+        except OSError:
+            count = 0  # no temp dir to stage in: everything is read in-process
+    owner = _share_out(files, count)
+    if stage_dir is not None:
         known = _known_sessions(ctx.database_path)
         for w in range(count):
             mine = [path for path, o in zip(files, owner) if o == w]

@@ -4,7 +4,9 @@ Reading a transcript (scan, JS-compatible JSON parse, row building, hashing) is 
 Python work that needs no database lock, so it runs in forked children while the parent
 keeps doing what only it may do: talk to SQLite. A child sends pickled objects over a
 pipe, each framed by an 8-byte length; the pipe's small kernel buffer is the back-pressure
-that keeps memory flat (a child blocks once it is one batch ahead).
+that keeps memory flat (a child blocks once it is an object or so ahead). For work a
+child leaves elsewhere (the importer's staging files), credits bound how far ahead it
+may go: the child takes them before the work and the parent gives them back after.
 
 A child that dies (killed, crashed, out of memory) shows up as end-of-file in the middle
 of what it was sending: :class:`Reader.receive` raises :class:`ReaderDied` instead of
@@ -72,7 +74,7 @@ def _send_all(fd: int, data: bytes) -> None:
 
 
 def _child(
-    produce: Callable[[Callable[[Any], None], Callable[[], None]], None],
+    produce: Callable[[Callable[[Any], None], Callable[..., None]], None],
     write_fd: int,
     credit_fd: int | None,
     close_fds: Iterable[int],
@@ -119,7 +121,7 @@ class Reader:
     """The parent's end of one forked reader: ordered objects out of one pipe."""
 
     def __init__(
-        self, produce: Callable[[Callable[[Any], None], Callable[[], None]], None], credits: int = 0
+        self, produce: Callable[[Callable[[Any], None], Callable[..., None]], None], credits: int = 0
     ) -> None:
         """Fork a child running ``produce(send, acquire)``.
 
