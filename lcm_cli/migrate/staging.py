@@ -169,8 +169,8 @@ def copy_staged(store: Any, schema: str, conversation_id: int, session_id: str, 
 def make_stage_dir() -> str:
     """A new private directory for this import's staging files.
 
-    It lives in the system temp dir (``TMPDIR``). Directories left by an import that was
-    killed (their process is gone) are removed first.
+    It lives in the system temp dir (``TMPDIR``). Directories this user's killed imports
+    left behind (their process is gone) are removed first.
     """
     root = tempfile.gettempdir()
     try:
@@ -181,9 +181,18 @@ def make_stage_dir() -> str:
         if not name.startswith(_DIR_PREFIX):
             continue
         pid = name[len(_DIR_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        path = os.path.join(root, name)
+        if pid.isdigit() and not _alive(int(pid)) and _owned(path):
+            shutil.rmtree(path, ignore_errors=True)
     return tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-")
+
+
+def _owned(path: str) -> bool:
+    """Only our own directories are swept (a shared /tmp holds other users' too)."""
+    try:
+        return os.lstat(path).st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
