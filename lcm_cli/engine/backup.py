@@ -91,6 +91,7 @@ from lcm_cli.engine.db.connection import (
     require_sqlite_file,
     translate_sqlite_error,
 )
+from lcm_cli.engine.durable import fsync_dir, hash_file
 from lcm_cli.engine.errors import LcmError, invalid_argument
 
 MANIFEST_VERSION = 1
@@ -177,14 +178,6 @@ def manifest_path_for(backup_path: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _remove_quietly(*paths: str) -> None:
     for path in paths:
         try:
@@ -198,19 +191,6 @@ def _size_or_zero(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def _hash_file(path: str, *, fsync: bool) -> tuple[int, str]:
-    """(size, hex sha256) of ``path``; fsynced first when ``fsync``."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as handle:
-        if fsync:
-            os.fsync(handle.fileno())
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def _temp_sibling(final_path: str, tag: str = "") -> str:
@@ -590,7 +570,7 @@ def create_backup(
             tables = row_counts(dst)
         finally:
             dst.close()
-        size, sha256 = _hash_file(temp, fsync=True)
+        size, sha256 = hash_file(temp, fsync=True)
         manifest: dict[str, Any] = {
             "version": MANIFEST_VERSION,
             "backupPath": final,
@@ -613,7 +593,7 @@ def create_backup(
         _write_json_atomic(manifest_path, manifest, mode)
         manifest_written = True
         _publish(temp, final)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except BaseException as exc:
         _remove_quietly(temp, temp + "-journal", temp + "-wal", temp + "-shm")
         if manifest_written and not os.path.lexists(final):
@@ -656,7 +636,7 @@ def create_rolling_backup(db_path: str, *, label: str = "rotate", quick: bool = 
         os.replace(temp_path, final)
         _write_json_atomic(manifest_path_for(final), manifest, mode)
         _remove_quietly(temp_manifest)
-        _fsync_dir(os.path.dirname(final))
+        fsync_dir(os.path.dirname(final))
     except OSError as exc:
         raise _os_error(exc, os.path.dirname(final), "replacing the rolling backup") from None
     return {"backupPath": final, "manifestPath": manifest_path_for(final), **manifest}
@@ -808,7 +788,7 @@ def verify_backup(path: str) -> dict[str, Any]:
     manifest_path = manifest_path_for(backup)
     manifest, state = _read_manifest(backup)
     checks = [_check("manifest", manifest is not None, "present", state)]
-    size, sha256 = _hash_file(backup, fsync=False)
+    size, sha256 = hash_file(backup, fsync=False)
     if manifest is not None:
         checks.append(_check("size", manifest.get("sizeBytes") == size, manifest.get("sizeBytes"), size))
         checks.append(_check("sha256", manifest.get("sha256") == sha256, manifest.get("sha256"), sha256))
@@ -951,7 +931,7 @@ def _keep_previous(db_path: str, target: dict[str, Any]) -> dict[str, Any]:
             _remove_quietly(temp)
             raise
         copied.append(dest)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return {"path": final, "method": "copy", "files": copied}
 
 
@@ -1068,7 +1048,7 @@ def restore_backup(
                     os.unlink(target_path + suffix)
                     removed.append(target_path + suffix)
         os.replace(temp, target_path)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except BaseException as exc:
         _remove_quietly(temp)
         if isinstance(exc, OSError):
@@ -1123,5 +1103,5 @@ def prune_backups(db_path: str, keep: int, *, label: str | None = None) -> list[
         _remove_quietly(manifest_path_for(path), path + "-wal")
         deleted.append(path)
     if deleted:
-        _fsync_dir(os.path.dirname(os.path.abspath(db_path)))
+        fsync_dir(os.path.dirname(os.path.abspath(db_path)))
     return deleted

@@ -15,6 +15,7 @@ import stat
 from datetime import datetime, timezone
 from typing import Any
 
+from lcm_cli.engine.durable import fsync_dir
 from lcm_cli.engine.errors import LcmError
 
 PLUGIN_ID = "lossless-claw"
@@ -186,11 +187,7 @@ def write_with_backup(config_path: str, new_text: str) -> str:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp_path, config_path)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(directory)
     except OSError as exc:
         try:
             os.unlink(temp_path)

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from lcm_cli.engine.durable import fsync_dir
 from lcm_cli.engine.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.jsvalues import stringify
 from lcm_cli.engine.tokens import estimate_tokens
@@ -193,6 +194,7 @@ def write_large_file(
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, path)
+    fsync_dir(str(folder))  # the rename too, before the row that points at it
     line_count = data.decode("utf-8", "replace").count("\n") + 1 if text else None
     resolved = str(path.resolve())
     conn.execute(

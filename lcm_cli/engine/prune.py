@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from lcm_cli.engine.durable import fsync_dir, hash_file
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.store import fts_message_text
 
@@ -94,9 +95,6 @@ def archived_tables(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     return known + extra
 
 
-_HASH_CHUNK = 1 << 20
-
-
 def _tables(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
@@ -148,24 +146,6 @@ def _line(value: Any) -> bytes:
 def manifest_path_for(archive: str) -> str:
     """Where an archive's manifest lives."""
     return archive + ".manifest.json"
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _hash_file(path: str) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def write_archive(
@@ -226,12 +206,12 @@ def write_archive(
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(temp, path)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except BaseException:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
-    size, sha = _hash_file(path)
+    size, sha = hash_file(path)
     manifest = {
         "format": FORMAT,
         "version": VERSION,
@@ -330,7 +310,7 @@ def verify_archive(path: str) -> dict[str, Any]:
                 manifest = json.load(handle)
         except (OSError, ValueError):
             raise _corrupt(path, "manifest unreadable") from None
-        size, sha = _hash_file(path)
+        size, sha = hash_file(path)
         if manifest.get("sha256") != sha or manifest.get("bytes") != size:
             raise _corrupt(path, "file checksum differs from its manifest")
         manifest_checked = True

@@ -39,6 +39,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.durable import fsync_dir
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -311,14 +312,6 @@ def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, 
 # --------------------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------------------
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_temp(path: str, data: bytes, mode: int) -> str:
@@ -710,7 +703,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
             finally:
                 if not replaced:
                     _remove_quietly(temp)
-            _fsync_dir(os.path.dirname(target.path))
+            fsync_dir(os.path.dirname(target.path))
     except BaseException as exc:
         if replaced and old_copy is not None:
             # The transaction rolled back: put the old transcript back so the two agree.

@@ -7,6 +7,7 @@ builtin templates shipped with the package and on the override folder
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.durable import fsync_dir
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -99,16 +101,9 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    # Best effort: an override folder may sit on a filesystem that cannot sync one.
+    with contextlib.suppress(OSError):
+        fsync_dir(str(folder))
 
 
 @operation("prompts.export", summary="Copy the builtin templates into the override folder to edit them.")
