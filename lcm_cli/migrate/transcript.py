@@ -895,21 +895,7 @@ def _block_part(
     if raw_type == "thinking":
         signature = get("thinkingSignature")
         if isinstance(signature, str):
-            if signature.startswith("{"):
-                # An OpenAI reasoning item kept in the signature is replayed as itself.
-                parsed = _try_parse(signature)
-                if (
-                    isinstance(parsed, dict)
-                    and parsed.get("type") == "reasoning"
-                    and isinstance(parsed.get("id"), str)
-                ):
-                    return row, (_stringify(parsed), None)
-            if has_identity:
-                return row, (raw_json, None)
-            if signature == "reasoning_content":
-                return row, None
-            unsigned = {key: value for key, value in raw.items() if key != "thinkingSignature"}
-            return row, (_stringify(unsigned), None)
+            return row, _signed_thinking_block(raw, raw_json, signature, has_identity)
     if raw_type not in _REBUILT_TOOL_TYPES:
         return row, (raw_json, block_text if raw_type == "text" and isinstance(block_text, str) else None)
     # Rebuilt tool blocks (every such raw type is a "tool" part): missing columns are
@@ -947,25 +933,34 @@ def _block_part(
     )
 
 
+def _signed_thinking_block(
+    raw: dict[str, Any], raw_json: str | None, signature: str, has_identity: bool
+) -> _TokenBlock | None:
+    """The token block of a thinking block with a signature (``raw_json``: ``raw`` as
+    JSON when already known)."""
+    if signature.startswith("{"):
+        # An OpenAI reasoning item kept in the signature is replayed as itself.
+        parsed = _try_parse(signature)
+        if (
+            isinstance(parsed, dict)
+            and parsed.get("type") == "reasoning"
+            and isinstance(parsed.get("id"), str)
+        ):
+            return _stringify(parsed), None
+    if has_identity:
+        return (raw_json if raw_json is not None else _stringify(raw)), None
+    if signature == "reasoning_content":
+        return None
+    return _stringify({key: value for key, value in raw.items() if key != "thinkingSignature"}), None
+
+
 def _value_token_block(raw: Any, text: str | None, metadata: str, has_identity: bool) -> _TokenBlock | None:
     """The token block for the one part of a content that is neither a string nor an array."""
     if isinstance(raw, dict):
         kind = raw.get("type")
         signature = raw.get("thinkingSignature")
         if kind == "thinking" and isinstance(signature, str):
-            if signature.startswith("{"):
-                parsed = _try_parse(signature)
-                if (
-                    isinstance(parsed, dict)
-                    and parsed.get("type") == "reasoning"
-                    and isinstance(parsed.get("id"), str)
-                ):
-                    return _stringify(parsed), None
-            if has_identity:
-                return _stringify(raw), None
-            if signature == "reasoning_content":
-                return None
-            return _stringify({key: value for key, value in raw.items() if key != "thinkingSignature"}), None
+            return _signed_thinking_block(raw, None, signature, has_identity)
         if not (isinstance(kind, str) and kind in _REBUILT_TOOL_TYPES):
             value = raw.get("text")
             return _stringify(raw), value if kind == "text" and isinstance(value, str) else None

@@ -16,17 +16,22 @@ from lcm_cli.engine.context import Context
 MAX_DEPTH = 64  # far beyond any real DAG; stops a cycle in corrupt data
 
 
-def subtree(ctx: Context, summary_id: str, conversation_id: int) -> list[Any]:
-    """The summary and every summary beneath it: rows ``(summary_id, path, level)``, walk order."""
-    return ctx.query(
-        """WITH RECURSIVE walk(sid, path, level) AS (
+# Every summary beneath one (parameters: its id, the conversation, the depth limit), as
+# rows walk(sid, path, level); path orders them depth-first by source ordinal.
+_WALK = """WITH RECURSIVE walk(sid, path, level) AS (
              SELECT ?, '', 0
              UNION ALL
              SELECT sp.parent_summary_id, walk.path || printf('%06d.', sp.ordinal), walk.level + 1
              FROM walk JOIN summary_parents sp ON sp.summary_id = walk.sid
              JOIN summaries c ON c.summary_id = sp.parent_summary_id AND c.conversation_id = ?
              WHERE walk.level < ?)
-           SELECT sid AS summary_id, path, level FROM walk ORDER BY path""",
+           """
+
+
+def subtree(ctx: Context, summary_id: str, conversation_id: int) -> list[Any]:
+    """The summary and every summary beneath it: rows ``(summary_id, path, level)``, walk order."""
+    return ctx.query(
+        _WALK + "SELECT sid AS summary_id, path, level FROM walk ORDER BY path",
         (summary_id, conversation_id, MAX_DEPTH),
     )
 
@@ -39,14 +44,8 @@ def source_messages(ctx: Context, summary_id: str, conversation_id: int) -> list
     table (a full scan) to serve a few hundred primary-key lookups.
     """
     links = ctx.query(
-        """WITH RECURSIVE walk(sid, path, level) AS (
-             SELECT ?, '', 0
-             UNION ALL
-             SELECT sp.parent_summary_id, walk.path || printf('%06d.', sp.ordinal), walk.level + 1
-             FROM walk JOIN summary_parents sp ON sp.summary_id = walk.sid
-             JOIN summaries c ON c.summary_id = sp.parent_summary_id AND c.conversation_id = ?
-             WHERE walk.level < ?)
-           SELECT sm.message_id, walk.sid FROM walk JOIN summary_messages sm ON sm.summary_id = walk.sid
+        _WALK
+        + """SELECT sm.message_id, walk.sid FROM walk JOIN summary_messages sm ON sm.summary_id = walk.sid
            ORDER BY walk.path, sm.ordinal""",
         (summary_id, conversation_id, MAX_DEPTH),
     )
