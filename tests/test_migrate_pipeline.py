@@ -22,6 +22,7 @@ import pytest
 
 from lcm_cli.engine.api import call
 from lcm_cli.migrate import importer, pipeline, staging
+from tests.support.processes import process_gone
 from tests.support.transcripts import write_transcript
 
 FILES = 6
@@ -212,14 +213,6 @@ def test_a_scanning_child_killed_fails_its_files_in_a_dry_run(
     assert all(r["reason"] == "read-failed" for r in data["files"] if r["status"] == "error")
 
 
-def _exited(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            return any(line.startswith("State:") and "Z" in line for line in status)
-    except OSError:
-        return True
-
-
 @pytest.mark.skipif(
     not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"), reason="needs /proc"
 )
@@ -249,9 +242,9 @@ def test_readers_exit_when_the_writer_is_killed(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 10
-    while not all(_exited(pid) for pid in children) and time.monotonic() < deadline:
+    while not all(process_gone(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert all(_exited(pid) for pid in children), "a reader outlived its writer"
+    assert all(process_gone(pid) for pid in children), "a reader outlived its writer"
     # Whatever was committed is whole; a re-run completes the rest.
     again = call("migrate.sessions", {"apply": True}, openclaw_dir=str(root))["data"]
     assert again["errorFiles"] == 0

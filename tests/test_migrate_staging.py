@@ -22,6 +22,7 @@ import pytest
 from lcm_cli.engine.store import PART_ID_SQL, PartIds, Store
 from lcm_cli.migrate import pipeline, staging, transcript
 from lcm_cli.migrate.transcript import _SpanReader, scan_transcript
+from tests.support.processes import process_gone
 from tests.support.transcripts import append_garbage, append_truncated, write_transcript
 
 
@@ -228,14 +229,6 @@ def test_credits_bound_how_far_a_reader_runs_ahead() -> None:
         reader.close()
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            return any(line.startswith("State:") and "Z" in line for line in status)
-    except OSError:
-        return True
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
 def test_a_reader_waiting_for_credit_exits_when_its_parent_dies() -> None:
     def produce(send: Any, acquire: Any) -> None:
@@ -256,9 +249,9 @@ def test_a_reader_waiting_for_credit_exits_when_its_parent_dies() -> None:
     os.close(read_end)
     os.waitpid(middle, 0)
     deadline = time.monotonic() + 10
-    while not _gone(pid) and time.monotonic() < deadline:
+    while not process_gone(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert _gone(pid), "a reader outlived its parent while waiting for credit"
+    assert process_gone(pid), "a reader outlived its parent while waiting for credit"
 
 
 def test_staging_directories_of_dead_imports_are_swept(
