@@ -259,7 +259,9 @@ def test_slice_already_stored_by_runtime_ingest_is_adopted_not_duplicated(tmp_pa
                 store,
                 _settings(path.parent),
                 "s1",
-                [ln["message"] for ln in lines[:2]],
+                # Timestamped as a host sends them: a row without one is stamped with the
+                # wall clock, and the two databases are written a moment apart.
+                [{**ln["message"], "timestamp": ln["timestamp"]} for ln in lines[:2]],
                 session_key="agent:main:s1",
             )
         finally:
