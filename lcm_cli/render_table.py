@@ -6,6 +6,7 @@ Imported only when ``--format table`` or ``tsv`` is asked for, so JSON runs neve
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any, TextIO
 
@@ -59,6 +60,24 @@ _HEADLINES = (
     ("unit", ("unit", "check", "conversationId", "status")),
     ("summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")),
     ("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview")),
+    # migrate-sessions: one row per transcript (its items also carry a sessionId).
+    (
+        "file",
+        (
+            "file",
+            "status",
+            "reason",
+            "conversation",
+            "conversationId",
+            "sessionKey",
+            "candidateMessages",
+            "wouldImportMessages",
+            "importedMessages",
+            "missingEntries",
+            "skippedLines",
+        ),
+    ),
+    ("hasManifest", ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation")),
     (
         "sessionId",
         (
@@ -84,6 +103,15 @@ def _columns(items: list[dict[str, Any]]) -> list[str]:
     for item in items:
         columns.extend(k for k in item if k not in columns and k != "content")
     return columns
+
+
+def _list_cell(column: str, value: Any) -> Any:
+    """What a list row shows: a transcript by its file name, a tally by its count."""
+    if column == "file" and isinstance(value, str):
+        return os.path.basename(value)
+    if isinstance(value, dict) and "count" in value:
+        return value["count"]
+    return value
 
 
 def _short(value: Any, width: int = 60) -> str:
@@ -119,7 +147,12 @@ def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
         for column in columns:
             table.add_column(column, overflow="fold")
         for item in items:
-            table.add_row(*(_short(item.get(c), 100 if c == "fix" else 40) for c in columns))
+            table.add_row(
+                *(
+                    _short(_list_cell(c, item.get(c)), 100 if c in ("fix", "file", "name") else 40)
+                    for c in columns
+                )
+            )
         return table
 
     if command == "summaries.show" and isinstance(data, dict):
