@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Build the bundled example OpenClaw state dir (examples/openclaw) through lcm's own Store.
 
-Deterministic: fixed ids, timestamps and text, so re-running it yields the same rows.
+Besides ``lcm.db`` and ``openclaw.json`` it writes two session transcripts from before
+LCM was installed, under ``agents/main/sessions/`` with the agent's ``sessions.json``, for
+``lcm migrate-sessions`` to backfill: one with an abandoned branch (a history edit), one
+whose last line a crash cut short.
+
+Deterministic: fixed ids, timestamps and text, so re-running it yields the same rows and bytes.
 Usage: python scripts/build_example.py [OUTPUT_DIR]
 """
 
@@ -12,6 +17,7 @@ import sqlite3
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from lcm_cli.engine.store import Store
 
@@ -73,6 +79,157 @@ def stamp(minutes: float) -> str:
     return (START + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M:%S")
 
 
+# Transcripts from before LCM was installed (the database has neither session).
+CI_SHARDS_SESSION = "9b1f0c2e-0000-4000-8000-0000000000a1"
+TELEGRAM_SESSION = "9b1f0c2e-0000-4000-8000-0000000000a2"
+TELEGRAM_KEY = "agent:main:telegram:direct:42"
+
+_SONNET = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"}
+_ADA = {"senderId": "42", "senderName": "Ada", "senderUsername": "ada", "senderIsOwner": True}
+
+
+class _Transcript:
+    """Writes one OpenClaw transcript: a session header, then entries chained by parentId."""
+
+    def __init__(self, session_id: str, start: datetime) -> None:
+        self.start = start
+        self.lines = [{"type": "session", "version": 3, "id": session_id, "timestamp": self.iso(0)}]
+        self.count = 0
+        self.parent: str | None = None
+
+    def iso(self, seconds: int) -> str:
+        return (self.start + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    def entry(self, kind: str, seconds: int, body: dict[str, Any], *, parent: str | None = None) -> str:
+        """Append an entry under ``parent`` (default: the previous entry); returns its id."""
+        self.count += 1
+        entry_id = f"{self.lines[0]['id'][-2:]}{self.count:06x}"
+        self.lines.append(
+            {
+                "type": kind,
+                "id": entry_id,
+                "parentId": parent if parent is not None else self.parent,
+                "timestamp": self.iso(seconds),
+                **body,
+            }
+        )
+        self.parent = entry_id
+        return entry_id
+
+    def message(self, seconds: int, message: dict[str, Any], *, parent: str | None = None) -> str:
+        at = int((self.start + timedelta(seconds=seconds)).timestamp() * 1000)
+        return self.entry("message", seconds, {"message": {**message, "timestamp": at}}, parent=parent)
+
+    def write(self, path: Path, *, cut_last_line: bool = False) -> None:
+        lines = [json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in self.lines]
+        if cut_last_line:  # the host was killed halfway through writing its last entry
+            lines[-1] = lines[-1][: len(lines[-1]) // 2]
+        path.write_text("".join(lines), encoding="utf-8")
+
+
+def _tool_call(call_id: str, command: str, thinking: str, text: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": thinking, "thinkingSignature": "EqQBCkYIBxgCKkB" + call_id[-8:]},
+            {"type": "text", "text": text},
+            {"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}},
+        ],
+        **_SONNET,
+        "stopReason": "toolUse",
+    }
+
+
+def _tool_result(call_id: str, output: str) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": "bash",
+        "content": [{"type": "text", "text": output}],
+        "isError": False,
+    }
+
+
+def _reply(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], **_SONNET, "stopReason": "stop"}
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text, "__openclaw": dict(_ADA)}
+
+
+def write_transcripts(out_dir: Path) -> Path:
+    """Write the pre-LCM transcripts and the agent's sessions.json; returns the sessions dir."""
+    sessions = out_dir / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+
+    shards = _Transcript(CI_SHARDS_SESSION, datetime(2026, 5, 19, 9, 0, 0, tzinfo=timezone.utc))
+    shards.entry("model_change", 1, {"provider": "anthropic", "modelId": "claude-sonnet-4-5"})
+    shards.message(5, _user("test-integration takes 28 minutes. Can we split it into two shards per runner?"))
+    shards.message(
+        20,
+        _tool_call(
+            "toolu_01a2b3c4",
+            "grep -n 'runs-on\\|timeout-minutes\\|pytest' .github/workflows/ci.yml",
+            "Check how the job is defined first.",
+            "Looking at the workflow.",
+        ),
+    )
+    shards.message(
+        22,
+        _tool_result(
+            "toolu_01a2b3c4",
+            "12:    runs-on: [self-hosted, linux, 8-core]\n14:    timeout-minutes: 40\n31:      - run: pytest tests/",
+        ),
+    )
+    fork = shards.message(
+        40,
+        _reply("One self-hosted 8-core runner runs everything serially. Two shards with 4 workers each fit."),
+    )
+    # Ada's first answer and its reply; she then edited her message, which OpenClaw keeps
+    # as a new branch from the same parent: only the active branch is imported.
+    shards.message(90, _user("Just split the test files alphabetically."))
+    shards.message(100, _reply("Splitting tests/ into a-m and n-z."))
+    shards.message(150, _user("Use pytest-split so the shards stay balanced by duration."), parent=fork)
+    shards.message(
+        170,
+        _tool_call(
+            "toolu_05d6e7f8",
+            "sed -i 's|pytest tests/|pytest tests/ -n 4 --splits 2 --group ${{ matrix.shard }}|' "
+            ".github/workflows/ci.yml",
+            "pytest-split needs --splits and --group plus a matrix.",
+            "Adding a shard matrix and pytest-split.",
+        ),
+    )
+    shards.message(
+        172, _tool_result("toolu_05d6e7f8", "Edited .github/workflows/ci.yml: matrix.shard [1, 2]")
+    )
+    shards.message(
+        900,
+        _reply(
+            "Both shards now finish in about 14 minutes on the same runner. Opened PR #897 'ci: two shards'."
+        ),
+    )
+    shards.message(960, _user("Merged. Thanks!"))
+    shards.write(sessions / f"{CI_SHARDS_SESSION}.jsonl")
+
+    chat = _Transcript(TELEGRAM_SESSION, datetime(2026, 5, 27, 18, 30, 0, tzinfo=timezone.utc))
+    chat.message(0, _user("Which port does the sync test server use again?"))
+    chat.message(8, _reply("tests/test_sync.py starts it on the fixed port 8765."))
+    chat.message(30, _user("Remind me tomorrow to look at the nightly failures."))
+    chat.message(
+        35, _reply("Reminder set for 2026-05-28 09:00 UTC: look at the nightly test-integration failures.")
+    )
+    chat.write(sessions / f"{TELEGRAM_SESSION}.jsonl", cut_last_line=True)
+
+    index = {
+        "agent:main:main": {"sessionId": "9b1f0c2e-0000-4000-8000-000000000002", "updatedAt": 1780390800000},
+        TELEGRAM_KEY: {"sessionId": TELEGRAM_SESSION, "updatedAt": 1779906935000, "chatType": "direct"},
+    }
+    (sessions / "sessions.json").write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    return sessions
+
+
 def build(out_dir: Path) -> Path:
     """Write openclaw.json and lcm.db into ``out_dir``; returns the database path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -92,6 +249,7 @@ def build(out_dir: Path) -> Path:
         },
     }
     (out_dir / "openclaw.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_transcripts(out_dir)
 
     with Store.open(db_path) as store:
         old = store.create_conversation(

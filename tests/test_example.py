@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from pathlib import Path
 from tests.conftest import REPO, lcm
 
 EXAMPLE = REPO / "examples" / "openclaw"
+SHARDS = "9b1f0c2e-0000-4000-8000-0000000000a1"  # has an abandoned branch
+CHAT = "9b1f0c2e-0000-4000-8000-0000000000a2"  # its last line was cut by a crash
 TABLES = (
     "conversations",
     "messages",
@@ -46,10 +49,16 @@ def test_example_is_reproducible_from_the_script(tmp_path: Path) -> None:
     assert rebuilt["messages"] == committed["messages"]
     assert rebuilt["summaries"] == committed["summaries"]
     assert (tmp_path / "out" / "openclaw.json").read_text() == (EXAMPLE / "openclaw.json").read_text()
+    assert files_under(tmp_path / "out" / "agents") == files_under(EXAMPLE / "agents")
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    """Every file below ``root`` by its relative path, with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_demo_commands_run_on_the_example_without_touching_it() -> None:
-    before = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
+    before = files_under(EXAMPLE)
     base = (
         "--openclaw-dir",
         str(EXAMPLE),
@@ -64,7 +73,58 @@ def test_demo_commands_run_on_the_example_without_touching_it() -> None:
         ["messages", "tail", "--session-key", "agent:main:main"],
         ["summaries", "show", "sum_2c3d4e5f60718293"],
         ["config", "show"],
+        ["migrate-sessions"],
+        ["migrate-sessions", "--verify"],
+        ["backup", "list"],
     ):
         out = lcm(*base, *words)
         assert out.code == 0, out.stderr
-    assert {p.name: p.read_bytes() for p in EXAMPLE.iterdir()} == before
+    assert files_under(EXAMPLE) == before
+
+
+def test_demo_backfill_of_the_bundled_transcripts(tmp_path: Path) -> None:
+    """The demo's backfill: two pre-LCM sessions, an abandoned branch, a crash-cut line."""
+    work = tmp_path / "openclaw"
+    shutil.copytree(EXAMPLE, work)
+    base = ("--openclaw-dir", str(work))
+
+    dry = lcm(*base, "migrate-sessions")
+    assert dry.code == 0, dry.stderr
+    by_file = {Path(f["file"]).name: f for f in dry.json["data"]["files"]}
+    shards, chat = by_file[f"{SHARDS}.jsonl"], by_file[f"{CHAT}.jsonl"]
+    assert (shards["status"], shards["wouldImportMessages"]) == ("would-import", 9)
+    assert shards["skippedLines"]["lines"] == [
+        {"line": 7, "reason": "abandoned_branch"},
+        {"line": 8, "reason": "abandoned_branch"},
+    ]
+    assert chat["skippedLines"]["lines"] == [{"line": 5, "reason": "truncated_last_line"}]
+    assert chat["sessionKey"] == "agent:main:telegram:direct:42"
+    assert not (work / "lcm.db-wal").exists()  # a dry run opens nothing for writing
+
+    applied = lcm(*base, "migrate-sessions", "--apply").json["data"]
+    assert applied["importedMessages"] == 12 and applied["errorFiles"] == 0
+    assert Path(applied["backupPath"]).exists()
+    conversation = {Path(f["file"]).name: f["conversationId"] for f in applied["files"]}[f"{SHARDS}.jsonl"]
+    contents = [
+        m["content"]
+        for m in lcm(
+            *base, "messages", "list", "--conversation-id", str(conversation), "--include-content"
+        ).json["data"]["items"]
+    ]
+    # Ada's edited message is kept; the answer she replaced (and its reply) is not.
+    assert "Use pytest-split so the shards stay balanced by duration." in contents
+    assert "Just split the test files alphabetically." not in contents
+
+    again = lcm(*base, "migrate-sessions", "--apply").json["data"]
+    assert again["importedMessages"] == 0
+    assert {f["status"] for f in again["files"]} == {"up-to-date"}
+    verified = lcm(*base, "migrate-sessions", "--verify").json["data"]
+    assert verified["completeFiles"] == 2 and verified["incompleteFiles"] == 0
+
+    made = lcm(*base, "backup").json["data"]
+    checked = lcm(*base, "backup", "verify", made["backupPath"])
+    assert checked.code == 0 and checked.json["data"]["ok"] is True, checked.stdout
+
+    table = lcm(*base, "migrate-sessions", "--verify", "--format", "table")
+    assert f"{SHARDS}.jsonl" in table.stdout and "complete" in table.stdout
+    assert str(work) not in table.stdout.split("files")[-1]  # rows name the file, not its path
