@@ -376,11 +376,26 @@ def check(envelope: Any, **wanted: Any) -> str | None:
     return "; ".join(wrong) or None
 
 
+# Every line of every transcript through the stdlib's C JSON parser, in one process: how
+# fast this machine runs the one step no importer can skip (bad lines are passed over).
+_PARSE_ALL = """
+import glob, json, sys
+for path in sorted(glob.glob(sys.argv[1] + "/agents/*/sessions/*.jsonl")):
+    with open(path, "rb") as handle:
+        for line in handle:
+            try:
+                json.loads(line)
+            except ValueError:
+                pass
+"""
+
+
 def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
     """Run every command ``runs`` times (after one warm-up round), each into fresh databases."""
     importable = meta["importableMessages"]
     rows = {
         "floor": Row("python -c pass (floor)", None, None),
+        "parse": Row("json.loads of every line, 1 process", None, None),
         "dry": Row("dry run (no database yet)", TARGET_DRY_RUN_S),
         "apply": Row("--apply into a fresh database", TARGET_IMPORT_S),
         "again": Row("--apply again (nothing new)", None),
@@ -403,6 +418,7 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
             base = [str(lcm), "--openclaw-dir", state, "--db", db, "migrate-sessions"]
             steps: list[tuple[str, list[str], dict[str, Any]]] = [
                 ("floor", [sys.executable, "-c", "pass"], {}),
+                ("parse", [sys.executable, "-c", _PARSE_ALL, state], {}),
                 ("dry", base, {"mode": "dry-run", "scannedFiles": SESSIONS, "errorFiles": 0}),
                 ("apply", [*base, "--apply"], {"importedMessages": importable, "errorFiles": 0}),
                 ("again", [*base, "--apply"], {"importedMessages": 0, "importedFiles": 0, "errorFiles": 0}),
@@ -428,7 +444,7 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
                 # Round 0 samples memory (untimed); the other rounds are timed.
                 run = run_measured(argv, env, scratch, sample=round_no == 0)
                 row = rows[key]
-                if key == "floor":
+                if key in ("floor", "parse"):
                     if round_no:
                         row.seconds.append(run.seconds)
                         row.rss.append(run.rss_mib)
@@ -453,6 +469,11 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
     if full is not None and without is not None:
         raised.rss = [full - without]
     raised.facts = "the largest transcript does not raise the import's peak"
+    parse, apply = rows["parse"].median_s, rows["apply"].median_s
+    if parse and apply:
+        # Machines differ in Python speed: the import as a multiple of this one's C JSON parse.
+        rows["parse"].facts = "machine speed: the C parser alone, no lcm"
+        rows["apply"].facts += f"; {apply / parse:.1f}x the json.loads row"
     return [*rows.values(), flat, raised]
 
 
