@@ -227,15 +227,34 @@ def _sqlite_text(moment: datetime) -> str:
     return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} {moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
 
 
+# Two-digit seconds, and the last minute formatted as "YYYY-MM-DD HH:MM:" with its
+# number: a transcript's messages mostly come seconds apart, so consecutive ones share
+# it. One tuple, replaced whole, so threads never see a minute with another's text.
+_SECONDS_TEXT = tuple(f"{s:02d}" for s in range(60))
+_last_minute: list[tuple[int, str]] = [(0, "1970-01-01 00:00:")]
+
+
 def _date_from_ms(value: float) -> str | None:
     try:
-        value = float(value)
-        if not math.isfinite(value) or abs(value) > _MAX_TIME_MS:
-            return None
-        # Date truncates the milliseconds toward zero; the seconds then floor.
-        seconds = math.trunc(value) // 1000
+        if type(value) is int:
+            # Epoch milliseconds as OpenClaw writes them: within the limit an int is
+            # exactly a double, so this is the float path below without the round trip.
+            if abs(value) > _MAX_TIME_MS:
+                return None
+            seconds = value // 1000
+        else:
+            value = float(value)
+            if not math.isfinite(value) or abs(value) > _MAX_TIME_MS:
+                return None
+            # Date truncates the milliseconds toward zero; the seconds then floor.
+            seconds = math.trunc(value) // 1000
         if _MIN_FAST_SECONDS <= seconds < _MAX_FAST_SECONDS:
-            return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
+            minute, second = divmod(seconds, 60)
+            last = _last_minute[0]
+            if last[0] != minute:
+                last = (minute, time.strftime("%Y-%m-%d %H:%M:", time.gmtime(minute * 60)))
+                _last_minute[0] = last
+            return last[1] + _SECONDS_TEXT[second]
         return _sqlite_text(_EPOCH + timedelta(seconds=seconds))
     except (OverflowError, ValueError, OSError):
         return None
