@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.tokens import estimate_tokens, token_quarters
 
 CJK_RANGES = [
     (0x4E00, 0x9FFF),
@@ -35,6 +36,14 @@ def reference_estimate(text: str) -> int:
         else:
             total += 0.25
     return math.ceil(total)
+
+
+def reference_quarters(text: str) -> int:
+    """The rule in quarter tokens, code point by code point."""
+    return sum(
+        6 if any(lo <= ord(char) <= hi for lo, hi in CJK_RANGES) else 8 if ord(char) > 0xFFFF else 1
+        for char in text
+    )
 
 
 @pytest.mark.parametrize(
@@ -84,3 +93,30 @@ def test_fractions_sum_before_rounding() -> None:
     # 1.5 + 0.25 = 1.75 -> 2; 1.5 * 2 = 3 exactly.
     assert estimate_tokens("日a") == 2
     assert estimate_tokens("日日") == 3
+
+
+def test_every_bmp_code_point_alone_and_beside_an_astral_one() -> None:
+    # token_quarters decides most texts by the high byte of their UTF-16 units and sends
+    # the rest to its regexes: every BMP code point (lone surrogates included) both ways.
+    for cp in range(0x10000):
+        char = chr(cp)
+        assert token_quarters(char) == reference_quarters(char), hex(cp)
+        text = "a" + char + "\U0001f600"
+        assert token_quarters(text) == reference_quarters(text), hex(cp)
+
+
+def test_astral_code_points_and_random_mixes() -> None:
+    edges = [0x10000, 0x1F600, 0x1FFFF, 0x20000, 0x2A6DF, 0x2A6E0, 0x2A700, 0x2EBEF, 0x2EBF0, 0x2FFFF]
+    edges += [0x30000, 0x10FFFF, *range(0x10000, 0x110000, 97)]
+    for cp in edges:
+        assert token_quarters(chr(cp)) == reference_quarters(chr(cp)), hex(cp)
+    pool = [0x41, 0xE9, 0x2014, 0x3000, 0x30FF, 0x3100, 0x33FF, 0x3400, 0x4CFF, 0x4D00, 0x4DBF, 0x4DC0]
+    pool += [0x4E00, 0x9FFF, 0xA000, 0xAC00, 0xD6FF, 0xD7AF, 0xD7B0, 0xD800, 0xD83D, 0xD840, 0xDBFF]
+    pool += [0xDC00, 0xDE00, 0xDFFF, 0xFEFF, 0xFF00, 0xFFEF, 0xFFF0, 0xFFFD, *edges[:12]]
+    rnd = random.Random(7)
+    for _ in range(20000):
+        text = "".join(
+            chr(rnd.choice(pool) if rnd.random() < 0.8 else rnd.randrange(0x110000))
+            for _ in range(rnd.randrange(1, 10))
+        )
+        assert token_quarters(text) == reference_quarters(text), ascii(text)

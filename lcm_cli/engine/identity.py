@@ -12,6 +12,7 @@ runtime ingest all hash through this module.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Any
@@ -116,11 +117,8 @@ def canonical_identity_content(role: str, content: str) -> str:
     blocks = [_format_metadata_block(_CONVERSATION_INFO, conversation_json)]
     sender_candidate = trim_start(remaining)
     sender_match = _fenced_json(sender_candidate, _METADATA_HEADINGS)
-    sender_record = (
-        _metadata_record(_METADATA_HEADINGS[sender_match[0]][:-1], sender_match[1]) if sender_match else None
-    )
-    sender_json = _canonical_metadata_json(sender_record, frozenset()) if sender_record is not None else None
-    if sender_match is not None and sender_match[0] == 1 and sender_json is not None:
+    sender_json = _sender_json(sender_match[1]) if sender_match is not None and sender_match[0] == 1 else None
+    if sender_match is not None and sender_json is not None:
         after_blocks = sender_candidate[sender_match[2] :]
         blocks.append(_format_metadata_block(_SENDER_INFO, sender_json))
     else:
@@ -223,6 +221,17 @@ def _canonical_metadata_json(record: dict[str, Any], volatile: frozenset[str]) -
         return None
     entries.sort(key=lambda entry: collation_key(entry[0]))
     return stringify(js_ordered(entries))
+
+
+@functools.lru_cache(maxsize=64)
+def _sender_json(body: str) -> str | None:
+    """The canonical JSON of a "Sender (untrusted metadata)" block's body, or None.
+
+    Memoized (it is a pure function of the body): a sender's block repeats verbatim from
+    turn to turn, unlike the conversation block before it, whose ids and time change.
+    """
+    record = _metadata_record(_SENDER_INFO, body)
+    return _canonical_metadata_json(record, frozenset()) if record is not None else None
 
 
 def _format_metadata_block(heading: str, body: str) -> str:
@@ -329,7 +338,4 @@ def identity_hash(role: str, content: str) -> str:
 
 def hash_canonical(role: str, canonical: str) -> str:
     """Hex SHA-256 of role, a NUL byte, then already-canonicalized ``canonical`` content."""
-    digest = hashlib.sha256(role.encode())
-    digest.update(b"\x00")
-    digest.update(canonical.encode())
-    return digest.hexdigest()
+    return hashlib.sha256(f"{role}\x00{canonical}".encode()).hexdigest()

@@ -227,15 +227,34 @@ def _sqlite_text(moment: datetime) -> str:
     return f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} {moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
 
 
+# Two-digit seconds, and the last minute formatted as "YYYY-MM-DD HH:MM:" with its
+# number: a transcript's messages mostly come seconds apart, so consecutive ones share
+# it. One tuple, replaced whole, so threads never see a minute with another's text.
+_SECONDS_TEXT = tuple(f"{s:02d}" for s in range(60))
+_last_minute: list[tuple[int, str]] = [(0, "1970-01-01 00:00:")]
+
+
 def _date_from_ms(value: float) -> str | None:
     try:
-        value = float(value)
-        if not math.isfinite(value) or abs(value) > _MAX_TIME_MS:
-            return None
-        # Date truncates the milliseconds toward zero; the seconds then floor.
-        seconds = math.trunc(value) // 1000
+        if type(value) is int:
+            # Epoch milliseconds as OpenClaw writes them: within the limit an int is
+            # exactly a double, so this is the float path below without the round trip.
+            if abs(value) > _MAX_TIME_MS:
+                return None
+            seconds = value // 1000
+        else:
+            value = float(value)
+            if not math.isfinite(value) or abs(value) > _MAX_TIME_MS:
+                return None
+            # Date truncates the milliseconds toward zero; the seconds then floor.
+            seconds = math.trunc(value) // 1000
         if _MIN_FAST_SECONDS <= seconds < _MAX_FAST_SECONDS:
-            return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
+            minute, second = divmod(seconds, 60)
+            last = _last_minute[0]
+            if last[0] != minute:
+                last = (minute, time.strftime("%Y-%m-%d %H:%M:", time.gmtime(minute * 60)))
+                _last_minute[0] = last
+            return last[1] + _SECONDS_TEXT[second]
         return _sqlite_text(_EPOCH + timedelta(seconds=seconds))
     except (OverflowError, ValueError, OSError):
         return None
@@ -500,27 +519,23 @@ def _role_json(role: str) -> str:
     return _ROLE_JSON.get(role) or _stringify(role)
 
 
-def _clean(text: str | None) -> str | None:
-    return None if text is None else _utf8_safe(text)
-
-
 def _part_row(
     part_type: str,
     text: str | None,
     call_id: str | None,
     tool_name: str | None,
-    tool_input: str | None,
-    tool_output: str | None,
+    tool_in: str | None,
+    tool_out: str | None,
     metadata: str,
 ) -> _PartRow:
-    # _clean, inline: most values are None or ASCII.
+    # Most values are None or ASCII: only the others need _utf8_safe's look.
     return {
         "part_type": part_type,
         "text_content": text if text is None or text.isascii() else _utf8_safe(text),
         "tool_call_id": call_id if call_id is None or call_id.isascii() else _utf8_safe(call_id),
         "tool_name": tool_name if tool_name is None or tool_name.isascii() else _utf8_safe(tool_name),
-        "tool_input": _clean(tool_input),
-        "tool_output": _clean(tool_output),
+        "tool_input": tool_in if tool_in is None or tool_in.isascii() else _utf8_safe(tool_in),
+        "tool_output": tool_out if tool_out is None or tool_out.isascii() else _utf8_safe(tool_out),
         "metadata": metadata,
     }
 
@@ -820,6 +835,14 @@ def _block_part(
     (None when the reference's assembler would leave it out)."""
     prefix = fields.first_prefix if ordinal == 0 else fields.base_prefix
     call_id, tool_name = fields.call_id, fields.tool_name
+    if type(block) is dict and len(block) == 2 and block.get("type") == "text":
+        # The commonest block, {"type": "text", "text": <string>}, as the general path
+        # below ends for it: no tool or externalization fields, replayed raw.
+        text = block.get("text")
+        if type(text) is str:
+            raw_json = _stringify(block)
+            metadata = f'{prefix},"rawType":"text","raw":{raw_json}}}'
+            return _part_row("text", text, call_id, tool_name, None, None, metadata), (raw_json, text)
     if not isinstance(block, dict):
         raw_json = _stringify(block)
         metadata = f'{prefix},"rawType":"agent","raw":{raw_json}}}'
