@@ -43,6 +43,7 @@ REPO = HERE.parent
 BENCH_DB = HERE / "data" / "bench.db"
 TARGET_MAX_WAIT_MS = 50.0
 BASELINE_S = 1.0
+AFTER_COPY_S = 0.5
 
 WRITER = """
 import json, os, sys, time
@@ -118,6 +119,7 @@ def wait_stats(waits: list[float], locks: list[float]) -> dict[str, Any]:
         "p99WaitMs": percentile(waits, 0.99),
         "p50WaitMs": statistics.median(waits) if waits else float("nan"),
         "maxLockWaitMs": max(locks, default=float("nan")),
+        "overTarget": sum(1 for w in waits if w > TARGET_MAX_WAIT_MS),
     }
 
 
@@ -155,6 +157,10 @@ def run_backup(db: Path, work: Path, pages: int, interval_ms: float, quick: bool
     seconds = end - start
     waits, locks = window(samples, start, end)
     base_waits, base_locks = window(samples, start - BASELINE_S, start)
+    # Just after the copy lets go of its snapshot, the frames the writer added meanwhile
+    # get checkpointed (by the backup; else by the writer's next commit, which waits).
+    copy_end = marks[-1] if marks else start
+    after_copy, _ = window(samples, copy_end, copy_end + AFTER_COPY_S)
     return {
         "pagesPerStep": pages,
         "steps": len(marks),
@@ -166,6 +172,7 @@ def run_backup(db: Path, work: Path, pages: int, interval_ms: float, quick: bool
         "locks": locks,
         "baseWaits": base_waits,
         "baseLocks": base_locks,
+        "afterCopyWaits": after_copy,
     }
 
 
@@ -186,6 +193,7 @@ def aggregate(pages: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "copySeconds": statistics.median(r["copySeconds"] for r in good),
         "mibPerSecond": statistics.median(r["mibPerSecond"] for r in good),
         "baseline": wait_stats(pool["baseWaits"], pool["baseLocks"]),
+        "maxAfterCopyMs": max((w for r in good for w in r["afterCopyWaits"]), default=float("nan")),
         **wait_stats(pool["waits"], pool["locks"]),
     }
 
@@ -266,7 +274,10 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], unpinned: dict[str,
         "p99 ms",
         "p50 ms",
         "max lock ms",
+        f"> {TARGET_MAX_WAIT_MS:.0f} ms",
+        "max after copy ms",
         "baseline max/p99 ms",
+        f"baseline > {TARGET_MAX_WAIT_MS:.0f} ms",
         "target",
     )
     table = []
@@ -288,7 +299,10 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], unpinned: dict[str,
                 fmt(row["p99WaitMs"]),
                 fmt(row["p50WaitMs"], 2),
                 fmt(row["maxLockWaitMs"], 2),
+                str(row["overTarget"]),
+                fmt(row["maxAfterCopyMs"]),
                 f"{fmt(base['maxWaitMs'])}/{fmt(base['p99WaitMs'])}",
+                f"{base['overTarget']} of {base['transactions']}",
                 "ok" if row["maxWaitMs"] <= TARGET_MAX_WAIT_MS else "MISSED",
             )
         )
@@ -300,7 +314,9 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], unpinned: dict[str,
     lines.append(
         "backup s = whole create_backup (copy + integrity_check + fsync + sha256 + row counts + manifest), "
         "median of the runs; copy s = the online-copy part; waits are pooled over the runs (baseline = the "
-        f"writer alone, {BASELINE_S:.0f} s before each backup)."
+        f"writer alone, {BASELINE_S:.0f} s before each backup); > {TARGET_MAX_WAIT_MS:.0f} ms counts the "
+        f"waits over the target; after copy = the writer's longest wait in the {AFTER_COPY_S:g} s after the "
+        "copy's last step, when the frames it wrote during the copy are checkpointed."
     )
     if unpinned is not None:
         outcome = (

@@ -652,6 +652,30 @@ def test_backup_while_another_process_writes_is_a_consistent_prefix(big_db: Path
     assert done["tables"]["messages"] == len(rows(restored, "messages"))
 
 
+def test_frames_written_during_the_copy_are_checkpointed_after_it(big_db: Path, tmp_path: Path) -> None:
+    # The copy's snapshot keeps a writer's new frames out of the database file; the backup
+    # checkpoints them once it lets go, so the writer's next commit need not wait on that.
+    writer = sqlite3.connect(big_db, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")  # here only the backup checkpoints
+        writer.execute("CREATE TABLE side (n INTEGER)")
+        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        written: list[int] = []
+
+        def write(done: int, total: int) -> None:
+            writer.execute("INSERT INTO side VALUES (?)", (len(written),))
+            written.append(done)
+
+        backup.create_backup(str(big_db), pages_per_step=64, progress=write)
+        assert len(written) > 10
+        # The database file alone, without its WAL, holds every row written meanwhile.
+        alone = tmp_path / "alone.db"
+        shutil.copyfile(big_db, alone)
+        assert rows(alone, "side") == [(n,) for n in range(len(written))]
+    finally:
+        writer.close()
+
+
 ROLLBACK_WRITER = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
