@@ -593,11 +593,164 @@ def m003_add_read_path_indexes(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
 
 
+#: lossless-claw 1.0's durable-turn tables (compat/openclaw-hosts.md): the ``commitTurn``
+#: idempotency ledger, the pending-summary staging tables, and the transcript epoch and
+#: anchor-trust tables of its SQLite-transcript bootstrap. Same names, columns, CHECKs,
+#: foreign keys and indexes, so either engine can take over a database the other wrote.
+DURABLE_TURN_DDL: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS turn_advancements (
+      advancement_key TEXT PRIMARY KEY,
+      payload_hash TEXT NOT NULL,
+      session_id TEXT NOT NULL,
+      session_key TEXT,
+      admission_entry_id TEXT NOT NULL,
+      terminal_entry_id TEXT NOT NULL,
+      message_count INTEGER NOT NULL,
+      committed_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS message_transcript_anchor_trust (
+      message_id INTEGER PRIMARY KEY REFERENCES messages(message_id) ON DELETE CASCADE,
+      conversation_id INTEGER NOT NULL REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      transcript_entry_id TEXT,
+      trust_state TEXT NOT NULL CHECK (trust_state IN (
+        'verified', 'repaired', 'suspect', 'legacy_prefix', 'unproven'
+      )),
+      source TEXT NOT NULL,
+      reason TEXT,
+      verified_at TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS conversation_transcript_epochs (
+      conversation_id INTEGER PRIMARY KEY REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      session_id TEXT NOT NULL,
+      session_key TEXT,
+      frontier_entry_id TEXT,
+      frontier_seq INTEGER,
+      frontier_created_at TEXT,
+      migration_mode TEXT NOT NULL CHECK (migration_mode IN (
+        'verified', 'repairable', 'legacy_prefix', 'corrupt'
+      )),
+      metadata_json TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      updated_at TEXT NOT NULL DEFAULT (datetime('now'))
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS pending_compaction_batches (
+      batch_id TEXT PRIMARY KEY,
+      conversation_id INTEGER NOT NULL REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      session_key TEXT,
+      session_target_json TEXT NOT NULL DEFAULT '{}',
+      status TEXT NOT NULL DEFAULT 'planning'
+        CHECK (status IN ('planning', 'ready', 'publishing', 'published', 'stale', 'failed')),
+      source_projection_fingerprint TEXT NOT NULL,
+      compactable_start_ordinal INTEGER NOT NULL,
+      compactable_end_ordinal INTEGER NOT NULL,
+      planned_fresh_tail_start_ordinal INTEGER,
+      prompt_version TEXT NOT NULL DEFAULT 'unknown',
+      model TEXT NOT NULL DEFAULT 'unknown',
+      failure_summary TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+      published_at TEXT
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS pending_summary_nodes (
+      node_id TEXT PRIMARY KEY,
+      batch_id TEXT NOT NULL REFERENCES pending_compaction_batches(batch_id) ON DELETE CASCADE,
+      conversation_id INTEGER NOT NULL REFERENCES conversations(conversation_id) ON DELETE CASCADE,
+      kind TEXT NOT NULL CHECK (kind IN ('leaf', 'condensed')),
+      depth INTEGER NOT NULL DEFAULT 0,
+      status TEXT NOT NULL DEFAULT 'planned'
+        CHECK (status IN ('planned', 'running', 'ready', 'promoted', 'stale', 'failed')),
+      ordinal_start INTEGER NOT NULL,
+      ordinal_end INTEGER NOT NULL,
+      source_fingerprint TEXT NOT NULL,
+      source_context_hash TEXT,
+      content TEXT,
+      token_count INTEGER,
+      prompt_version TEXT NOT NULL DEFAULT 'unknown',
+      model TEXT NOT NULL DEFAULT 'unknown',
+      canonical_summary_id TEXT REFERENCES summaries(summary_id) ON DELETE SET NULL,
+      lease_owner TEXT,
+      lease_expires_at TEXT,
+      failure_summary TEXT,
+      retry_count INTEGER NOT NULL DEFAULT 0,
+      next_attempt_after TEXT,
+      created_at TEXT NOT NULL DEFAULT (datetime('now')),
+      updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+      ready_at TEXT,
+      promoted_at TEXT,
+      UNIQUE (batch_id, ordinal_start, ordinal_end, depth, kind),
+      CHECK (ordinal_end >= ordinal_start),
+      CHECK (token_count IS NULL OR token_count >= 0)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS pending_summary_node_messages (
+      node_id TEXT NOT NULL REFERENCES pending_summary_nodes(node_id) ON DELETE CASCADE,
+      message_id INTEGER NOT NULL REFERENCES messages(message_id) ON DELETE RESTRICT,
+      ordinal INTEGER NOT NULL,
+      transcript_entry_id TEXT,
+      identity_hash TEXT,
+      PRIMARY KEY (node_id, message_id)
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS pending_summary_node_children (
+      node_id TEXT NOT NULL REFERENCES pending_summary_nodes(node_id) ON DELETE CASCADE,
+      ordinal INTEGER NOT NULL,
+      child_node_id TEXT REFERENCES pending_summary_nodes(node_id) ON DELETE CASCADE,
+      child_summary_id TEXT REFERENCES summaries(summary_id) ON DELETE RESTRICT,
+      PRIMARY KEY (node_id, ordinal),
+      CHECK (
+        (child_node_id IS NOT NULL AND child_summary_id IS NULL) OR
+        (child_node_id IS NULL AND child_summary_id IS NOT NULL)
+      )
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS message_anchor_trust_conv_state_idx"
+    " ON message_transcript_anchor_trust (conversation_id, trust_state)",
+    "CREATE INDEX IF NOT EXISTS message_anchor_trust_conv_entry_idx"
+    " ON message_transcript_anchor_trust (conversation_id, transcript_entry_id)"
+    " WHERE transcript_entry_id IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS conversation_transcript_epochs_mode_idx"
+    " ON conversation_transcript_epochs (migration_mode, created_at)",
+    "CREATE INDEX IF NOT EXISTS pending_compaction_batches_conv_status_idx"
+    " ON pending_compaction_batches (conversation_id, status, created_at)",
+    "CREATE INDEX IF NOT EXISTS pending_summary_nodes_batch_status_idx"
+    " ON pending_summary_nodes (batch_id, status, ordinal_start)",
+    "CREATE INDEX IF NOT EXISTS pending_summary_nodes_conv_status_idx"
+    " ON pending_summary_nodes (conversation_id, status, ordinal_start)",
+    "CREATE INDEX IF NOT EXISTS pending_summary_node_messages_message_idx"
+    " ON pending_summary_node_messages (message_id)",
+    "CREATE INDEX IF NOT EXISTS pending_summary_node_children_child_node_idx"
+    " ON pending_summary_node_children (child_node_id)",
+    "CREATE INDEX IF NOT EXISTS pending_summary_node_children_child_summary_idx"
+    " ON pending_summary_node_children (child_summary_id)",
+    "CREATE INDEX IF NOT EXISTS turn_advancements_session_idx ON turn_advancements (session_id, committed_at)",
+)
+
+
+def m004_add_durable_turn_tables(conn: sqlite3.Connection) -> None:
+    """Create lossless-claw 1.0's durable-turn tables (a 1.0 database already has them)."""
+    for ddl in DURABLE_TURN_DDL:
+        conn.execute(ddl)
+
+
 #: Every migration, in order. Append new ones; never reorder or edit.
 SCHEMA_MIGRATIONS: list[Migration] = [
     m001_adopt_lossless_claw_schema,
     m002_add_full_text_tables,
     m003_add_read_path_indexes,
+    m004_add_durable_turn_tables,
 ]
 
 
