@@ -173,6 +173,24 @@ OPERATIONS: dict[str, OpSpec] = {
         words=("after-turn",),
         writes=True,
     ),
+    "session.commit_turn": OpSpec(
+        "lcm_cli.engine.turns",
+        (
+            "advancement_key",
+            "session_id",
+            "session_key",
+            "messages",
+            "file",
+            "admission",
+            "terminal",
+            "is_heartbeat",
+            "token_budget",
+            "current_token_count",
+            "model",
+        ),
+        words=("commit-turn",),
+        writes=True,
+    ),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction_ops",
         _SELECTOR

@@ -148,6 +148,18 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "minimum": 0,
         "description": "how many of the live messages the host had before this turn's prompt",
     },
+    "advancement_key": {
+        "type": "string",
+        "description": "the host's idempotency key of one accepted turn (commitTurn)",
+    },
+    "admission": {
+        "description": "the host's admission anchor of the turn's user entry (a JSON object, or its text)",
+        "oneOf": [{"type": "object"}, {"type": "string"}],
+    },
+    "terminal": {
+        "description": "the host's anchor of the turn's accepted terminal entry (a JSON object, or its text)",
+        "oneOf": [{"type": "object"}, {"type": "string"}],
+    },
     "auto_compaction_summary": {
         "type": "string",
         "description": "the host's own compaction summary of this turn, stored as a user message",
