@@ -146,7 +146,7 @@ OPERATIONS: dict[str, OpSpec] = {
         writes=True,
     ),
     "session.bootstrap": OpSpec(
-        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), writes=True
+        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file", "host_store"), writes=True
     ),
     "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
     "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),

@@ -117,6 +117,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     # sessions and ingest (the operation checks the message shapes itself)
     "session_id": {"type": "string", "description": "OpenClaw runtime session id"},
     "session_file": {"type": "string", "description": "the session's transcript JSONL"},
+    "host_store": {
+        "type": "string",
+        "description": "the host's SQLite session store (openclaw-agent.sqlite), or its agent dir",
+    },
     "message": {
         "description": "one message object (or its JSON text)",
         "oneOf": [{"type": "object"}, {"type": "string"}],

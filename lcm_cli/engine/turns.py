@@ -114,7 +114,31 @@ def _check_range(key: str, admission: dict[str, Any], terminal: dict[str, Any] |
             )
 
 
-def _bootstrap_from_host(
+STORE_NAME = "openclaw-agent.sqlite"
+
+
+def host_store_path(state_dir: str, candidate: Any, session_key: str | None) -> str | None:
+    """The host's SQLite session store for a session, when the host keeps one.
+
+    ``candidate`` is what the host named (a store path, its legacy ``sessions.json``, or
+    the agent dir); failing that, the agent id of an ``agent:<id>:...`` session key
+    under the state dir. None when no such file exists (a JSONL-era host).
+    """
+    found: list[str] = []
+    if isinstance(candidate, str) and candidate:
+        if candidate.endswith(".sqlite"):
+            found.append(candidate)
+        elif os.path.basename(candidate) == "sessions.json":
+            found.append(os.path.join(os.path.dirname(os.path.dirname(candidate)), "agent", STORE_NAME))
+        else:
+            found.append(os.path.join(candidate, STORE_NAME))
+    parts = (session_key or "").split(":")
+    if len(parts) >= 3 and parts[0] == "agent" and parts[1] and state_dir:
+        found.append(os.path.join(state_dir, "agents", parts[1], "agent", STORE_NAME))
+    return next((path for path in found if os.path.isfile(path)), None)
+
+
+def bootstrap_from_host_store(
     ctx: Context,
     store: Any,
     settings: IngestSettings,
@@ -123,16 +147,15 @@ def _bootstrap_from_host(
     host_store: str,
     before_seq: int | None,
 ) -> dict[str, Any] | None:
-    """First sight of a session: import its history before this turn from the host's store.
+    """First sight of a session: import its history from the host's SQLite store.
 
-    The host's events (``seq < before_seq``, the admitted entry's own seq) are copied into
-    a private JSONL snapshot, read through the transcript bootstrap, then removed.
+    The host's events (all, or ``seq < before_seq``: those before an admitted turn) are
+    copied into a private JSONL snapshot, read through the transcript bootstrap (with its
+    token budget), then removed. The store is only read, in short transactions.
     """
     from lcm_cli.engine import host_store as hs  # type: ignore[attr-defined]
     from lcm_cli.engine.bootstrap import bootstrap_budget, bootstrap_session
 
-    if not os.path.isfile(host_store):
-        return None
     workdir = tempfile.mkdtemp(prefix="lcm-host-snapshot-")
     try:
         snapshot = os.path.join(workdir, f"{session_id}.jsonl")
@@ -149,8 +172,7 @@ def _bootstrap_from_host(
         return {"error": exc.code, "message": exc.message}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    keep = ("importedMessages", "reason", "capped")
-    return {k: outcome[k] for k in keep if k in outcome}
+    return outcome
 
 
 @operation(
@@ -219,14 +241,17 @@ def commit_turn(ctx: Context, req: Request) -> Result:
     with session_lock(queue_key(session_id, key)):
         position = (admission or {}).get("activeMessagePosition")
         raw_seq = (admission or {}).get("rawSeq")
+        host_store = host_store_path(ctx.state_dir, host_store, key)
         if (
-            isinstance(host_store, str)
+            host_store is not None
             and position != 0  # the session's first turn has no earlier history
             and find_active(conn, session_id, key) is None
             and not _committed(conn, advancement_key)
         ):
             bound = raw_seq if isinstance(raw_seq, int) else None
-            data["bootstrap"] = _bootstrap_from_host(ctx, store, settings, session_id, key, host_store, bound)
+            data["bootstrap"] = bootstrap_from_host_store(
+                ctx, store, settings, session_id, key, host_store, bound
+            )
             # Without the admitted entry's seq the snapshot may hold this turn already.
             realign = bound is None
         with store.transaction():
