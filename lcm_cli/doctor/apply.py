@@ -26,6 +26,7 @@ from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.db.probe import SchemaProbe
 from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.pending_state import invalidate_open_batches
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
@@ -123,6 +124,8 @@ def _context_plan(checks: set[str]) -> Plan:
 
 def _context_write(conversation_id: int) -> Write:
     def write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+        if changes:
+            invalidate_open_batches(conn, conversation_id, "context repaired by lcm doctor apply")
         for change in changes:
             if change["action"] == "delete-item":
                 conn.execute(
