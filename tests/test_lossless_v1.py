@@ -112,3 +112,67 @@ def test_our_migrations_leave_1_0_rows_untouched(v1_db: Path, tmp_path: Path) ->
     finally:
         conn.close()
     assert schema.pending_migrations(sqlite3.connect(copy)) == []
+
+
+def _doctor(db: Path, *args: str) -> dict[str, dict[str, object]]:
+    out = lcm("--db", str(db), "doctor", *args)
+    return {c["check"]: c for c in out.json["data"]["checks"]}
+
+
+def test_doctor_understands_the_durable_turn_rows(v1_db: Path) -> None:
+    checks = _doctor(v1_db)
+    assert checks["pending.open-batches"]["status"] == "INFO"
+    assert checks["pending.open-batches"]["affected"] == ["batch-ready"]
+    assert checks["turns.orphaned"]["affected"] == ["adv:sess-gone:turn-1"]
+    assert checks["pending.dangling"]["status"] == "PASS"
+    assert checks["epochs.frontier-missing"]["status"] == "PASS"
+    # A writer with foreign keys off removed rows 1.0's pending state and epoch name.
+    conn = sqlite3.connect(v1_db)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("DELETE FROM summaries WHERE summary_id = ?", (SUMMARY_IDS[1],))
+    conn.execute("DELETE FROM messages WHERE message_id IN (8, 10)")
+    conn.commit()
+    conn.close()
+    checks = _doctor(v1_db)
+    dangling = checks["pending.dangling"]
+    assert dangling["status"] == "FAIL" and dangling["severity"] == "error"
+    assert dangling["affected"] == [
+        "node-child:node-ready-cond:1",
+        "node-message:node-ready-leaf:8",
+        "node:node-pub-2",
+    ]
+    assert checks["epochs.frontier-missing"]["affected"] == [CONVERSATION_ID]
+
+
+def test_doctor_apply_marks_long_open_batches_stale(v1_db: Path) -> None:
+    dry = lcm("--db", str(v1_db), "doctor", "apply", "--check", "pending.open-batches").json["data"]
+    assert [c["batchId"] for u in dry["units"] for c in u["changes"]] == ["batch-ready"]
+    out = lcm(
+        "--db", str(v1_db), "doctor", "apply", "--check", "pending.open-batches", "--apply", "--no-backup"
+    )
+    assert out.code == 0, out.stderr
+    conn = sqlite3.connect(v1_db)
+    try:
+        statuses = dict(conn.execute("SELECT node_id, status FROM pending_summary_nodes"))
+        batch = conn.execute(
+            "SELECT status FROM pending_compaction_batches WHERE batch_id = 'batch-ready'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert batch == ("stale",)
+    assert statuses == {
+        "node-pub-1": "promoted",
+        "node-pub-2": "promoted",
+        "node-ready-leaf": "stale",
+        "node-ready-cond": "stale",
+    }
+    assert _doctor(v1_db)["pending.open-batches"]["status"] == "PASS"
+
+
+def test_doctor_skips_the_new_checks_on_older_databases(tmp_path: Path) -> None:
+    from tests.support.legacy_schema import make_legacy_db
+
+    old = make_legacy_db(tmp_path / "old.db", "0.9").path
+    checks = _doctor(old)
+    for check_id in ("pending.open-batches", "pending.dangling", "turns.orphaned", "epochs.frontier-missing"):
+        assert checks[check_id]["status"] == "SKIP"
