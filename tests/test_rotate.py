@@ -347,6 +347,22 @@ def test_headerless_and_missing_transcripts_are_refused(tmp_path: Path) -> None:
     assert details["reason"] == "transcript-missing"
 
 
+def test_a_host_with_a_sqlite_transcript_store_is_refused(tmp_path: Path) -> None:
+    # OpenClaw 2026.7.2+ keeps transcripts in agents/<id>/agent/openclaw-agent.sqlite; a
+    # JSONL beside it is no longer read by the host, so rewriting it would gain nothing.
+    session = seed_session(tmp_path / "oc", messages=30)
+    store = session.root / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    sqlite3.connect(store).close()
+    details = _refused(session, "--session-key", SESSION_KEY)
+    assert (details["reasonCode"], details["reason"]) == ("unavailable", "sqlite-transcript-store")
+    assert details["hostStore"] == str(store)
+    # Found from the transcript's own agent directory too (a conversation without a key).
+    details = _refused(session, "--conversation-id", str(session.conversation_id), "--session-file",
+                       str(session.transcript))  # fmt: skip
+    assert details["reason"] == "sqlite-transcript-store"
+
+
 def test_apply_leaf_compacts_raw_context_outside_the_tail(tmp_path: Path) -> None:
     session = seed_session(
         tmp_path / "oc", messages=60, summarize=False, extra_config={"leafChunkTokens": 600}

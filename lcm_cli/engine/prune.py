@@ -38,6 +38,11 @@ from lcm_cli.engine.store import fts_message_text
 FORMAT = "lcm-prune-archive"
 VERSION = 1
 
+_OF_PRUNED_BATCHES = (
+    " OR batch_id IN (SELECT batch_id FROM pending_compaction_batches WHERE conversation_id IN "
+    "(SELECT id FROM temp.prune_conv))"
+)
+
 # (table, which rows belong to the pruned conversations), in restore order.
 # ``conv``/``msgs``/``sums``/``briefs`` are temp tables of the ids being pruned.
 ARCHIVED_TABLES: tuple[tuple[str, str], ...] = (
@@ -68,7 +73,45 @@ ARCHIVED_TABLES: tuple[tuple[str, str], ...] = (
         "brief_id IN (SELECT brief_id FROM focus_briefs WHERE conversation_id IN "
         "(SELECT id FROM temp.prune_conv))",
     ),
+    # lossless-claw 1.0's durable-turn tables. The link tables have no conversation_id;
+    # their RESTRICT references would be left dangling by a foreign-keys-off delete.
+    (
+        "message_transcript_anchor_trust",
+        "conversation_id IN (SELECT id FROM temp.prune_conv) OR message_id IN (SELECT id FROM temp.prune_msgs)",
+    ),
+    ("conversation_transcript_epochs", "conversation_id IN (SELECT id FROM temp.prune_conv)"),
+    ("pending_compaction_batches", "conversation_id IN (SELECT id FROM temp.prune_conv)"),
+    ("pending_summary_nodes", "conversation_id IN (SELECT id FROM temp.prune_conv)" + _OF_PRUNED_BATCHES),
+    (
+        "pending_summary_node_messages",
+        "node_id IN (SELECT node_id FROM pending_summary_nodes WHERE conversation_id IN "
+        "(SELECT id FROM temp.prune_conv)"
+        + _OF_PRUNED_BATCHES
+        + ") OR message_id IN (SELECT id FROM temp.prune_msgs)",
+    ),
+    (
+        "pending_summary_node_children",
+        "node_id IN (SELECT node_id FROM pending_summary_nodes WHERE conversation_id IN "
+        "(SELECT id FROM temp.prune_conv)" + _OF_PRUNED_BATCHES + ")"
+        " OR child_summary_id IN (SELECT id FROM temp.prune_sums)",
+    ),
+    # The commitTurn ledger is keyed by session, not conversation: its rows go with the
+    # last conversation of their session (another conversation of the session keeps them).
+    (
+        "turn_advancements",
+        "session_id IN (SELECT session_id FROM conversations WHERE conversation_id IN "
+        "(SELECT id FROM temp.prune_conv)) AND session_id NOT IN (SELECT session_id FROM conversations "
+        "WHERE conversation_id NOT IN (SELECT id FROM temp.prune_conv))",
+    ),
 )
+# Tables whose selection above reads another table: archived only when that one exists too.
+_NEEDS: dict[str, set[str]] = {
+    "focus_brief_sources": {"focus_briefs"},
+    "pending_summary_nodes": {"pending_compaction_batches"},
+    "pending_summary_node_messages": {"pending_summary_nodes", "pending_compaction_batches"},
+    "pending_summary_node_children": {"pending_summary_nodes", "pending_compaction_batches"},
+    "turn_advancements": {"conversations"},
+}
 _SUMMARY_FTS = ("summaries_fts", "summaries_fts_cjk")
 _CONV_WHERE = "conversation_id IN (SELECT id FROM temp.prune_conv)"
 
@@ -77,11 +120,7 @@ def archived_tables(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """The known tables (restore order) present in this file, then any other table with a
     ``conversation_id`` column (a newer lossless-claw may add some): nothing is left behind."""
     present = _tables(conn)
-    known = [
-        (t, w)
-        for t, w in ARCHIVED_TABLES
-        if t in present and not (t == "focus_brief_sources" and "focus_briefs" not in present)
-    ]
+    known = [(t, w) for t, w in ARCHIVED_TABLES if t in present and _NEEDS.get(t, set()) <= present]
     names = {t for t, _ in ARCHIVED_TABLES}
     virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL%'")}
     shadow = {t for t in present for v in virtual if t.startswith(v + "_")}

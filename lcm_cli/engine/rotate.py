@@ -405,7 +405,31 @@ def _has_checkpoints(conn: Any) -> bool:
     )
 
 
-def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file: str | None) -> Target:
+#: The per-agent SQLite store of OpenClaw 2026.7.2 and later; its transcripts are rows
+#: (``transcript_events``), not JSONL files (compat/openclaw-hosts.md).
+HOST_SQLITE_STORE = os.path.join("agent", "openclaw-agent.sqlite")
+
+
+def host_sqlite_store(state_dir: str | None, session_key: str | None, path: str | None) -> str | None:
+    """The host's SQLite transcript store for this session, when the host keeps one."""
+    candidates = []
+    if state_dir and session_key and session_key.startswith("agent:"):
+        agent_id = session_key.split(":")[1]
+        if agent_id:
+            candidates.append(os.path.join(state_dir, "agents", agent_id, HOST_SQLITE_STORE))
+    if path:
+        agent_dir = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(path))))
+        candidates.append(os.path.join(agent_dir, HOST_SQLITE_STORE))
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def _resolve(
+    conn: Any,
+    req: Request,
+    effective: Mapping[str, Any],
+    session_file: str | None,
+    state_dir: str | None = None,
+) -> Target:
     """Preconditions §3.1/§3.2 steps 1-3 against a connection (read-only or the write store)."""
     from lcm_cli.engine.sessions import SessionPolicy
 
@@ -468,6 +492,17 @@ def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file
             "SELECT session_file_path FROM conversation_bootstrap_state WHERE conversation_id = ?", (cid,)
         ).fetchone()
         path = found[0] if found is not None else None
+    store = host_sqlite_store(state_dir, key, path)
+    if store is not None:
+        raise unavailable(
+            "unavailable",
+            "sqlite-transcript-store",
+            f"The host keeps this session's transcript in its SQLite store ({store}), not in a JSONL file; "
+            "rotate only rewrites JSONL transcripts, and a JSONL the host no longer reads would gain nothing. "
+            "Nothing was written.",
+            conversationId=cid,
+            hostStore=store,
+        )
     if not path:
         raise unavailable(
             "transcript_unavailable",
@@ -574,7 +609,7 @@ def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> 
 
     require_lcm_tables(ctx)
     effective = ctx.effective
-    target = _resolve(ctx.db, req, effective, session_file)
+    target = _resolve(ctx.db, req, effective, session_file, ctx.state_dir)
     transcript, plan = _plan(target, effective)
     new_size = len(plan.content())
     checkpoint = (
@@ -623,7 +658,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     require_lcm_tables(ctx)
     effective = ctx.effective
     # Every precondition is checked on the read-only connection: a refusal opens no writer.
-    target = _resolve(ctx.db, req, effective, session_file)
+    target = _resolve(ctx.db, req, effective, session_file, ctx.state_dir)
     cid = target.conversation_id
     _require_header(target)
     store = ctx.store()

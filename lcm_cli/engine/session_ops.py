@@ -17,6 +17,7 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.ingest import IngestSettings, ingest_messages, input_error
+from lcm_cli.engine.pending_state import invalidate_open_batches
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 from lcm_cli.engine.sessions import SessionPolicy, find_active, queue_key, session_lock
@@ -276,6 +277,7 @@ def new_session(ctx: Context, req: Request) -> Result:
         cid = int(row[0])
         data["conversationId"] = cid
         if depth >= 0:
+            invalidate_open_batches(conn, cid, "context pruned by lcm session.new")
             removed = conn.execute(
                 "DELETE FROM context_items WHERE conversation_id = ? AND (item_type = 'message'"
                 " OR summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ? AND depth < ?))",

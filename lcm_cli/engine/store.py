@@ -28,6 +28,7 @@ from typing import Any
 
 from lcm_cli.engine import identity
 from lcm_cli.engine.db import schema
+from lcm_cli.engine.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
 from lcm_cli.engine.tokens import estimate_tokens
 
 # --------------------------------------------------------------------------
@@ -800,6 +801,7 @@ class Store:
             if last - first + 1 != len(positions):
                 raise ValueError("the context items to replace are not one contiguous run")
             start, end = items[first][0], items[last][0]
+            invalidate_open_batches(self.conn, conversation_id, STALE_BY_COMPACTION)
             self.conn.execute(
                 "DELETE FROM context_items WHERE conversation_id = ? AND ordinal BETWEEN ? AND ?",
                 (conversation_id, start, end),
