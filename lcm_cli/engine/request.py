@@ -52,6 +52,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     # migrate-sessions
     "file": {"type": "array", "items": {"type": "string"}},
     "sessions_dir": {"type": "array", "items": {"type": "string"}},
+    "store": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "an OpenClaw SQLite session store (openclaw-agent.sqlite)",
+    },
     "since": {"type": "string", "description": "ISO-8601 timestamp or YYYY-MM-DD (UTC)"},
     "max_files": {"type": "integer", "minimum": 0},
     "apply": {"type": "boolean", "default": False},
