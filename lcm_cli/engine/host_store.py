@@ -98,6 +98,28 @@ def find_stores(state_dir: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+def store_for_session(state_dir: str | None, session_key: str | None, hint: str | None = None) -> str | None:
+    """The store that holds a session, when its host keeps one (a JSONL-era host: None).
+
+    ``hint`` is what the host or the database named: the store itself, the agent dir, or
+    a file of the agent's ``sessions/`` folder (``sessions.json``, a transcript). Failing
+    that, the agent id of an ``agent:<id>:...`` session key under ``state_dir``.
+    """
+    candidates: list[str] = []
+    if hint:
+        hint = os.path.abspath(os.path.expanduser(hint))
+        if hint.endswith(".sqlite"):
+            candidates.append(hint)
+        elif os.path.basename(os.path.dirname(hint)) == "sessions":
+            candidates.append(os.path.join(os.path.dirname(os.path.dirname(hint)), "agent", STORE_NAME))
+        else:
+            candidates.append(os.path.join(hint, STORE_NAME))
+    parts = (session_key or "").split(":")
+    if state_dir and len(parts) >= 3 and parts[0] == "agent" and parts[1]:
+        candidates.append(store_path(state_dir, parts[1]))
+    return next((path for path in candidates if os.path.isfile(path)), None)
+
+
 def is_store_file(path: str) -> bool:
     """True when ``path`` starts with SQLite's header (how ``--file`` tells a store)."""
     try:
@@ -279,7 +301,9 @@ def _decode_row(event_json: object, event_zstd: object, size: object) -> bytes |
     return data
 
 
-def _iter_raw(store: str, session_id: str) -> Iterator[tuple[int, bytes | UndecodableEvent]]:
+def _iter_raw(
+    store: str, session_id: str, before_seq: int | None = None
+) -> Iterator[tuple[int, bytes | UndecodableEvent]]:
     path = os.path.abspath(store)
     conn = open_store(path)
     try:
@@ -302,6 +326,8 @@ def _iter_raw(store: str, session_id: str) -> Iterator[tuple[int, bytes | Undeco
             except sqlite3.Error as exc:
                 raise _unreadable(path, str(exc)) from None
             for seq, event_json, event_zstd, size in rows:
+                if before_seq is not None and int(seq) >= before_seq:
+                    return
                 yield int(seq), _decode_row(event_json, event_zstd, size)
             if len(rows) < PAGE_ROWS:
                 return
@@ -323,8 +349,10 @@ def iter_events(store: str, session_id: str) -> Iterator[tuple[int, str]]:
             yield seq, data.decode("utf-8", "replace")
 
 
-def snapshot(store: str, session_id: str, dest_dir: str) -> Snapshot:
+def snapshot(store: str, session_id: str, dest_dir: str, *, before_seq: int | None = None) -> Snapshot:
     """Write one session's events as a JSONL transcript in ``dest_dir`` (see :class:`Snapshot`).
+
+    With ``before_seq``, only the events before that seq (the history before a turn).
 
     One line per event, in seq order. Raw newlines can only be whitespace between JSON
     tokens, so they become spaces and one event stays one line. The file is created with
@@ -346,7 +374,7 @@ def snapshot(store: str, session_id: str, dest_dir: str) -> Snapshot:
     size = 0
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-            for seq, data in _iter_raw(store, session_id):
+            for seq, data in _iter_raw(store, session_id, before_seq):
                 if isinstance(data, UndecodableEvent):
                     errors[seq] = data.reason
                     line = data.encode("utf-8", "replace")

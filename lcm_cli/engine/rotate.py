@@ -405,24 +405,6 @@ def _has_checkpoints(conn: Any) -> bool:
     )
 
 
-#: The per-agent SQLite store of OpenClaw 2026.7.2 and later; its transcripts are rows
-#: (``transcript_events``), not JSONL files (compat/openclaw-hosts.md).
-HOST_SQLITE_STORE = os.path.join("agent", "openclaw-agent.sqlite")
-
-
-def host_sqlite_store(state_dir: str | None, session_key: str | None, path: str | None) -> str | None:
-    """The host's SQLite transcript store for this session, when the host keeps one."""
-    candidates = []
-    if state_dir and session_key and session_key.startswith("agent:"):
-        agent_id = session_key.split(":")[1]
-        if agent_id:
-            candidates.append(os.path.join(state_dir, "agents", agent_id, HOST_SQLITE_STORE))
-    if path:
-        agent_dir = os.path.dirname(os.path.dirname(os.path.abspath(os.path.expanduser(path))))
-        candidates.append(os.path.join(agent_dir, HOST_SQLITE_STORE))
-    return next((c for c in candidates if os.path.isfile(c)), None)
-
-
 def _resolve(
     conn: Any,
     req: Request,
@@ -492,7 +474,10 @@ def _resolve(
             "SELECT session_file_path FROM conversation_bootstrap_state WHERE conversation_id = ?", (cid,)
         ).fetchone()
         path = found[0] if found is not None else None
-    store = host_sqlite_store(state_dir, key, path)
+    from lcm_cli.engine.host_store import store_for_session
+
+    # OpenClaw 2026.7.2+ keeps transcripts as rows of its SQLite store, not JSONL files.
+    store = store_for_session(state_dir, key, path)
     if store is not None:
         raise unavailable(
             "unavailable",

@@ -186,9 +186,10 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     if not (session_file and os.path.isfile(session_file)) and session_id is not None:
         # A current host (2026.7.2+) keeps the session in its SQLite store, and names the
         # session (not a file) in sessionFile: import from the store on first sight.
-        from lcm_cli.engine.turns import bootstrap_from_host_store, host_store_path
+        from lcm_cli.engine.host_store import store_for_session
+        from lcm_cli.engine.turns import bootstrap_from_host_store
 
-        host_store = host_store_path(ctx.state_dir, extra.get("host_store"), key)
+        host_store = store_for_session(ctx.state_dir, key, extra.get("host_store"))
         if host_store is not None:
             store = open_store(ctx)
             with session_lock(queue_key(session_id, key)):
