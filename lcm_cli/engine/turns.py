@@ -279,23 +279,7 @@ def commit_turn(ctx: Context, req: Request) -> Result:
             "messages": result["messages"],
         }
     found = find_active(conn, session_id, key)
-    if found is None:
-        data["reason"] = "nothing stored for session"
-        return Result(data)
-    cid, key = int(found[0]), found[2] or key
-    data.update(conversationId=cid, sessionKey=key)
-    post_turn_threshold(
-        ctx,
-        data,
-        cid,
-        session_id,
-        key,
-        token_budget=extra.get("token_budget"),
-        current_token_count=extra.get("current_token_count"),
-        model=extra.get("model"),
-        mode=compaction_mode(ctx.effective),
-    )
-    return Result(data)
+    return post_turn_threshold(ctx, data, found, session_id, key, extra, compaction_mode(ctx.effective))
 
 
 def _committed(conn: Any, advancement_key: str) -> bool:

@@ -201,13 +201,12 @@ def _limited(sources: list[str | host_store.HostSession], limit: int) -> list[st
     return out
 
 
-def _set_aside(
-    path: str, status: str, reason: str, *, error: str | None = None, source: str = "jsonl"
-) -> dict[str, Any]:
-    report: dict[str, Any] = {
+def file_report(path: str, *, source: str = "jsonl") -> dict[str, Any]:
+    """A source's per-file report before anything is read from it (every count zero)."""
+    return {
         "file": path,
         "source": source,
-        "status": status,
+        "status": "error",
         "sessionId": None,
         "sessionKey": None,
         "conversationId": None,
@@ -219,8 +218,13 @@ def _set_aside(
         "bytes": 0,
         "skippedLines": {"count": 0, "byReason": {}, "lines": []},
         "warnings": [],
-        "reason": reason,
     }
+
+
+def _set_aside(
+    path: str, status: str, reason: str, *, error: str | None = None, source: str = "jsonl"
+) -> dict[str, Any]:
+    report = {**file_report(path, source=source), "status": status, "reason": reason}
     if error is not None:
         report["error"] = error
     return report

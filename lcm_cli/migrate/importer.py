@@ -26,7 +26,7 @@ from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 from lcm_cli.engine.timefilter import parse_iso_timestamp
-from lcm_cli.migrate.discovery import StoreSource, discover_sources, session_keys
+from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -158,22 +158,7 @@ def _report(source: str | StoreSource) -> dict[str, Any]:
         report = _report(session.store)
         report.update(source="sqlite", sessionId=session.session_id, sessionKey=session.session_key)
         return report
-    return {
-        "file": source,
-        "source": "jsonl",
-        "status": "error",
-        "sessionId": None,
-        "sessionKey": None,
-        "conversationId": None,
-        "conversation": None,
-        "candidateMessages": 0,
-        "importedMessages": 0,
-        "skippedMessages": 0,
-        "parts": 0,
-        "bytes": 0,
-        "skippedLines": {"count": 0, "byReason": {}, "lines": []},
-        "warnings": [],
-    }
+    return file_report(source)
 
 
 def _note_skipped_lines(report: dict[str, Any], skipped: list[Any], unit: str = "line") -> None:
