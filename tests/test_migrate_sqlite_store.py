@@ -408,3 +408,23 @@ def test_start_up_does_not_load_zstd(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_only_the_current_session_of_a_key_carries_the_key(tmp_path: Path) -> None:
+    """A key reset once has two windows: the current one gets the key, the earlier none."""
+    state = tmp_path / "state"
+    store = Path(host_store.store_path(str(state), "main"))
+    conn = create_store(store)
+    key = "agent:main:telegram:direct:7"
+    for sid, when in (("old-window", 1_780_000_000_000), ("new-window", 1_780_000_500_000)):
+        sessions = tmp_path / sid
+        write_transcript(sessions / f"{sid}.jsonl", session_id=sid, messages=4, seed=3)
+        add_session(conn, sid, jsonl_events(sessions / f"{sid}.jsonl"), session_key=key, updated_at=when)
+    conn.close()  # add_session made new-window the key's current session (it ran last)
+    data = migrate("--openclaw-dir", str(state), "--apply")
+    assert [(f["sessionId"], f["sessionKey"]) for f in data["files"]] == [
+        ("new-window", key),
+        ("old-window", None),
+    ]
+    keys = rows(state / "lcm.db", "SELECT session_id, session_key FROM conversations ORDER BY session_id")
+    assert keys == [("new-window", key), ("old-window", None)]

@@ -191,8 +191,11 @@ def _text(value: object) -> str | None:
 def list_sessions(store: str) -> list[HostSession]:
     """Every session of a store that has transcript events, by session id.
 
-    Session keys come from ``session_windows`` (else the ``session_nodes`` row whose
-    current session it is); ``updated_at_ms`` from the window (else the newest event).
+    A session carries its key when it is the key's current session (``session_nodes``),
+    as only the current session of a key does in the JSONL era's ``sessions.json``; an
+    earlier window of the same key (reset, rollover) carries none. Without a
+    ``session_nodes`` table, keys come from ``session_windows``. ``updated_at_ms`` comes
+    from the window (else the newest event).
     """
     path = os.path.abspath(store)
     agent_id = agent_of(path)
@@ -206,10 +209,13 @@ def list_sessions(store: str) -> list[HostSession]:
             ):
                 windows[_text(sid) or ""] = (_text(key), updated if isinstance(updated, int) else None)
         if "session_nodes" in tables:
-            for key, sid in conn.execute("SELECT session_key, current_session_id FROM session_nodes"):
-                name = _text(sid) or ""
-                if name not in windows or windows[name][0] is None:
-                    windows[name] = (_text(key), windows.get(name, (None, None))[1])
+            current = {
+                _text(sid) or "": _text(key)
+                for key, sid in conn.execute("SELECT session_key, current_session_id FROM session_nodes")
+            }
+            windows = {sid: (current.get(sid), updated) for sid, (_, updated) in windows.items()}
+            for sid, key in current.items():
+                windows.setdefault(sid, (key, None))
         counts = conn.execute(
             "SELECT session_id, COUNT(*), MAX(created_at) FROM transcript_events GROUP BY session_id"
         ).fetchall()
