@@ -621,7 +621,7 @@ def _produce(
         credits = min(STAGING_AHEAD_MIB, max(1, transcript.size_bytes >> 20))
         acquire(credits)
         staged = os.path.join(stage_dir, f"{os.getpid()}-{number}.db")
-        selection = _Selection(frozenset())
+        selection = _Selection(frozenset(), transcript=transcript)
         writer = None
         try:
             writer = StagingWriter(staged)
@@ -670,9 +670,10 @@ class _Selection:
     unstamped row (one the live plugin wrote) and says whether it did.
     """
 
-    def __init__(self, present: frozenset[str] | set[str], adopt: Any = None) -> None:
+    def __init__(self, present: frozenset[str] | set[str], adopt: Any = None, transcript: Any = None) -> None:
         self.present = present
         self.adopt = adopt
+        self.seqs = getattr(transcript, "seqs", None)  # a store session: name events by seq
         self.seen: set[str] = set()
         self.warnings: list[str] = []
         self.imported = self.skipped = self.parts = self.bytes = 0
@@ -684,6 +685,11 @@ class _Selection:
             self.skipped += 1
             return False
         return True
+
+    def _where(self, line: int) -> str:
+        if self.seqs is not None and 0 < line <= len(self.seqs):
+            return f"seq {self.seqs[line - 1]}"
+        return f"line {line}"
 
     def new(self, source: Any) -> Iterator[Any]:
         """The messages of ``source`` to write, in order."""
@@ -697,7 +703,7 @@ class _Selection:
                 if entry_id in self.seen:
                     self.skipped += 1
                     self.warnings.append(
-                        f"duplicate entry id {entry_id} at line {message.line}; kept the first"
+                        f"duplicate entry id {entry_id} at {self._where(message.line)}; kept the first"
                     )
                     continue
                 self.seen.add(entry_id)
@@ -776,7 +782,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
     else:
         present = _present_entry_ids(conn, [conversation_id]) if existing else set()
         adopt = functools.partial(_adopt, conn, conversation_id) if existing else None
-        selection = _Selection(present, adopt)
+        selection = _Selection(present, adopt, transcript)
         last_position = transcript.candidate_count - 1
         want = functools.partial(selection.wanted, last_position=last_position) if present else None
         batch: list[dict[str, Any]] = []
