@@ -507,7 +507,8 @@ def _copy_database(
                     {"databasePath": source, "journalMode": journal_mode, "restarts": state["restarts"]},
                 ) from None
             if pinned:
-                src.execute("COMMIT")
+                if src.in_transaction:  # a read-only WAL source may have ended it already
+                    src.execute("COMMIT")
                 _checkpoint_held_frames(checkpointer)
             # A self-contained file: no -wal/-shm needed to open or restore it.
             dst.execute("PRAGMA journal_mode = DELETE").fetchone()
