@@ -22,9 +22,12 @@ How a backup is taken (:func:`create_backup`)
     checked with ``PRAGMA integrity_check`` (``quick_check`` when ``quick``), fsynced,
     hashed, and its manifest is written (atomically) before the backup itself is linked
     to its final name, so a file at a final name is always complete and has a manifest.
-    A kill at any moment leaves at most a hidden ``.<name>.<pid>-<rand>.tmp`` file (and,
-    if it lands between the two renames, a manifest whose backup never appeared, which
-    :func:`list_backups` ignores).
+    A kill at any moment leaves at most a hidden ``.<name>.lcm-<pid>-<hex>.tmp`` file
+    (:mod:`lcm_cli.engine.durable`; the next backup removes it once its owner is dead)
+    and, if it lands between the two renames, a manifest whose backup never appeared,
+    which :func:`list_backups` ignores. Backups and manifests are 0600, or the source's
+    mode where stricter. A source lcm may not write (0444, a read-only mount) is copied
+    without crash recovery or checkpoint, both of which would write it.
 
 Names (compat/operations.md §2.1)
     ``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` with the label normalized,
