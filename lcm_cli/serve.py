@@ -382,7 +382,18 @@ def _claim_socket(path: str) -> Any:
     import fcntl
     import stat
 
-    lock = open(path + ".lock", "a+b")  # noqa: SIM115 - held for the server's lifetime
+    from lcm_cli.engine.durable import open_lock_file
+
+    try:
+        # 0600, never through a planted symlink, never someone else's file.
+        lock = open_lock_file(path + ".lock")  # held for the server's lifetime
+    except OSError as exc:
+        raise LcmError(
+            "SERVE_SOCKET_FAILED",
+            f"Cannot use the lock file {path}.lock ({exc.strerror or exc}); remove it if it is a link "
+            "or not yours, or choose another --socket path.",
+            {"socket": path, "lockFile": path + ".lock"},
+        ) from None
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

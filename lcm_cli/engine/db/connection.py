@@ -1,8 +1,15 @@
 """Read-only connections to lcm.db.
 
 A live agent host may be writing the same file, so readers open it with a read-only
-URI (``mode=ro``, never ``immutable=1``, which would ignore the WAL), switch on
-``query_only``, wait a bounded time for locks, and never create a missing file.
+URI (``mode=ro``), switch on ``query_only``, wait a bounded time for locks, and never
+create a missing file.
+
+``immutable=1`` (which ignores the WAL and all locking) is used in one case only: a WAL
+database that was cleanly closed (no ``-wal`` file, or an empty one) whose ``-shm`` WAL
+index this process cannot create (the directory refuses writes, or something that is not
+a file holds the name). SQLite cannot read such a file through ``mode=ro`` at all; with
+no WAL content there is nothing immutable would ignore. :func:`immutable_reason` decides,
+and the envelope's ``meta.databaseAccess`` says so.
 """
 
 from __future__ import annotations
@@ -60,16 +67,66 @@ def require_sqlite_file(path: str) -> os.stat_result:
     return info
 
 
+def immutable_reason(path: str) -> str | None:
+    """Why ``path`` must be read through ``immutable=1``, or None when ``mode=ro`` works.
+
+    Only a cleanly closed WAL database (WAL in its header, no ``-wal`` or an empty one)
+    whose ``-shm`` cannot be created by this process qualifies: it is a regular file
+    already (None), a non-file holds its name, or the directory refuses writes.
+    """
+    shm = path + "-shm"
+    try:
+        shm_info: os.stat_result | None = os.lstat(shm)
+    except OSError:
+        shm_info = None
+    if shm_info is not None and stat.S_ISREG(shm_info.st_mode):
+        return None
+    try:
+        wal_size = os.stat(path + "-wal").st_size
+    except FileNotFoundError:
+        wal_size = 0
+    except OSError:
+        return None
+    if wal_size:
+        return None  # committed frames in the WAL: immutable would not see them
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[18] != 2:  # file format read version 2 = WAL
+        return None
+    if shm_info is not None:
+        return f"{shm} exists and is not a file, so SQLite cannot keep its WAL index there"
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"{directory} is not writable, so SQLite cannot create the WAL index {shm}"
+    return None
+
+
+def database_uri(path: str, *, immutable: bool = False) -> str:
+    """The read-only URI of ``path``, percent-encoded so '?', '#' and '%' stay path characters."""
+    return "file:" + quote(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
 def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """Open an existing lcm.db read-only, or raise a structured error.
 
     DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
     when it is not an SQLite database or SQLite refuses to open it.
     """
+    return open_read_only_access(path, timeout_ms=timeout_ms)[0]
+
+
+def open_read_only_access(
+    path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+) -> tuple[sqlite3.Connection, dict[str, str] | None]:
+    """:func:`open_read_only`, plus ``{mode: "immutable", reason}`` when it had to use immutable."""
     require_sqlite_file(path)
     details = {"databasePath": path}
-    # Percent-encode so '?', '#' and '%' in a path cannot be read as URI syntax.
-    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    reason = immutable_reason(path)
+    access = {"mode": "immutable", "reason": reason} if reason else None
+    uri = database_uri(path, immutable=reason is not None)
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
     except sqlite3.Error as exc:
@@ -79,7 +136,7 @@ def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> s
     except sqlite3.Error as exc:
         conn.close()
         raise LcmError("DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details) from None
-    return conn
+    return conn, access
 
 
 def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> LcmError:
