@@ -1110,12 +1110,12 @@ def _create_complete(path: Path) -> None:
     theirs is kept). A kill at any instant leaves either no ``path`` or a complete one;
     the sibling left by a killed creator is removed by the next one.
     """
-    from lcm_cli.engine.durable import fsync_dir
+    from lcm_cli.engine.durable import fsync_dir, pid_alive
 
     prefix = f".{path.name}.creating-"
     for stale in path.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 stale.unlink()
     staging = path.with_name(f"{prefix}{os.getpid()}-{threading.get_ident()}")
@@ -1140,13 +1140,3 @@ def _create_complete(path: Path) -> None:
         for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
