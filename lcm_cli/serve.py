@@ -12,8 +12,14 @@ Concurrency: requests run on a small thread pool, each worker with its own warm
 open). Reads run concurrently; operations that write wait in a per-session queue (session
 key, else session id, else conversation id), so one session's writes apply in arrival
 order while other sessions carry on. Every write is its own transaction, so stopping
-(EOF, ``shutdown``, SIGTERM/SIGINT) waits for the requests in flight and never leaves one
-half-done.
+(EOF, ``shutdown``, SIGTERM/SIGINT) waits for the writes in flight (up to
+``LCM_SERVE_GRACE_MS``) and never leaves one half-done; reads still running after 1 s are
+answered ``SERVER_STOPPING`` and cut (SQLite interrupted, regex helper killed).
+
+Isolation: a line is bounded in size (``REQUEST_TOO_LARGE``) and JSON depth
+(``INVALID_REQUEST``); an exception in an operation is an ``INTERNAL_ERROR`` answer for its
+id; server methods are answered on the reading thread, never behind the workers; a
+transport that dies makes the process exit 1, never 0.
 
 Transports: ``--stdio`` (the host owns the pipe) or ``--socket PATH`` (a Unix socket
 created with mode 0600, one request stream per connection; a second server on the same

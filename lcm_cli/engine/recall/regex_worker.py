@@ -122,6 +122,7 @@ class _Helper:
             close_fds=True,
         )
         self.killed = False
+        self.owner = threading.current_thread()
 
     def alive(self) -> bool:
         return not self.killed and self.proc.poll() is None
@@ -204,7 +205,10 @@ def _helper() -> _Helper:
         helper = _Helper()
         _local.helper = helper
         with _helpers_lock:
+            orphans = [h for h in _helpers if not h.owner.is_alive()]
             _helpers.add(helper)
+        for orphan in orphans:  # their threads ended: nobody will scan with them again
+            _retire(orphan)
     return helper
 
 
