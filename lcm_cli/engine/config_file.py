@@ -35,7 +35,9 @@ def _reject_constant(name: str) -> Any:
 
 def parse_strict_json(text: str) -> Any:
     """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas)."""
-    return json.loads(text, parse_constant=_reject_constant)
+    from lcm_cli.engine.limits import loads_bounded
+
+    return loads_bounded(text, parse_constant=_reject_constant)
 
 
 def read_config_root(config_path: str) -> dict[str, Any] | None:

@@ -74,10 +74,10 @@ def _object(extra: dict[str, Any], field: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        import json
+        from lcm_cli.engine.limits import loads_bounded
 
         try:
-            value = json.loads(value)
+            value = loads_bounded(value)
         except ValueError as exc:
             raise input_error(
                 f"--{field} is not JSON ({exc}).", {"field": field, "reason": "invalid-json"}

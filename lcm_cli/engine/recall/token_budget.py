@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.limits import loads_bounded
 from lcm_cli.engine.tokens import estimate_tokens
 
 
@@ -84,7 +85,7 @@ def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, i
         "the same id unchanged, or omit --cursor to start at the beginning.",
     )
     try:
-        payload = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8"))
+        payload = loads_bounded(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise invalid from None
     if (
