@@ -51,10 +51,16 @@ def _own_lookup(node: Any, segments: list[str]) -> Any:
 
 @operation("config.show", summary="The Lossless plugin config: as stored, effective, and its sources.")
 def show_config(ctx: Context, req: Request) -> Result:
-    """Raw and effective Lossless config, pattern-source diagnostics, overriding env names."""
+    """Raw and effective Lossless config, pattern-source diagnostics, overriding env names.
+
+    Values the other commands refuse (``CONFIG_INVALID``) are listed in
+    ``meta.configProblems`` rather than failing, so the config can still be inspected.
+    """
+    from lcm_cli.engine.config_schema import config_problems
     from lcm_cli.engine.settings import resolve_diagnostics
 
     overrides = sorted(name for name in ctx.env if name.startswith("LCM_") or name == "TZ")
+    problems = config_problems(ctx.plugin_config, ctx.env)
     return Result(
         {
             "configPath": ctx.config_path,
@@ -62,7 +68,8 @@ def show_config(ctx: Context, req: Request) -> Result:
             "effective": _typed_effective(ctx),
             "diagnostics": resolve_diagnostics(ctx.plugin_config, ctx.env),
             "environmentOverrides": overrides,
-        }
+        },
+        meta={"configProblems": problems} if problems else None,
     )
 
 

@@ -97,8 +97,12 @@ class Context:
     def effective(self) -> dict[str, Any]:
         """The effective Lossless config (environment > plugin config > defaults)."""
         if self._effective is None:
+            from lcm_cli.engine.config_schema import check_config_in_use
             from lcm_cli.engine.settings import resolve_effective
 
+            # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
+            # is refused rather than used.
+            check_config_in_use(self.plugin_config, self.env, self.config_path)
             self._effective = resolve_effective(self.plugin_config, self.env, self.state_dir)
         return self._effective
 
