@@ -301,23 +301,23 @@ def config_problems(plugin_config: dict[str, Any], env: Mapping[str, str]) -> li
                 "allowed": allowed_text(node) if node is not None else "",
             }
         )
-    for key in CONFIG_KEYS:
-        if not key.env or key.alias_of is not None or key.schema.get("type") in ("object", "array"):
+    for config_key in CONFIG_KEYS:
+        if not config_key.env or config_key.alias_of is not None or config_key.schema.get("type") in ("object", "array"):
             continue
-        for name in key.env:
+        for name in config_key.env:
             raw = env.get(name)
             if raw is None:
                 continue
-            value = coerce_env(key, raw)
+            value = coerce_env(config_key, raw)
             if value is MISSING:
                 continue
-            for error in validate(value, key.schema):
+            for error in validate(value, config_key.schema):
                 problems.append(
                     {
-                        "key": key.path,
+                        "key": config_key.path,
                         "source": name,
                         "message": error["message"],
-                        "allowed": allowed_text(key.schema),
+                        "allowed": allowed_text(config_key.schema),
                     }
                 )
             break
