@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from datetime import datetime, timezone
 from typing import Any
@@ -33,9 +34,50 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# A ``\uD800``-``\uDFFF`` escape: only these can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _first_lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) holding a lone UTF-16 surrogate, or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    if isinstance(value, dict):
+        items: list[Any] = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _first_lone_surrogate(item)
+        if found is not None:
+            return found
+    return None
+
+
 def parse_strict_json(text: str) -> Any:
-    """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas)."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas).
+
+    A lone surrogate (``"\ud800"``, or an undecodable byte smuggled in through argv) is
+    refused too: it cannot be written back as UTF-8 or printed, so it is bad input here
+    rather than a crash later.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the text holds a character that is not valid UTF-8") from None
+    value = json.loads(text, parse_constant=_reject_constant)
+    if _SURROGATE_ESCAPE.search(text):
+        found = _first_lone_surrogate(value)
+        if found is not None:
+            raise ValueError(
+                f"lone surrogate escape in the string {found.encode('utf-8', 'backslashreplace').decode()[:60]!r}"
+            )
+    return value
 
 
 def read_config_root(config_path: str) -> dict[str, Any] | None:
@@ -188,11 +230,13 @@ def write_with_backup(config_path: str, new_text: str) -> str:
             os.fsync(handle.fileno())
         os.replace(temp_path, config_path)
         fsync_dir(directory)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             os.unlink(temp_path)
         except OSError:
             pass
+        if not isinstance(exc, OSError):
+            raise  # (the temp file is gone; an interrupt or a bug still surfaces as itself)
         raise LcmError(
             "CONFIG_WRITE_FAILED",
             f"Could not write {config_path} ({exc.strerror or exc}); the original file is "

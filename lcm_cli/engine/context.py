@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from lcm_cli.engine import paths as path_rules
 from lcm_cli.engine.config_file import plugin_config_of, read_config_root
-from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only, translate_sqlite_error
+from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only, translate_database_failure
 from lcm_cli.engine.db.probe import SchemaProbe
 from lcm_cli.engine.errors import LcmError
 
@@ -125,8 +125,11 @@ class Context:
         """Run one read query; SQLite failures become structured errors."""
         try:
             return self.db.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise translate_sqlite_error(exc, self.database_path, self.timeout_ms) from None
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            translated = translate_database_failure(exc, self.database_path, self.timeout_ms)
+            if translated is None:
+                raise
+            raise translated from None
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
         """The first row of a read query, or None."""
