@@ -302,7 +302,11 @@ def config_problems(plugin_config: dict[str, Any], env: Mapping[str, str]) -> li
             }
         )
     for config_key in CONFIG_KEYS:
-        if not config_key.env or config_key.alias_of is not None or config_key.schema.get("type") in ("object", "array"):
+        if (
+            not config_key.env
+            or config_key.alias_of is not None
+            or config_key.schema.get("type") in ("object", "array")
+        ):
             continue
         for name in config_key.env:
             raw = env.get(name)
