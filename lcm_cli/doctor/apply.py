@@ -42,6 +42,7 @@ REPAIRABLE = (
     "maintenance.stale",
     "maintenance.stuck",
     "pending.open-batches",
+    "storage.undecodable-text",
     "storage.schema-version",
     "storage.wal-size",
 )
@@ -345,6 +346,29 @@ def _wal_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
         change["result"] = {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]}
 
 
+def _text_plan(source: ScanInput) -> list[dict[str, Any]]:
+    from lcm_cli.doctor.storage import undecodable_text
+
+    found = undecodable_text(dataclasses.replace(source, memo={}))
+    return [
+        {"action": "reencode", "table": v["table"], "id": v["id"], "column": v["column"]}
+        for _, v in sorted(found.items())
+    ]
+
+
+def _text_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    from lcm_cli.doctor.storage import TEXT_COLUMNS
+
+    keys = {table: key for table, key, _, _ in TEXT_COLUMNS}
+    for change in changes:
+        table, column, key = change["table"], change["column"], keys[change["table"]]
+        # The decode with replacement is deliberate here (the connection's text_factory);
+        # this is the one place a replaced value is stored.
+        row = conn.execute(f"SELECT {column} FROM {table} WHERE {key} = ?", (change["id"],)).fetchone()
+        if row is not None:
+            conn.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (row[0], change["id"]))
+
+
 # --------------------------------------------------------------------------- planning
 
 
@@ -398,6 +422,9 @@ def plan_units(source: ScanInput, check_ids: list[str]) -> list[Unit]:
                     f"descendants:{cid}", "dag.descendant-counts", cid, _descendants_plan, _descendants_write
                 )
             )
+    if "storage.undecodable-text" in chosen:
+        # Before the FTS units, so they re-plan against the re-encoded text.
+        units.append(Unit("text:reencode", "storage.undecodable-text", None, _text_plan, _text_write))
     for check_id, table in _FTS_TABLES.items():
         if check_id in chosen and source.has(table):
             units.append(Unit(f"fts:{table}", check_id, None, _fts_plan(check_id), _fts_write))

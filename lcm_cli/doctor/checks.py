@@ -231,6 +231,14 @@ CHECKS: tuple[Check, ...] = (
         scoped=False,
     ),
     Check(
+        "storage.undecodable-text",
+        "warn",
+        "Message or summary text that is not valid UTF-8 (read with U+FFFD)",
+        storage.check_undecodable_text,
+        _apply("storage.undecodable-text"),
+        "Re-encodes each value with U+FFFD in place of the bad bytes, in one transaction, after a backup.",
+    ),
+    Check(
         "storage.schema-version",
         "warn",
         "Schema migrations pending, or written by a newer lcm",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from datetime import datetime, timezone
 from typing import Any
@@ -33,11 +34,52 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# A ``\uD800``-``\uDFFF`` escape: only these can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _first_lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) holding a lone UTF-16 surrogate, or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    if isinstance(value, dict):
+        items: list[Any] = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _first_lone_surrogate(item)
+        if found is not None:
+            return found
+    return None
+
+
 def parse_strict_json(text: str) -> Any:
-    """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas)."""
+    """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas), depth-bounded.
+
+    A lone surrogate (``"\ud800"``, or an undecodable byte smuggled in through argv) is
+    refused too: it cannot be written back as UTF-8 or printed, so it is bad input here
+    rather than a crash later.
+    """
     from lcm_cli.engine.limits import loads_bounded
 
-    return loads_bounded(text, parse_constant=_reject_constant)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the text holds a character that is not valid UTF-8") from None
+    value = loads_bounded(text, parse_constant=_reject_constant)
+    if _SURROGATE_ESCAPE.search(text):
+        found = _first_lone_surrogate(value)
+        if found is not None:
+            raise ValueError(
+                f"lone surrogate escape in the string {found.encode('utf-8', 'backslashreplace').decode()[:60]!r}"
+            )
+    return value
 
 
 def read_config_root(config_path: str) -> dict[str, Any] | None:
@@ -182,7 +224,8 @@ def write_with_backup(config_path: str, new_text: str) -> str:
         ) from None
 
     try:
-        # The config itself keeps its own mode (the host must still read it).
+        # The config itself keeps its own mode (the host must still read it). Any failure
+        # removes the temp file (atomic_writer), and the original stays as it was.
         atomic_write(config_path, new_text.encode("utf-8"), mode=mode, replace=True)
     except OSError as exc:
         raise LcmError(

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from lcm_cli.engine import paths as path_rules
 from lcm_cli.engine.config_file import plugin_config_of, read_config_root
-from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access, translate_sqlite_error
+from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access, translate_database_failure
 from lcm_cli.engine.db.probe import SchemaProbe
 from lcm_cli.engine.errors import LcmError
 
@@ -102,8 +102,12 @@ class Context:
     def effective(self) -> dict[str, Any]:
         """The effective Lossless config (environment > plugin config > defaults)."""
         if self._effective is None:
+            from lcm_cli.engine.config_schema import check_config_in_use
             from lcm_cli.engine.settings import resolve_effective
 
+            # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
+            # is refused rather than used.
+            check_config_in_use(self.plugin_config, self.env, self.config_path)
             self._effective = resolve_effective(self.plugin_config, self.env, self.state_dir)
         return self._effective
 
@@ -128,8 +132,11 @@ class Context:
         """Run one read query; SQLite failures become structured errors."""
         try:
             return self.db.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise translate_sqlite_error(exc, self.database_path, self.timeout_ms) from None
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            translated = translate_database_failure(exc, self.database_path, self.timeout_ms)
+            if translated is None:
+                raise
+            raise translated from None
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
         """The first row of a read query, or None."""

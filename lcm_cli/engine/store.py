@@ -28,6 +28,7 @@ from typing import Any
 
 from lcm_cli.engine import identity
 from lcm_cli.engine.db import schema
+from lcm_cli.engine.db.connection import decode_text
 from lcm_cli.engine.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
 from lcm_cli.engine.tokens import estimate_tokens
 
@@ -277,6 +278,7 @@ class Store:
         # isolation_level=None: the sqlite3 module never opens transactions on
         # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+        conn.text_factory = decode_text  # an undecodable stored value reads with U+FFFD
         try:
             # The same pragmas lossless-claw sets on its writer connections.
             conn.execute("PRAGMA journal_mode = WAL")
