@@ -84,11 +84,21 @@ def test_lone_surrogate_in_config_is_config_parse_failed(state_dir: Path, argv: 
     assert (state_dir / "openclaw.json").read_text(encoding="utf-8") == LONE
 
 
-@pytest.mark.parametrize("value", ['"\\ud800"', '"\\udfff tail"', '["ok", "\\udc80"]', "\udcff"])
-def test_config_set_refuses_a_lone_surrogate_value(state_dir: Path, value: str) -> None:
+@pytest.mark.parametrize(
+    "value,code,status",
+    [
+        ('"\\ud800"', "CONFIG_VALIDATION_FAILED", 4),
+        ('"\\udfff tail"', "CONFIG_VALIDATION_FAILED", 4),
+        ('["ok", "\\udc80"]', "CONFIG_VALIDATION_FAILED", 4),
+        ("\udcff", "INVALID_ARGUMENT", 2),  # a raw undecodable argv byte: refused with the other argv
+    ],
+)
+def test_config_set_refuses_a_lone_surrogate_value(
+    state_dir: Path, value: str, code: str, status: int
+) -> None:
     before = sorted(os.listdir(state_dir))
     out = lcm("--openclaw-dir", str(state_dir), "config", "set", "summaryModel", value)
-    assert out.code == 4 and out.error["code"] == "CONFIG_VALIDATION_FAILED"
+    assert (out.code, out.error["code"]) == (status, code)
     assert sorted(os.listdir(state_dir)) == before
 
 
