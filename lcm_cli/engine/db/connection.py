@@ -24,11 +24,12 @@ def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int
     return int(raw) if raw.strip().isdigit() else DEFAULT_BUSY_TIMEOUT_MS
 
 
-def require_sqlite_file(path: str) -> os.stat_result:
+def require_sqlite_file(path: str, *, not_a_database: str = "DATABASE_OPEN_FAILED") -> os.stat_result:
     """Check ``path`` is an existing regular file that SQLite can call a database.
 
     DATABASE_NOT_FOUND when it is missing or not a regular file; DATABASE_OPEN_FAILED when
-    it cannot be read or lacks the SQLite header (an empty file is an empty database).
+    it cannot be read; ``not_a_database`` when it lacks the SQLite header (an empty file
+    is an empty database).
     """
     details = {"databasePath": path}
     try:
@@ -53,8 +54,8 @@ def require_sqlite_file(path: str) -> os.stat_result:
         ) from None
     if header and header != SQLITE_HEADER:
         raise LcmError(
-            "DATABASE_OPEN_FAILED",
-            f"{path} is not an SQLite database. Check --db / LCM_DATABASE_PATH.",
+            not_a_database,
+            f"{path} is not an SQLite database (file is not a database). Check --db / LCM_DATABASE_PATH.",
             details,
         )
     return info
@@ -64,9 +65,10 @@ def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> s
     """Open an existing lcm.db read-only, or raise a structured error.
 
     DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
-    when it is not an SQLite database or SQLite refuses to open it.
+    when SQLite refuses to open it; DATABASE_QUERY_FAILED when it is not an SQLite database
+    (as the reference, whose lazy open meets that at its first query).
     """
-    require_sqlite_file(path)
+    require_sqlite_file(path, not_a_database="DATABASE_QUERY_FAILED")
     details = {"databasePath": path}
     # Percent-encode so '?', '#' and '%' in a path cannot be read as URI syntax.
     uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
@@ -94,7 +96,7 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> Lc
         )
     if "not a database" in text or "malformed" in text:
         return LcmError(
-            "DATABASE_OPEN_FAILED",
+            "DATABASE_QUERY_FAILED",
             f"{path} is not a readable SQLite database ({text}). Check --db, or run "
             "`PRAGMA integrity_check` on a copy.",
             {"databasePath": path},
