@@ -185,7 +185,7 @@ def parse_argv(argv: list[str]) -> Parsed:
         if field is None:
             raise invalid_argument(
                 f"{name} is not supported by `{command.name}`; see `lcm {' '.join(path)} --help`.",
-                {"option": name, "command": command.name},
+                {"option": name.lstrip("-"), "command": command.name},
             )
         if FIELD_SCHEMAS.get(field, {}).get("type") == "array":
             params.setdefault(field, []).append(value)

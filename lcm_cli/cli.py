@@ -136,11 +136,31 @@ def _run(argv: list[str], fallback: Any) -> int:
         return 0
     if parsed.help:
         return _typer(list(parsed.words) + ["--help"])
-    # Parsing succeeded: from here on errors honour --pretty.
+    # The reference pretty-prints only once its argument checks all pass: a request's
+    # validation errors (selectors, format, roles, kind, time filters, integers) stay compact.
+    _validate_request(parsed)
     fallback.pretty = pretty
     if parsed.command is not None and parsed.command.name == "commands":
         return _typer(_canonical(parsed))
     return _call(parsed, fallback)
+
+
+def _validate_request(parsed: Parsed) -> None:
+    """Validate the parsed command's request (the operation validates it again, cheaply)."""
+    from lcm_cli.engine.registry import OPERATIONS
+    from lcm_cli.engine.request import validate_request
+
+    if parsed.command is None or parsed.command.name not in OPERATIONS:
+        return
+    spec = OPERATIONS[parsed.command.name]
+    validate_request(
+        parsed.command.name,
+        spec.options,
+        parsed.params,
+        needs_selector=spec.needs_selector,
+        output_format=parsed.globals.get("--format", "json"),
+        args=parsed.args,
+    )
 
 
 # Doors that are not operations: they read their own arguments.

@@ -128,7 +128,7 @@ def test_error_codes_and_exit_statuses(state_dir: Path, argv: list[str], code: s
 
 def test_error_details(state_dir: Path) -> None:
     base = ("--openclaw-dir", str(state_dir))
-    assert lcm(*base, "status", "--limit", "5").error["details"] == {"option": "--limit", "command": "status"}
+    assert lcm(*base, "status", "--limit", "5").error["details"] == {"option": "limit", "command": "status"}
     assert lcm(*base, "messages", "list", "--session-key", "nope").error["details"] == {
         "kind": "sessionKey",
         "value": "nope",

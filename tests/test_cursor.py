@@ -603,7 +603,7 @@ def test_cursor_unsupported_elsewhere(db_path: Path, command: list[str], kind: s
     out = lcm("--db", str(db_path), *command, "--cursor", TS_MESSAGES)
     assert out.code == 2
     assert out.error["code"] == "INVALID_ARGUMENT"
-    assert out.error["details"] == {"option": "--cursor", "command": kind}
+    assert out.error["details"] == {"option": "cursor", "command": kind}
 
 
 def test_huge_integral_cursor_id_does_not_crash(db_path: Path) -> None:

@@ -421,7 +421,8 @@ def test_disk_full_midway_rolls_back_that_file_and_keeps_the_rest(tmp_path: Path
     finally:
         conn.close()
     assert counts.get("b-large", 0) == 0  # rolled back whole
-    if result.returncode == 0:  # the run reported the failure per file
+    if result.stdout:  # the run reported the failure per file (and exits 1 for it)
+        assert result.returncode == 1
         files = {Path(f["file"]).stem: f for f in json.loads(result.stdout)["data"]["files"]}
         assert files["b-large"]["status"] == "error" and files["b-large"]["reason"] == "import-failed"
         assert counts.get("a-small") == files["a-small"]["importedMessages"] > 0

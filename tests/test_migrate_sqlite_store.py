@@ -159,7 +159,7 @@ def test_a_discovered_garbage_store_is_reported_and_the_batch_goes_on(store_stat
     bad = Path(host_store.store_path(str(store_state), "broken"))
     bad.parent.mkdir(parents=True)
     bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
-    data = migrate("--openclaw-dir", str(store_state), "--apply", code=0)
+    data = migrate("--openclaw-dir", str(store_state), "--apply", code=1)  # a failed file: exit 1
     by_file = {(f["file"], f["sessionId"]): f for f in data["files"]}
     broken = by_file[(str(bad), None)]
     assert broken["status"] == "error" and broken["reason"] == "unreadable-store"

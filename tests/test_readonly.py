@@ -62,7 +62,8 @@ def test_file_that_is_not_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "lcm.db"
     path.write_text("this is a text file, not a database\n" * 20)
     out = lcm("--db", str(path), "status")
-    assert out.code == 5 and out.error["code"] == "DATABASE_OPEN_FAILED"
+    # As the reference: its lazy open meets a non-database at the first query.
+    assert out.code == 5 and out.error["code"] == "DATABASE_QUERY_FAILED"
     assert out.error["details"] == {"databasePath": str(path)}
 
 

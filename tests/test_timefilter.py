@@ -384,7 +384,7 @@ def test_time_options_unsupported_elsewhere(
     out = lcm("--db", str(db_path), *command, option, "garbage")
     assert out.code == 2
     assert out.error["code"] == "INVALID_ARGUMENT"
-    assert out.error["details"] == {"option": option, "command": kind}
+    assert out.error["details"] == {"option": option[2:], "command": kind}
 
 
 # --------------------------------------------------------------------------------------

@@ -48,12 +48,24 @@ def migrate_sessions(
     json: Annotated[
         bool, typer.Option("--json", help="Accepted for compatibility; JSON is the default output.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="Accepted for compatibility; every file is always reported."),
+    ] = False,
+    state_dir: Annotated[
+        Optional[str],
+        typer.Option(
+            "--state-dir",
+            metavar="DIR",
+            help="The OpenClaw state dir: lossless-claw-migrate-sessions' name for --openclaw-dir.",
+        ),
+    ] = None,
 ) -> None:
     """Backfill OpenClaw session transcripts into lcm.db; a dry run unless --apply.
 
     Without --file, --sessions-dir or --store it reads <state dir>/agents/*/sessions/*.jsonl
     and every <state dir>/agents/*/agent/openclaw-agent.sqlite. Safe to re-run: entries
-    already imported are skipped.
+    already imported are skipped. Exits 1 when a file failed (its report says why).
 
     Example: lcm migrate-sessions --openclaw-dir ~/.openclaw --apply
     """
@@ -69,5 +81,7 @@ def migrate_sessions(
             "apply": apply,
             "verify": verify,
             "json": json,
+            "verbose": verbose,
+            "state_dir": state_dir,
         },
     )

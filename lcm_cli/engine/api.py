@@ -6,12 +6,14 @@ Every other door (typer commands, later ``lcm hook`` and ``lcm serve``) goes thr
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.db.connection import translate_database_failure
+from lcm_cli.engine.errors import invalid_argument
 from lcm_cli.engine.registry import get_operation
 from lcm_cli.engine.request import validate_request
 
@@ -54,6 +56,7 @@ def call(
         now_ms=now_ms,
     )
     warm = context is not None
+    openclaw_dir = _state_dir_option(request, openclaw_dir, warm)
     ctx = (
         context if context is not None else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
     )
@@ -82,3 +85,21 @@ def call(
     if result.streamed:
         envelope["streamed"] = True
     return envelope
+
+
+def _state_dir_option(request: Any, openclaw_dir: str | None, warm: bool) -> str | None:
+    """``--state-dir`` (the reference importer's spelling) names the state dir like ``--openclaw-dir``."""
+    state_dir = (request.extra or {}).get("state_dir")
+    if state_dir is None:
+        return openclaw_dir
+    if warm:
+        raise invalid_argument(
+            "--state-dir cannot change a running server's state dir; start `lcm serve --openclaw-dir DIR`.",
+            {"option": "state-dir"},
+        )
+    if openclaw_dir is not None and os.path.abspath(openclaw_dir) != os.path.abspath(state_dir):
+        raise invalid_argument(
+            "--state-dir and --openclaw-dir name different directories; give one of them.",
+            {"option": "state-dir"},
+        )
+    return str(state_dir)

@@ -130,7 +130,7 @@ def plugin_config_of(root: dict[str, Any] | None, config_path: str) -> dict[str,
             raise LcmError(
                 "CONFIG_SHAPE_INVALID",
                 f"`{label}` in {config_path} must be a JSON object.",
-                {"configPath": config_path, "key": label},
+                {"configPath": config_path, "key": key},
             )
     plugin: dict[str, Any] = node
     return plugin

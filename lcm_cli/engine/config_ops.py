@@ -29,15 +29,20 @@ from lcm_cli.engine.request import Request
 _MISSING = object()
 
 
-def _typed_effective(ctx: Context) -> dict[str, Any]:
+def _typed_effective(ctx: Context, *, keep_unset: bool = False) -> dict[str, Any]:
     """The effective config through the pydantic-settings model.
 
     The config commands pay for pydantic (they exist to explain the config); read commands
     use the stdlib resolver, which a property test keeps identical to this model.
+    ``keep_unset``: keep the known keys that have no value, as None.
     """
     from lcm_cli.engine.settings_model import load_settings
 
-    return load_settings(ctx.plugin_config, ctx.env, ctx.state_dir).to_effective_dict()
+    settings = load_settings(ctx.plugin_config, ctx.env, ctx.state_dir)
+    if keep_unset:
+        full: dict[str, Any] = settings.model_dump(by_alias=True)
+        return full
+    return settings.to_effective_dict()
 
 
 def _own_lookup(node: Any, segments: list[str]) -> Any:
@@ -92,7 +97,9 @@ def get_config(ctx: Context, req: Request) -> Result:
     (path,) = req.args
     segments = split_dot_path(path)
     raw = _own_lookup(ctx.plugin_config, segments)
-    effective = effective_value(_typed_effective(ctx), path)
+    # A known key the resolver leaves unset (freshTailMaxTokens, ...) is found, with a null
+    # value, as the reference's effective config holds it as an own undefined property.
+    effective = effective_value(_typed_effective(ctx, keep_unset=True), path)
     if raw is _MISSING and effective is MISSING:
         raise LcmError(
             "CONFIG_KEY_NOT_FOUND",
@@ -176,7 +183,7 @@ def set_config(ctx: Context, req: Request) -> Result:
             raise LcmError(
                 "CONFIG_SHAPE_INVALID",
                 f"`{label}` in {config_path} must be a JSON object.",
-                {"configPath": config_path, "key": label},
+                {"configPath": config_path, "key": key},
             )
         holder = holder[key]
     leaf = segments[-1]

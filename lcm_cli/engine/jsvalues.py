@@ -9,13 +9,13 @@ runtime ingest alike, so all three produce the same bytes for the same input.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Callable
 from typing import Any
+
+from lcm_cli.engine.collation import sort_key
 
 # String.prototype.trim() strips exactly these; Python's str.strip() differs (it also
 # strips U+001C-U+001F and U+0085, and keeps U+FEFF).
@@ -346,45 +346,9 @@ def envelope_string(value: Any) -> str | None:
 
 # --- localeCompare --------------------------------------------------------
 # Metadata keys are sorted with JavaScript's localeCompare (ICU root collation), not by
-# code point: punctuation before digits before letters, case and accents only breaking
-# ties. This reproduces that order for ASCII exactly and approximates it beyond.
-_ICU_ASCII_ORDER = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789"
-_ICU_PRIMARY = {ch: i for i, ch in enumerate(_ICU_ASCII_ORDER)}
-# Latin letters that do not decompose but sort with ASCII letters.
-_LATIN_EXTRAS = {"ø": "o", "đ": "d", "ł": "l", "ħ": "h", "æ": "ae", "œ": "oe", "þ": "th"}
+# code point; engine/collation.py is the one home of that order.
 
 
-@functools.lru_cache(maxsize=4096)
-def collation_key(text: str) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[int, ...]]:
-    primary: list[Any] = []
-    secondary: list[tuple[int, ...]] = []
-    tertiary: list[int] = []
-    for ch in text:
-        if ch in _ICU_PRIMARY:
-            weights: list[tuple[int, Any]] = [(0, _ICU_PRIMARY[ch])]
-            marks: tuple[int, ...] = ()
-            upper = 0
-        else:
-            decomposed = unicodedata.normalize("NFD", ch) if not ch.isascii() else ch
-            base = decomposed[0]
-            marks = tuple(ord(m) for m in decomposed[1:])
-            upper = 1 if base.isupper() else 0
-            folded = _LATIN_EXTRAS.get(base.lower(), base.casefold())
-            if folded.isascii() and folded.isalpha():
-                # Latin letters, accented or not, sort with their base letters (ß as ss).
-                weights = [(2, letter) for letter in folded]
-            elif ord(base) < 0x20 or unicodedata.category(base) in ("Cc", "Cf", "Mn"):
-                continue  # ignorable at every level
-            elif base.isalpha():
-                weights = [(3, folded)]
-            elif base.isdigit():
-                weights = [(1, str(unicodedata.digit(base, 0)))]
-            elif unicodedata.category(base) in ("So", "Sm", "Sk"):
-                weights = [(0, _ICU_PRIMARY["$"] - 1 + ord(base) / 0x200000)]
-            else:
-                weights = [(0, _ICU_PRIMARY["$"] - 2 + ord(base) / 0x200000)]
-        for i, weight in enumerate(weights):
-            primary.append(weight)
-            secondary.append(marks if i == 0 else ())
-            tertiary.append(upper)
-    return tuple(primary), tuple(secondary), tuple(tertiary)
+def collation_key(text: str) -> tuple[int, ...]:
+    """Sort key giving ``localeCompare`` order (see :mod:`lcm_cli.engine.collation`)."""
+    return sort_key(text)

@@ -66,6 +66,15 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "default": False,
         "description": "accepted for compatibility; JSON is the default",
     },
+    "verbose": {
+        "type": "boolean",
+        "default": False,
+        "description": "accepted for compatibility; every file is always reported",
+    },
+    "state_dir": {
+        "type": "string",
+        "description": "the OpenClaw state dir (lossless-claw-migrate-sessions' name for --openclaw-dir)",
+    },
     # backup
     "out": {"type": "string"},
     "quick": {"type": "boolean", "default": False},
@@ -288,7 +297,7 @@ def validate_request(
             option = option_name(name)
             raise invalid_argument(
                 f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`.",
-                {"option": option, "command": command},
+                {"option": option.lstrip("-"), "command": command},
             )
 
     conversation_id = raw.get("conversation_id")
@@ -328,7 +337,7 @@ def validate_request(
             raise invalid_argument(
                 f"Invalid --role value {role!r}: expected one of system, user, assistant, tool."
             )
-    kind = raw.get("kind")
+    kind = raw.get("kind") or None  # as the reference: an empty --kind is no filter
     if kind is not None and kind not in KINDS:
         raise invalid_argument(f"Invalid --kind value {kind!r}: expected leaf or condensed.")
 

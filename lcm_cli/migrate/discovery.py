@@ -2,8 +2,13 @@
 
 Discovery follows the reference importer: every ``--file``; every ``*.jsonl`` directly in
 each ``--sessions-dir``; and only when neither is given, ``<state dir>/agents/*/sessions/*.jsonl``.
-Paths are de-duplicated and sorted; ``--since`` keeps files modified at or after the instant
+Paths are de-duplicated and sorted as the reference sorts them, with JavaScript's
+``localeCompare`` (:mod:`lcm_cli.engine.collation`), so conversation and message ids come
+out in the same order; ``--since`` keeps files modified at or after the instant
 (unreadable files are kept so they are reported); ``--limit`` caps the files kept.
+Symbolic links found while listing a directory (a linked ``*.jsonl``, or a linked agent
+directory) are not followed, as the reference does not follow them; each is reported as
+skipped (reason ``symlink``). A ``--file`` that is a link is read, as the reference does.
 
 :func:`discover_sources` adds OpenClaw's SQLite session stores (host 2026.7.2 and later):
 every ``--store``, every ``--file`` whose first bytes are SQLite's header, and, when no
@@ -23,6 +28,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from lcm_cli.engine import host_store
+from lcm_cli.engine.collation import sort_key
 from lcm_cli.engine.errors import LcmError
 
 SESSIONS_INDEX = "sessions.json"
@@ -35,20 +41,30 @@ def discover_files(
     *,
     since_ms: int | None = None,
     limit: int | None = None,
+    links: list[str] | None = None,
 ) -> list[str]:
-    """Absolute transcript paths to read, in a stable order."""
+    """Absolute transcript paths to read, in the reference's order.
+
+    ``links``: when given, receives the symbolic links that listing skipped.
+    """
     chosen: list[str] = [os.path.abspath(f) for f in files]
     dirs = [os.path.abspath(d) for d in sessions_dirs]
+    skipped_links: list[str] = [] if links is None else links
     for directory in dirs:
-        chosen.extend(_jsonl_in(directory))
+        chosen.extend(_jsonl_in(directory, skipped_links))
     if not chosen and not dirs:
         agents = os.path.join(state_dir, "agents")
         for agent in sorted(_entries(agents)):
-            if os.path.isdir(os.path.join(agents, agent)):
-                chosen.extend(_jsonl_in(os.path.join(agents, agent, "sessions")))
+            agent_dir = os.path.join(agents, agent)
+            if os.path.islink(agent_dir):
+                if os.path.isdir(agent_dir):
+                    skipped_links.append(agent_dir)
+            elif os.path.isdir(agent_dir):
+                chosen.extend(_jsonl_in(os.path.join(agent_dir, "sessions"), skipped_links))
+    skipped_links.sort(key=locale_order)
     kept: list[str] = []
     readable = 0
-    for path in sorted(set(chosen)):
+    for path in sorted(set(chosen), key=locale_order):
         if limit is not None and readable >= limit:
             break
         try:
@@ -128,12 +144,22 @@ def discover_sources(
             store_paths.append(os.path.abspath(path))
         else:
             jsonl_given.append(path)
+    links: list[str] = []
     if not files and not dirs and not store_paths:
         store_paths = [path for _, path in host_store.find_stores(state_dir)]
-        jsonl = discover_files(state_dir, since_ms=since_ms)
+        jsonl = discover_files(state_dir, since_ms=since_ms, links=links)
+    elif jsonl_given or dirs:
+        jsonl = discover_files(state_dir, jsonl_given, dirs, since_ms=since_ms, links=links)
     else:
-        jsonl = discover_files(state_dir, jsonl_given, dirs, since_ms=since_ms) if jsonl_given or dirs else []
+        jsonl = []
     reports: list[dict[str, Any]] = []
+    for link in links:
+        report = _set_aside(link, "skipped", "symlink")
+        hint = "--sessions-dir <it>/sessions" if os.path.isdir(link) else "--file"
+        report["warnings"].append(
+            f"a symbolic link to {os.path.realpath(link)}; not followed (name it with {hint} to import it)"
+        )
+        reports.append(report)
     sessions: list[host_store.HostSession] = []
     for store in sorted(set(store_paths)):
         try:
@@ -237,12 +263,23 @@ def _entries(directory: str) -> list[str]:
         return []
 
 
-def _jsonl_in(directory: str) -> list[str]:
-    return [
-        os.path.join(directory, name)
-        for name in _entries(directory)
-        if name.endswith(".jsonl") and os.path.isfile(os.path.join(directory, name))
-    ]
+def _jsonl_in(directory: str, links: list[str]) -> list[str]:
+    """Regular ``*.jsonl`` files directly in ``directory``; linked ones go to ``links``."""
+    found = []
+    for name in _entries(directory):
+        path = os.path.join(directory, name)
+        if not name.endswith(".jsonl"):
+            continue
+        if os.path.islink(path):
+            links.append(path)
+        elif os.path.isfile(path):
+            found.append(path)
+    return found
+
+
+def locale_order(path: str) -> tuple[tuple[int, ...], str]:
+    """Sort key of the reference's path order (``localeCompare``); code points break ties."""
+    return sort_key(path), path
 
 
 def session_keys(state_dir: str, sessions_dirs: Iterable[str] = ()) -> dict[str, str]:

@@ -142,6 +142,9 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
     if verify:
         data["completeFiles"] = by_status["complete"]
         data["incompleteFiles"] = by_status["incomplete"]
+    # As the reference importer: a file that failed (also in a dry run) makes the run exit 1,
+    # with the whole report still on stdout.
+    data["exitStatus"] = 1 if data["errorFiles"] else 0
     data["files"] = reports
     return Result(data)
 
@@ -346,7 +349,8 @@ def _dry_run_file(conn: sqlite3.Connection | None, transcript: Any, report: dict
     row = _conversation_for(conn, transcript.session_id)
     existing = row[2] if row else 0
     report["conversationId"] = row[0] if row else None
-    report["conversation"] = "existing" if row else "new"
+    # A file with nothing to import would create no conversation (apply creates none).
+    report["conversation"] = ("existing" if row else "new") if transcript.candidate_count else None
     present = _present_entry_ids(conn, [row[0]]) if (conn is not None and row) else set()
     would, parts, size = 0, 0, 0
     # The scan already knows ids, sizes and part counts: no message is built in a dry run.
@@ -736,6 +740,11 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
     conn = store.conn
     session_id = transcript.session_id
     key = report["sessionKey"]
+    if transcript.candidate_count == 0:
+        # As the reference: nothing to import creates no conversation and touches no row.
+        report.update(status="skipped", reason="no-persistable-messages")
+        report["warnings"].append("no importable messages in this file")
+        return
     row = _conversation_for(conn, session_id)
     staged = handoff is not None and handoff.staged is not None
     if staged and row is not None:
@@ -761,10 +770,6 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
     report["conversationId"] = conversation_id
     report["sessionKey"] = usable_key
 
-    if transcript.candidate_count == 0:
-        report.update(status="skipped", reason="no-persistable-messages")
-        report["warnings"].append("no importable messages in this file")
-        return
     if existing > 0 and not transcript.all_ids:
         report.update(status="skipped", reason="existing-conversation-without-transcript-entry-ids")
         report["skippedMessages"] = transcript.candidate_count

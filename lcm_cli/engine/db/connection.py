@@ -40,11 +40,12 @@ def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int
     return int(raw) if raw.strip().isdigit() else DEFAULT_BUSY_TIMEOUT_MS
 
 
-def require_sqlite_file(path: str) -> os.stat_result:
+def require_sqlite_file(path: str, *, not_a_database: str = "DATABASE_OPEN_FAILED") -> os.stat_result:
     """Check ``path`` is an existing regular file that SQLite can call a database.
 
     DATABASE_NOT_FOUND when it is missing or not a regular file; DATABASE_OPEN_FAILED when
-    it cannot be read or lacks the SQLite header (an empty file is an empty database).
+    it cannot be read; ``not_a_database`` when it lacks the SQLite header (an empty file
+    is an empty database).
     """
     details = {"databasePath": path}
     try:
@@ -69,8 +70,8 @@ def require_sqlite_file(path: str) -> os.stat_result:
         ) from None
     if header and header != SQLITE_HEADER:
         raise LcmError(
-            "DATABASE_OPEN_FAILED",
-            f"{path} is not an SQLite database. Check --db / LCM_DATABASE_PATH.",
+            not_a_database,
+            f"{path} is not an SQLite database (file is not a database). Check --db / LCM_DATABASE_PATH.",
             details,
         )
     return info
@@ -122,7 +123,8 @@ def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> s
     """Open an existing lcm.db read-only, or raise a structured error.
 
     DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
-    when it is not an SQLite database or SQLite refuses to open it.
+    when SQLite refuses to open it; DATABASE_QUERY_FAILED when it is not an SQLite database
+    (as the reference, whose lazy open meets that at its first query).
     """
     return open_read_only_access(path, timeout_ms=timeout_ms)[0]
 
@@ -131,7 +133,7 @@ def open_read_only_access(
     path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
 ) -> tuple[sqlite3.Connection, dict[str, str] | None]:
     """:func:`open_read_only`, plus ``{mode: "immutable", reason}`` when it had to use immutable."""
-    require_sqlite_file(path)
+    require_sqlite_file(path, not_a_database="DATABASE_QUERY_FAILED")
     details = {"databasePath": path}
     reason = immutable_reason(path)
     access = {"mode": "immutable", "reason": reason} if reason else None
@@ -202,6 +204,7 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> Lc
             {"databasePath": path, "waitedMs": timeout_ms},
         )
     if any(m in text for m in _CORRUPTION_MARKERS):
+        # The file has SQLite's header (checked on open), so this is damage, not a wrong file.
         return corrupt_database_error(path, text)
     return LcmError(
         "DATABASE_QUERY_FAILED",

@@ -65,7 +65,7 @@ def expand_query(ctx: Context, req: Request) -> Result:
         raise invalid_argument(
             "`lcm expand-query` needs --query TEXT (search summaries in scope) or --summary-id ID "
             "(repeatable).",
-            {"option": "--query"},
+            {"option": "query"},
         )
     scope = resolve_scope(ctx, req, required=not explicit)
     timeout_ms = extra.get("timeout_ms") or _effective_int(ctx, "delegationTimeoutMs", DEFAULT_TIMEOUT_MS)

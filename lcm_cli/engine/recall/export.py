@@ -266,7 +266,7 @@ def export(ctx: Context, req: Request) -> Result:
     extra = req.extra or {}
     fmt = choice(req, "to")
     if fmt is None:
-        raise invalid_argument("`lcm export` needs --to markdown or --to jsonl.", {"option": "--to"})
+        raise invalid_argument("`lcm export` needs --to markdown or --to jsonl.", {"option": "to"})
     out_path = extra.get("out")
     with_summaries = bool(extra.get("include_summaries"))
     conv = find_conversation(ctx, req.selector)

@@ -108,7 +108,7 @@ def grep(ctx: Context, req: Request) -> Result:
     # Only FTS5 ranks; regex and file scans are always newest first (meta says so).
     sort = "recency" if mode == "regex" or scope_name == "files" else requested_sort
     if file_ids and scope_name != "files":
-        raise invalid_argument("--file-id narrows --scope files; add --scope files.", {"option": "--file-id"})
+        raise invalid_argument("--file-id narrows --scope files; add --scope files.", {"option": "file-id"})
     scope = resolve_scope(ctx, req, required=True)
     sources = SCOPES[scope_name]
     fingerprint = _fingerprint(pattern, mode, scope_name, sort, scope, file_ids, req)
