@@ -12,7 +12,7 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.fresh_tail import select_tail, tail_candidates_sql, tail_limits
-from lcm_cli.engine.request import Selector
+from lcm_cli.engine.request import SQLITE_MAX_INT, Selector
 
 CORE_TABLES = ("conversations", "messages", "summaries", "context_items")
 
@@ -72,8 +72,13 @@ def find_conversation(ctx: Context, selector: Selector) -> Any:
     require_lcm_tables(ctx)
     columns = identity_columns(ctx)
     if selector.kind == "conversationId":
-        row = ctx.query_one(
-            f"SELECT {columns} FROM conversations c WHERE c.conversation_id = ?", (selector.value,)
+        # An id past SQLite's integer range names no row (and cannot be bound).
+        row = (
+            ctx.query_one(
+                f"SELECT {columns} FROM conversations c WHERE c.conversation_id = ?", (selector.value,)
+            )
+            if int(selector.value) <= SQLITE_MAX_INT
+            else None
         )
     elif ctx.probe.has_column("conversations", "session_key"):
         order = "c.active DESC, " if ctx.probe.has_column("conversations", "active") else ""

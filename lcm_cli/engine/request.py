@@ -244,18 +244,25 @@ def _supplied(value: Any) -> bool:
 SQLITE_MAX_INT = 2**63 - 1
 
 
-def _integer(option: str, value: Any, *, low: int, high: int | None) -> int:
+def _integer(option: str, value: Any, *, low: int, high: int | None, any_size: bool = False) -> int:
+    """A whole number in ``low..high`` (``high`` None: SQLite's largest integer).
+
+    ``any_size`` takes any whole number above ``low`` (an id no row can have is the
+    caller's "not found", as in the reference).
+    """
+    longest = 400 if any_size else 30
     if isinstance(value, bool):
         ok = False
     elif isinstance(value, int):
         ok, number = True, value
     elif isinstance(value, float) and value.is_integer():
         ok, number = True, int(value)
-    elif isinstance(value, str) and len(value) <= 30 and _DIGITS.fullmatch(value):
+    elif isinstance(value, str) and len(value) <= longest and _DIGITS.fullmatch(value):
         ok, number = True, int(value)
     else:
         ok = False
-    if not ok or number < low or number > (SQLITE_MAX_INT if high is None else high):
+    ceiling = None if any_size else (SQLITE_MAX_INT if high is None else high)
+    if not ok or number < low or (ceiling is not None and number > ceiling):
         bound = f"{low}..{high}" if high is not None else f">= {low} (at most {SQLITE_MAX_INT})"
         raise invalid_argument(
             f"Invalid {option} value {value!r}: expected a whole number {bound}.",
@@ -312,7 +319,7 @@ def validate_request(
     selector: Selector | None = None
     if conversation_id is not None:
         selector = Selector(
-            "conversationId", _integer("--conversation-id", conversation_id, low=1, high=None)
+            "conversationId", _integer("--conversation-id", conversation_id, low=1, high=None, any_size=True)
         )
     elif isinstance(session_key, str) and session_key.strip():
         selector = Selector("sessionKey", session_key.strip())

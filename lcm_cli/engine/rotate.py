@@ -50,7 +50,7 @@ from lcm_cli.engine.durable import (
 )
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
+from lcm_cli.engine.request import SQLITE_MAX_INT, Request
 
 BACKUP_MODES = ("latest", "full", "none")
 # Reconcile-and-compact rounds while the host keeps appending to the transcript.
@@ -425,11 +425,15 @@ def _resolve(
 
     assert req.selector is not None
     if req.selector.kind == "conversationId":
-        row = conn.execute(
-            "SELECT conversation_id, session_id, session_key, active FROM conversations"
-            " WHERE conversation_id = ?",
-            (req.selector.value,),
-        ).fetchone()
+        row = (
+            conn.execute(
+                "SELECT conversation_id, session_id, session_key, active FROM conversations"
+                " WHERE conversation_id = ?",
+                (req.selector.value,),
+            ).fetchone()
+            if int(req.selector.value) <= SQLITE_MAX_INT  # a larger id names no row
+            else None
+        )
     else:
         row = conn.execute(
             "SELECT conversation_id, session_id, session_key, active FROM conversations"

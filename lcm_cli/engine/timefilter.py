@@ -124,6 +124,11 @@ def parse_duration_ms(text: str) -> int | None:
 _ISO_HINT = "an ISO-8601 timestamp with a zone, e.g. 2026-07-01T09:30:00Z or 2026-07-01T09:30+02:00"
 
 
+#: The earliest instant a JavaScript Date can hold (-271821-04-20): a recency reaching
+#: further names no time at all (the reference fails there with a database error).
+EARLIEST_MS = -8_640_000_000_000_000
+
+
 def _bad_value(option: str, value: str, expected: str) -> LcmError:
     return LcmError(
         "INVALID_TIME_FILTER",
@@ -181,6 +186,12 @@ def resolve_time_range(
         if span is None:
             raise _bad_value("--recency", recency, "a positive duration like 30m, 12h, 7d or 2w")
         lower = (time.time_ns() // 1_000_000 if now_ms is None else now_ms) - span
+        if lower < EARLIEST_MS:
+            raise _bad_value(
+                "--recency",
+                recency,
+                "a duration that reaches back no further than a JavaScript date can (about 270,000 years)",
+            )
     if lower is not None and upper is not None and lower >= upper:
         raise LcmError(
             "INVALID_TIME_FILTER",

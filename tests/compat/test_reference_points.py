@@ -75,3 +75,36 @@ def test_error_details_as_the_reference(db_path: Path, tmp_path: Path) -> None:
     text.write_text("plain text, not SQLite\n" * 10)
     bad = lcm("--db", str(text), "conversations", "list")
     assert bad.code == 5 and json.loads(bad.stderr)["error"]["code"] == "DATABASE_QUERY_FAILED"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("conversations", "show"),
+        ("messages", "list"),
+        ("messages", "tail"),
+        ("summaries", "list"),
+        ("grep", "x"),
+        ("export", "--to", "markdown"),
+        ("context", "show"),
+        ("doctor",),
+    ],
+    ids=" ".join,
+)
+def test_a_huge_conversation_id_is_not_found_as_in_the_reference(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    from lcm_cli.engine.store import Store
+
+    Store.open(tmp_path / "lcm.db").close()
+    for huge in ("9223372036854775808", "99999999999999999999999", "9" * 300):
+        out = lcm("--db", str(tmp_path / "lcm.db"), *command, "--conversation-id", huge)
+        assert (out.code, out.error["code"]) == (3, "CONVERSATION_NOT_FOUND"), out.stderr
+
+
+def test_a_recency_past_the_earliest_javascript_date_is_a_time_filter_error(tmp_path: Path) -> None:
+    from lcm_cli.engine.store import Store
+
+    Store.open(tmp_path / "lcm.db").close()
+    out = lcm("--db", str(tmp_path / "lcm.db"), "summaries", "list", "--recency", "99999999999w")
+    assert (out.code, out.error["code"]) == (2, "INVALID_TIME_FILTER")
