@@ -71,6 +71,7 @@ def build_app() -> Any:
     app.add_typer(compact.context, name="context")
     app.command("ingest", epilog=GLOBALS_EPILOG)(ingest.ingest)
     app.command("after-turn", epilog=GLOBALS_EPILOG)(compact.after_turn)
+    app.command("commit-turn", epilog=GLOBALS_EPILOG)(compact.commit_turn)
     app.add_typer(ingest.session, name="session")
     app.command("compact", epilog=GLOBALS_EPILOG)(compact.compact)
     app.command("maintain", epilog=GLOBALS_EPILOG)(compact.maintain)

@@ -2,17 +2,24 @@
 // `lcm serve --stdio` child process (newline-delimited JSON: {id, method, params} in,
 // {id, result} or {id, error} out). No dependencies beyond Node's standard library.
 //
+// One child per host process, started on the first call however often the host calls
+// register(), and unreferenced: it never keeps a one-shot `openclaw agent --local` alive
+// (the host exiting closes the pipe, and the server finishes what is in flight).
+//
 // Failure behaviour: when the child is down, slow or answers with an error, each call
 // degrades the way the host can live with: assemble returns the host's own messages
 // (trailing assistant prefill stripped), ingest reports nothing ingested, bootstrap /
-// compact / maintain report that nothing happened and why. The child is restarted with
-// exponential backoff whenever it exits, until the plugin is disposed.
+// compact / maintain report that nothing happened and why. commitTurn instead throws, so
+// the host keeps the turn in its durable outbox and retries it (idempotent by key). A
+// child that cannot be spawned fails calls at once; spawning is retried with backoff.
 
 import { spawn } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const DEFAULT_CALL_TIMEOUT_MS = 5000;
 const DEFAULT_COMPACT_TIMEOUT_MS = 120000;
+const COMMIT_ATTEMPTS = 3;
 
 export class LcmUnavailableError extends Error {
   constructor(message, code = "LCM_UNAVAILABLE") {
@@ -37,26 +44,43 @@ export class LcmServeClient {
     this.restarts = 0;
     this.disposed = false;
     this.restartTimer = null;
+    this.retryAt = 0;
+    this.lastError = null;
   }
 
-  /** Start the child (idempotent). */
+  /** Start the child (idempotent; a no-op while a failed spawn is backing off). */
   start() {
-    if (this.disposed || this.child) return;
+    if (this.disposed || this.child || Date.now() < this.retryAt) return;
     const [file, ...args] = this.command;
-    const child = spawn(file, args, { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
+    let child;
+    try {
+      child = spawn(file, args, { env: this.env, stdio: ["pipe", "pipe", "pipe"] });
+    } catch (err) {
+      this.#spawnFailed(err);
+      return;
+    }
     this.child = child;
     const startedAt = Date.now();
+    // Never keep the host's event loop alive for the child's sake: a pending request's own
+    // timer does that while it waits for its answer.
+    child.unref();
+    for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.unref?.();
     child.stdin.on("error", () => {}); // a dead child: handled by "exit"
     child.stderr.on("data", (chunk) => this.logger.warn(`[lcm serve] ${String(chunk).trimEnd()}`));
     createInterface({ input: child.stdout }).on("line", (line) => this.#answer(line));
-    child.on("error", (err) => this.logger.warn(`[lcm] cannot start ${file}: ${err.message}`));
+    child.on("error", (err) => {
+      // ENOENT/EACCES: there is no "exit" to wait for; fail fast and back off.
+      if (this.child === child) this.child = null;
+      this.#spawnFailed(err);
+    });
     child.on("exit", (code, signal) => {
       if (this.child === child) this.child = null;
       this.#failAll(new LcmUnavailableError(`lcm serve exited (${signal ?? code})`));
       if (this.disposed) return;
       // A child that ran for a while resets the backoff; one that dies at once grows it.
       this.failures = Date.now() - startedAt > 5000 ? 1 : this.failures + 1;
-      const delay = Math.min(this.restartMaxMs, this.restartBaseMs * 2 ** (this.failures - 1));
+      const delay = this.#backoff();
+      this.retryAt = Date.now() + delay; // calls before the restart fall back at once
       this.logger.warn(`[lcm] serve exited (${signal ?? code}); restarting in ${delay} ms`);
       this.restartTimer = setTimeout(() => {
         this.restartTimer = null;
@@ -65,6 +89,19 @@ export class LcmServeClient {
       }, delay);
       this.restartTimer.unref?.();
     });
+  }
+
+  #backoff() {
+    return Math.min(this.restartMaxMs, this.restartBaseMs * 2 ** Math.max(0, this.failures - 1));
+  }
+
+  #spawnFailed(err) {
+    this.failures += 1;
+    const delay = this.#backoff();
+    this.retryAt = Date.now() + delay;
+    this.lastError = `cannot start ${this.command[0]}: ${err.message}`;
+    this.logger.warn(`[lcm] ${this.lastError}; retrying in ${delay} ms`);
+    this.#failAll(new LcmUnavailableError(this.lastError, "LCM_SPAWN_FAILED"));
   }
 
   get running() {
@@ -100,10 +137,15 @@ export class LcmServeClient {
     }
   }
 
-  /** Send one request; resolves with the result envelope or rejects (error, timeout, child down). */
+  /**
+   * Send one request; resolves with the result envelope or rejects (error, timeout, child
+   * down). The child is started on the first request; the wait for the answer keeps the
+   * host process alive, the idle child does not.
+   */
   request(method, params = {}, timeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
+    if (!this.child) this.start();
     if (!this.child) {
-      return Promise.reject(new LcmUnavailableError("lcm serve is not running"));
+      return Promise.reject(new LcmUnavailableError(this.lastError ?? "lcm serve is not running", "LCM_UNAVAILABLE"));
     }
     const id = ++this.nextId;
     return new Promise((resolve, reject) => {
@@ -123,6 +165,7 @@ export class LcmServeClient {
     const child = this.child;
     if (!child) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.ref(); // an explicit close waits for the exit
     child.stdin.end(); // EOF: the server answers what is in flight and exits
     const timer = setTimeout(() => child.kill("SIGTERM"), graceMs);
     await exited;
@@ -150,8 +193,28 @@ export function createEngine(client, options = {}) {
   const callTimeout = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   const compactTimeout = options.compactTimeoutMs ?? DEFAULT_COMPACT_TIMEOUT_MS;
   const log = options.logger ?? { warn: () => {} };
-  const call = async (method, params, timeoutMs = callTimeout) => (await client.request(method, params, timeoutMs)).data;
+  const trace = options.tracePath ?? process.env.LCM_SHIM_TRACE;
+  const call = async (method, params, timeoutMs = callTimeout) => {
+    const started = performance.now();
+    let ok = false;
+    try {
+      const data = (await client.request(method, params, timeoutMs)).data;
+      ok = true;
+      return data;
+    } finally {
+      if (trace) {
+        const ms = Math.round((performance.now() - started) * 1000) / 1000;
+        try {
+          appendFileSync(trace, JSON.stringify({ method, ms, ok }) + "\n");
+        } catch {
+          // tracing is diagnostics only
+        }
+      }
+    }
+  };
   const session = (p) => pick(p, ["sessionId", "sessionKey"]);
+  // The prompt budget the host gives this turn (runtimeSettings on 2026.8+, else runtimeContext).
+  const budgetOf = (p) => p?.tokenBudget ?? p?.runtimeSettings?.limits?.promptTokenBudget ?? p?.runtimeContext?.tokenBudget;
 
   return {
     info: {
@@ -159,11 +222,24 @@ export function createEngine(client, options = {}) {
       name: "Lossless Context Management (Python lcm)",
       ownsCompaction: true,
       turnMaintenanceMode: "background",
+      // OpenClaw 2026.8+ runs a non-legacy engine only when it declares these and
+      // implements commitTurn; older hosts ignore them.
+      transcriptSemantics: {
+        currentTurnFence: "before-current-turn-entry-v1",
+        turnAdvancementIdempotency: "atomic-idempotent-v1",
+      },
     },
 
     async bootstrap(params) {
       try {
-        const data = await call("session.bootstrap", { ...session(params), sessionFile: params.sessionFile }, compactTimeout);
+        // 2026.7.2+ hosts name the session, not a file, in sessionFile; lcm then reads the
+        // host's SQLite store (found from the agent dir or the session key).
+        const hostStore = params.sessionTarget?.storePath ?? params.runtimeContext?.agentDir;
+        const data = await call(
+          "session.bootstrap",
+          { ...session(params), sessionFile: params.sessionFile, ...pick({ hostStore }, ["hostStore"]) },
+          compactTimeout,
+        );
         return { bootstrapped: Boolean(data.bootstrapped), importedMessages: data.importedMessages ?? 0, reason: data.reason };
       } catch (err) {
         log.warn(`[lcm] bootstrap fell back: ${err.message}`);
@@ -204,6 +280,25 @@ export function createEngine(client, options = {}) {
         );
       } catch (err) {
         log.warn(`[lcm] afterTurn fell back: ${err.message}`);
+      }
+    },
+
+    async commitTurn(params) {
+      // Failing here is right: the host keeps the turn queued and retries the same key,
+      // which lcm answers "duplicate" if an earlier attempt did land.
+      const payload = {
+        ...pick(params, ["advancementKey", "admission", "terminal", "messages", "sessionId", "sessionKey", "isHeartbeat"]),
+        ...pick({ tokenBudget: budgetOf(params) }, ["tokenBudget"]),
+      };
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const data = await call("session.commit_turn", payload, compactTimeout);
+          return { status: data.status === "duplicate" ? "duplicate" : "committed" };
+        } catch (err) {
+          // The child died under the call or is restarting: try a fresh one, briefly.
+          if (err.code !== "LCM_UNAVAILABLE" || attempt >= COMMIT_ATTEMPTS) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+        }
       }
     },
 
@@ -259,6 +354,22 @@ function commandFrom(config, env) {
   return command;
 }
 
+// The host may call register() several times in one process (3 times on 2026.9.6): every
+// registration shares one client per command line, so one `lcm serve` runs per process.
+const CLIENTS = Symbol.for("lcm.openclaw.clients");
+
+/** The process-wide client for `command` (created on first use). */
+export function sharedClient(command, logger) {
+  const clients = (globalThis[CLIENTS] ??= new Map());
+  const key = JSON.stringify(command);
+  let client = clients.get(key);
+  if (!client || client.disposed) {
+    client = new LcmServeClient({ command, logger });
+    clients.set(key, client);
+  }
+  return client;
+}
+
 const plugin = {
   id: "lcm",
   name: "Lossless Context Management (Python lcm)",
@@ -272,8 +383,7 @@ const plugin = {
   register(api) {
     const config = plugin.configSchema.parse(api.pluginConfig);
     const logger = api.logger ?? { warn: () => {}, info: () => {} };
-    const client = new LcmServeClient({ command: commandFrom(config, process.env), logger });
-    client.start();
+    const client = sharedClient(commandFrom(config, process.env), logger);
     const engine = createEngine(client, { ...config, logger });
     api.registerContextEngine("lcm", () => engine);
     api.on?.("before_reset", async (event) => {

@@ -156,6 +156,67 @@ def after_turn(
     )
 
 
+def commit_turn(
+    ctx: typer.Context,
+    advancement_key: Annotated[
+        Optional[str],
+        typer.Option("--advancement-key", metavar="KEY", help="The host's idempotency key of this turn."),
+    ] = None,
+    session_id: SessionId = None,
+    session_key: SessionKey = None,
+    file: Annotated[
+        Optional[list[str]],
+        typer.Option("--file", metavar="PATH", help="Read the turn's messages from PATH instead of stdin."),
+    ] = None,
+    messages: Annotated[
+        Optional[str], typer.Option("--messages", metavar="JSON", help="The turn's messages as a JSON array.")
+    ] = None,
+    admission: Annotated[
+        Optional[str],
+        typer.Option(
+            "--admission", metavar="JSON", help="The host's admission anchor (checked, hashed, recorded)."
+        ),
+    ] = None,
+    terminal: Annotated[
+        Optional[str],
+        typer.Option("--terminal", metavar="JSON", help="The host's terminal-entry anchor."),
+    ] = None,
+    is_heartbeat: Annotated[
+        bool, typer.Option("--is-heartbeat", help="A heartbeat turn: acknowledged, nothing stored.")
+    ] = False,
+    token_budget: TokenBudget = None,
+    current_token_count: CurrentTokenCount = None,
+    model: Model = None,
+) -> None:
+    """Commit one accepted turn, atomically and idempotently by its advancement key.
+
+    What OpenClaw 2026.8+ calls as commitTurn: the turn's messages and its
+    turn_advancements ledger row are stored in one transaction. A retry with the same
+    key answers status "duplicate" and stores nothing; the same key with another turn
+    is refused (TURN_ADVANCEMENT_CONFLICT). Then the threshold policy applies, as after
+    `lcm after-turn`.
+
+    Example: lcm commit-turn --advancement-key turn-1 --session-id s1 --session-key agent:main:main --messages '[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]'
+    """
+    run(
+        ctx,
+        "session.commit_turn",
+        {
+            "advancement_key": advancement_key,
+            "session_id": session_id,
+            "session_key": session_key,
+            "file": file,
+            "messages": messages,
+            "admission": admission,
+            "terminal": terminal,
+            "is_heartbeat": is_heartbeat,
+            "token_budget": token_budget,
+            "current_token_count": current_token_count,
+            "model": model,
+        },
+    )
+
+
 context = typer.Typer(help="The context the model sees.", no_args_is_help=True)
 
 

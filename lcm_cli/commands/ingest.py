@@ -73,18 +73,34 @@ def session_bootstrap(
     session_file: Annotated[
         Optional[str], typer.Option("--session-file", metavar="PATH", help="The session's transcript JSONL.")
     ] = None,
+    host_store: Annotated[
+        Optional[str],
+        typer.Option(
+            "--host-store",
+            metavar="PATH",
+            help="The host's SQLite session store (openclaw-agent.sqlite) when there is no JSONL.",
+        ),
+    ] = None,
 ) -> None:
     """Import a session's transcript, or only what the database is missing.
 
     The first import keeps the newest messages within bootstrapMaxTokens; later runs
     find the anchor and import what follows it (at most max(20% of stored, 50) a run).
+    A current host (2026.7.2+) keeps no JSONL: without a --session-file that exists, the
+    session is read from the host's SQLite store (--host-store, else the agent's
+    openclaw-agent.sqlite under the state dir), once, when lcm has no conversation for it.
 
     Example: lcm session bootstrap --session-id s1 --session-file ~/.openclaw/agents/main/sessions/s1.jsonl
     """
     run(
         ctx,
         "session.bootstrap",
-        {"session_id": session_id, "session_key": session_key, "session_file": session_file},
+        {
+            "session_id": session_id,
+            "session_key": session_key,
+            "session_file": session_file,
+            "host_store": host_store,
+        },
     )
 
 

@@ -114,7 +114,6 @@ def _live_messages(ctx: Context, extra: dict[str, Any]) -> list[Any]:
 def after_turn(ctx: Context, req: Request) -> Result:
     """Persist the turn's new messages and apply the threshold policy."""
     from lcm_cli.engine.bootstrap import bootstrap_budget, bootstrap_session
-    from lcm_cli.engine.compaction import Settings
     from lcm_cli.engine.session_ops import request_session, session_id_for_key
 
     extra = req.extra or {}
@@ -132,8 +131,7 @@ def after_turn(ctx: Context, req: Request) -> Result:
     summary = extra.get("auto_compaction_summary")
     is_heartbeat = bool(extra.get("is_heartbeat"))
     effective = ctx.effective
-    mode = str(effective.get("proactiveThresholdCompactionMode") or "deferred").strip().lower()
-    mode = mode if mode in MODES else "deferred"
+    mode = compaction_mode(effective)
     fresh = [m for m in messages[start:] if m.get("role") in PERSISTABLE_ROLES]
     settings = IngestSettings.from_config(effective)
     if session_id is None:
@@ -249,13 +247,45 @@ def after_turn(ctx: Context, req: Request) -> Result:
     cid, key = int(found[0]), found[2] or key
     data.update(conversationId=cid, sessionKey=key)
 
-    # Threshold (§2.7 step 9, §4.2).
-    model = extra.get("model")
+    post_turn_threshold(
+        ctx,
+        data,
+        cid,
+        session_id,
+        key,
+        token_budget=extra.get("token_budget"),
+        current_token_count=extra.get("current_token_count"),
+        model=extra.get("model"),
+        mode=mode,
+    )
+    return Result(data)
+
+
+def post_turn_threshold(
+    ctx: Context,
+    data: dict[str, Any],
+    cid: int,
+    session_id: str,
+    key: str | None,
+    *,
+    token_budget: Any,
+    current_token_count: Any,
+    model: Any,
+    mode: str,
+) -> None:
+    """After a stored turn: test the threshold (§2.7 step 9, §4.2), then compact or record debt.
+
+    Fills ``data``'s ``threshold``, ``reason``, ``compaction`` and ``debt``.
+    """
+    from lcm_cli.engine.compaction import Settings
+
+    store = ctx.store()
+    effective = ctx.effective
     resolution = resolve_threshold(effective, session_key=key, model=model)
     tuned = resolution.apply(effective)
-    budget = Settings.from_effective(tuned).budget(extra.get("token_budget"))
+    budget = Settings.from_effective(tuned).budget(token_budget)
     items = ci.load_items(store.conn, cid)
-    decision = evaluate(resolution, budget, ci.stored_context_tokens(items), extra.get("current_token_count"))
+    decision = evaluate(resolution, budget, ci.stored_context_tokens(items), current_token_count)
     data["threshold"] = {
         "tokenBudget": budget,
         "storedTokens": decision.stored_tokens,
@@ -267,7 +297,7 @@ def after_turn(ctx: Context, req: Request) -> Result:
     }
     if not decision.should_compact:
         data["reason"] = "below threshold"
-        return Result(data)
+        return
 
     debt_reason: str | None = None
     if mode == "inline":
@@ -282,7 +312,12 @@ def after_turn(ctx: Context, req: Request) -> Result:
     if debt_reason is not None:
         _record(store, cid, session_id, key, tuned, resolution, budget, decision, items)
         data["debt"] = {"recorded": True, "reason": debt_reason}
-    return Result(data)
+
+
+def compaction_mode(effective: dict[str, Any]) -> str:
+    """``proactiveThresholdCompactionMode``, normalized (deferred unless it says inline)."""
+    mode = str(effective.get("proactiveThresholdCompactionMode") or "deferred").strip().lower()
+    return mode if mode in MODES else "deferred"
 
 
 def _compact_now(ctx: Context, cid: int, budget: int, observed: int | None, model: Any) -> dict[str, Any]:

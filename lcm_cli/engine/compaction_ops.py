@@ -87,6 +87,10 @@ def _target(ctx: Context, req: Request) -> Target:
     excluded = policy.exclusion(session_id, key)
     if excluded == "excluded":
         return Target(None, session_id, key, excluded)
+    if session_id is not None and not os.path.exists(ctx.database_path):
+        # The host names its session before anything was stored (a fresh state dir):
+        # there is no conversation yet, which is not an error.
+        return Target(None, session_id, key, excluded)
     require_lcm_tables(ctx)
     if not (
         ctx.probe.has_column("conversations", "active")

@@ -146,7 +146,7 @@ OPERATIONS: dict[str, OpSpec] = {
         writes=True,
     ),
     "session.bootstrap": OpSpec(
-        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file"), writes=True
+        "lcm_cli.engine.session_ops", ("session_id", "session_key", "session_file", "host_store"), writes=True
     ),
     "session.new": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
     "session.reset": OpSpec("lcm_cli.engine.session_ops", ("session_id", "session_key"), writes=True),
@@ -171,6 +171,24 @@ OPERATIONS: dict[str, OpSpec] = {
             "model",
         ),
         words=("after-turn",),
+        writes=True,
+    ),
+    "session.commit_turn": OpSpec(
+        "lcm_cli.engine.turns",
+        (
+            "advancement_key",
+            "session_id",
+            "session_key",
+            "messages",
+            "file",
+            "admission",
+            "terminal",
+            "is_heartbeat",
+            "token_budget",
+            "current_token_count",
+            "model",
+        ),
+        words=("commit-turn",),
         writes=True,
     ),
     "session.compact": OpSpec(

@@ -117,6 +117,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     # sessions and ingest (the operation checks the message shapes itself)
     "session_id": {"type": "string", "description": "OpenClaw runtime session id"},
     "session_file": {"type": "string", "description": "the session's transcript JSONL"},
+    "host_store": {
+        "type": "string",
+        "description": "the host's SQLite session store (openclaw-agent.sqlite), or its agent dir",
+    },
     "message": {
         "description": "one message object (or its JSON text)",
         "oneOf": [{"type": "object"}, {"type": "string"}],
@@ -147,6 +151,18 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "integer",
         "minimum": 0,
         "description": "how many of the live messages the host had before this turn's prompt",
+    },
+    "advancement_key": {
+        "type": "string",
+        "description": "the host's idempotency key of one accepted turn (commitTurn)",
+    },
+    "admission": {
+        "description": "the host's admission anchor of the turn's user entry (a JSON object, or its text)",
+        "oneOf": [{"type": "object"}, {"type": "string"}],
+    },
+    "terminal": {
+        "description": "the host's anchor of the turn's accepted terminal entry (a JSON object, or its text)",
+        "oneOf": [{"type": "object"}, {"type": "string"}],
     },
     "auto_compaction_summary": {
         "type": "string",

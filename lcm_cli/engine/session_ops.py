@@ -182,6 +182,31 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     extra = req.extra or {}
     session_id, key = request_session(req)
     session_file = extra.get("session_file")
+    if not (session_file and os.path.isfile(session_file)) and session_id is not None:
+        # A current host (2026.7.2+) keeps the session in its SQLite store, and names the
+        # session (not a file) in sessionFile: import from the store on first sight.
+        from lcm_cli.engine.turns import bootstrap_from_host_store, host_store_path
+
+        host_store = host_store_path(ctx.state_dir, extra.get("host_store"), key)
+        if host_store is not None:
+            store = open_store(ctx)
+            with session_lock(queue_key(session_id, key)):
+                found = find_active(store.conn, session_id, key)
+                if found is not None:
+                    # Its turns arrive through commitTurn; the host retries any it missed.
+                    return Result(
+                        {
+                            "bootstrapped": False,
+                            "importedMessages": 0,
+                            "conversationId": int(found[0]),
+                            "reason": "conversation exists; turns arrive through commitTurn",
+                            "source": "sqlite",
+                        }
+                    )
+                outcome = bootstrap_from_host_store(
+                    ctx, store, IngestSettings.from_config(ctx.effective), session_id, key, host_store, None
+                )
+            return Result({**(outcome or {}), "source": "sqlite", "hostStore": host_store})
     if not session_file:
         raise invalid_argument("Pass --session-file PATH: the session's transcript JSONL.")
     if session_id is None:
@@ -203,7 +228,6 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     if effective.get("pruneHeartbeatOk") is True and data.get("conversationId") is not None:
         # §3.1 steps 9 and 13: heartbeat turns go after the import, in their own transaction.
         from lcm_cli.engine.heartbeat import prune_heartbeat_turns
-        from lcm_cli.engine.sessions import queue_key, session_lock
 
         with session_lock(queue_key(session_id, data.get("sessionKey"))):
             data["heartbeat"] = prune_heartbeat_turns(store, int(data["conversationId"]))

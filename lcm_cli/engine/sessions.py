@@ -93,7 +93,7 @@ def queue_key(session_id: str | None, session_key: str | None) -> str:
     return (session_key or "").strip() or (session_id or "").strip() or DEFAULT_QUEUE_KEY
 
 
-_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
@@ -101,13 +101,16 @@ _LOCKS_GUARD = threading.Lock()
 def session_lock(key: str) -> Iterator[None]:
     """Hold the in-process lock of one session: its writes run one after another.
 
+    The lock is re-entrant, so a unit of work that holds it (a committed turn) can call
+    writers that take it themselves.
+
     Different sessions do not wait on each other here; across processes, SQLite's
     ``BEGIN IMMEDIATE`` (with the busy timeout) serializes the writes themselves.
     """
     with _LOCKS_GUARD:
         lock = _LOCKS.get(key)
         if lock is None:
-            lock = _LOCKS[key] = threading.Lock()
+            lock = _LOCKS[key] = threading.RLock()
     with lock:
         yield
 

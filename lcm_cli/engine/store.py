@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -260,6 +261,18 @@ class Store:
     @classmethod
     def _open(cls, path: Path) -> Store:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            _create_complete(path)
+        conn = cls._connect(path)
+        try:
+            schema.migrate(conn)
+            return cls(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
         # isolation_level=None: the sqlite3 module never opens transactions on
         # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
@@ -271,8 +284,7 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -65536")
             conn.execute("PRAGMA temp_store = MEMORY")
-            schema.migrate(conn)
-            return cls(conn, path)
+            return conn
         except BaseException:
             conn.close()
             raise
@@ -1086,3 +1098,53 @@ def _time_range(stamps: Iterable[str | None]) -> tuple[str | None, str | None]:
     if not moments:
         return None, None
     return iso_timestamp(min(moments)), iso_timestamp(max(moments))
+
+
+def _create_complete(path: Path) -> None:
+    """Create ``path`` with its whole schema, so no reader ever sees a file without tables.
+
+    The schema is built in a sibling file that only this process names, made durable,
+    then hard-linked into place (which fails if another process created ``path`` first:
+    theirs is kept). A kill at any instant leaves either no ``path`` or a complete one;
+    the sibling left by a killed creator is removed by the next one.
+    """
+    from lcm_cli.engine.durable import fsync_dir
+
+    prefix = f".{path.name}.creating-"
+    for stale in path.parent.glob(prefix + "*"):
+        pid = stale.name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+    staging = path.with_name(f"{prefix}{os.getpid()}-{threading.get_ident()}")
+    for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+    conn = Store._connect(staging)
+    try:
+        schema.migrate(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    try:
+        with open(staging, "rb") as handle:
+            os.fsync(handle.fileno())
+        try:
+            os.link(staging, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: theirs is complete too
+        fsync_dir(str(path.parent))
+    finally:
+        for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

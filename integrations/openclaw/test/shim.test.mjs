@@ -122,3 +122,95 @@ test("stripTrailingAssistant keeps everything up to the last non-assistant messa
   assert.deepEqual(stripTrailingAssistant([{ role: "user" }, { role: "assistant" }, { role: "assistant" }]), [{ role: "user" }]);
   assert.deepEqual(stripTrailingAssistant(undefined), []);
 });
+
+function commitPayload(n) {
+  const common = { agentId: "main", sessionId: "s-c", sessionKey: "agent:main:explicit:s-c", storePath: "/nowhere.sqlite", generation: "g" };
+  return {
+    advancementKey: `k-${n}`,
+    admission: { ...common, entryId: `u${n}`, rawSeq: 4 + 2 * n, activeMessagePosition: 2 * n, logicalTurnId: `k-${n}`, role: "user" },
+    terminal: { ...common, entryId: `a${n}`, rawSeq: 5 + 2 * n, activeMessagePosition: 2 * n + 1 },
+    messages: [
+      { role: "user", content: `question ${n}` },
+      { role: "assistant", content: [{ type: "text", text: `answer ${n}` }] },
+    ],
+    sessionId: "s-c",
+    sessionKey: "agent:main:explicit:s-c",
+    isHeartbeat: false,
+    runtimeSettings: { limits: { promptTokenBudget: 32000 } },
+    runtimeContext: { tokenBudget: 32000, llm: { complete: () => {} } },
+  };
+}
+
+test("the durable-turn contract: declared, committed once, a retry is a duplicate", async () => {
+  const api = fakeApi({ command: [LCM, "serve", "--stdio"], databasePath: freshDb() });
+  const { client } = plugin.register(api);
+  const engine = api.engines.lcm;
+  try {
+    assert.deepEqual(engine.info.transcriptSemantics, {
+      currentTurnFence: "before-current-turn-entry-v1",
+      turnAdvancementIdempotency: "atomic-idempotent-v1",
+    });
+    assert.deepEqual(await engine.commitTurn(commitPayload(0)), { status: "committed" });
+    assert.deepEqual(await engine.commitTurn(commitPayload(0)), { status: "duplicate" });
+    const clash = commitPayload(0);
+    clash.messages[1].content = "another answer";
+    await assert.rejects(engine.commitTurn(clash), (err) => err.code === "TURN_ADVANCEMENT_CONFLICT");
+    // The child dies; the commit waits for a fresh one instead of losing the turn.
+    client.child.kill("SIGKILL");
+    await waitFor(() => !client.running);
+    assert.deepEqual(await engine.commitTurn(commitPayload(1)), { status: "committed" });
+    const shown = await client.request("messages.tail", { sessionKey: "agent:main:explicit:s-c", count: 10 });
+    assert.deepEqual(shown.data.messages.map((m) => m.content), ["question 0", "answer 0", "question 1", "answer 1"]);
+  } finally {
+    await client.close();
+  }
+});
+
+test("however often register() runs, one lcm serve starts, and only when first called", async () => {
+  const config = { command: [LCM, "serve", "--stdio"], databasePath: freshDb() };
+  const apis = [fakeApi(config), fakeApi(config), fakeApi(config)];
+  const clients = apis.map((api) => plugin.register(api).client);
+  try {
+    assert.ok(clients.every((c) => c === clients[0]));
+    assert.equal(clients[0].running, false);
+    await apis[2].engines.lcm.assemble({ sessionId: "s-r", messages: [{ role: "user", content: "hi" }] });
+    assert.equal(clients[0].running, true);
+    assert.equal(clients[0].restarts, 0);
+  } finally {
+    await clients[0].close();
+  }
+});
+
+test("lcm that cannot be spawned: every call falls back at once, commitTurn fails for a host retry", async () => {
+  const api = fakeApi({ command: ["/nonexistent/lcm-binary", "serve", "--stdio"] });
+  const { client } = plugin.register(api);
+  const engine = api.engines.lcm;
+  const live = [{ role: "user", content: "hello" }];
+  const started = Date.now();
+  for (let i = 0; i < 5; i++) {
+    assert.deepEqual(await engine.assemble({ sessionId: "s-x", messages: live }), { messages: live, estimatedTokens: 0 });
+  }
+  await assert.rejects(engine.commitTurn(commitPayload(0)));
+  assert.deepEqual(await engine.maintain({ sessionId: "s-x" }).then((r) => r.changed), false);
+  assert.ok(Date.now() - started < 3000, `fallbacks took ${Date.now() - started} ms`);
+  assert.equal(client.pending.size, 0);
+  await client.close();
+});
+
+test("a one-shot host process exits by itself with the child still running", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const script = `
+    import plugin from ${JSON.stringify(new URL("../index.js", import.meta.url).href)};
+    const api = { pluginConfig: { command: ${JSON.stringify([LCM, "serve", "--stdio"])}, databasePath: ${JSON.stringify(freshDb())} } };
+    api.registerContextEngine = (id, factory) => (api.engine = factory());
+    plugin.register(api);
+    const result = await api.engine.commitTurn(${JSON.stringify(commitPayload(0))});
+    await api.engine.maintain({ sessionId: "s-c", sessionKey: "agent:main:explicit:s-c" });
+    console.log(result.status);
+  `;
+  const started = Date.now();
+  const done = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20000 });
+  assert.equal(done.status, 0, done.stderr);
+  assert.equal(done.stdout.trim(), "committed");
+  assert.ok(Date.now() - started < 15000);
+});
