@@ -98,6 +98,7 @@ def _npm_install(prefix: Path, spec: str, path_dirs: list[Path], timeout: float)
     prefix.mkdir(parents=True)
     env = {**os.environ, "PATH": os.pathsep.join([*map(str, path_dirs), os.environ.get("PATH", "")])}
     env.setdefault("npm_config_update_notifier", "false")
+    env.setdefault("npm_config_cache", str(cache_root() / "npm-cache"))  # not the per-test HOME
     started = time.monotonic()
     done = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), spec],
