@@ -56,9 +56,13 @@ def lcm_executable() -> str:
     return str(exe)
 
 
+# Read at import: the suite's autouse fixture clears every LCM_* variable before a test runs.
+_CACHE_OVERRIDE = os.environ.get("LCM_OPENCLAW_CACHE", "").strip()
+
+
 def cache_root() -> Path:
-    chosen = os.environ.get("LCM_OPENCLAW_CACHE", "").strip()
-    return Path(chosen) if chosen else REPO / ".cache" / "openclaw-hosts"
+    """Where the hosts are installed: ``$LCM_OPENCLAW_CACHE`` or ``<repo>/.cache/openclaw-hosts``."""
+    return Path(_CACHE_OVERRIDE) if _CACHE_OVERRIDE else REPO / ".cache" / "openclaw-hosts"
 
 
 def node_package() -> str:
