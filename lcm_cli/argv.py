@@ -79,7 +79,7 @@ class Parsed(NamedTuple):
 def _is_json_number(token: str) -> bool:
     try:
         value = json.loads(token)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

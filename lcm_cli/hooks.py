@@ -8,25 +8,24 @@ with the JSON Schema of its parameters.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import IO, Any
 
 from lcm_cli.engine.errors import LcmError
 
-# A hook's parameters are one JSON object; anything larger is a mistake, not a request.
-MAX_STDIN_BYTES = 64 * 1024 * 1024
-
 
 def read_params(stream: IO[bytes]) -> Any:
-    """The JSON object on ``stream`` (``{}`` when empty), or ``INVALID_REQUEST``."""
-    raw = stream.read(MAX_STDIN_BYTES + 1)
-    if len(raw) > MAX_STDIN_BYTES:
-        raise LcmError(
-            "REQUEST_TOO_LARGE",
-            f"Hook input is larger than {MAX_STDIN_BYTES} bytes; send large batches in several calls.",
-            {"limitBytes": MAX_STDIN_BYTES},
-        )
+    """The JSON object on ``stream`` (``{}`` when empty), or ``INVALID_REQUEST``.
+
+    At most ``LCM_MAX_HOOK_BYTES`` (64 MiB) are read; past it, ``REQUEST_TOO_LARGE``.
+    JSON nested deeper than 200 levels is ``INVALID_REQUEST`` (reason ``too-deep``).
+    """
+    from lcm_cli.engine.limits import LIMITS, JsonTooDeep, limit, loads_bounded, too_large
+
+    cap = limit("hook_bytes")
+    raw = stream.read(cap + 1)
+    if len(raw) > cap:
+        raise too_large("Hook input", cap, LIMITS["hook_bytes"].env, "REQUEST_TOO_LARGE")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -38,7 +37,13 @@ def read_params(stream: IO[bytes]) -> Any:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
+    except JsonTooDeep as exc:
+        raise LcmError(
+            "INVALID_REQUEST",
+            f"Hook input nests deeper than {exc.max_depth} levels. Send the parameters as one flat JSON object.",
+            {"maxDepth": exc.max_depth, "reason": "too-deep"},
+        ) from None
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         column = getattr(exc, "colno", None)

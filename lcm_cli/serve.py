@@ -12,8 +12,14 @@ Concurrency: requests run on a small thread pool, each worker with its own warm
 open). Reads run concurrently; operations that write wait in a per-session queue (session
 key, else session id, else conversation id), so one session's writes apply in arrival
 order while other sessions carry on. Every write is its own transaction, so stopping
-(EOF, ``shutdown``, SIGTERM/SIGINT) waits for the requests in flight and never leaves one
-half-done.
+(EOF, ``shutdown``, SIGTERM/SIGINT) waits for the writes in flight (up to
+``LCM_SERVE_GRACE_MS``) and never leaves one half-done; reads still running after 1 s are
+answered ``SERVER_STOPPING`` and cut (SQLite interrupted, regex helper killed).
+
+Isolation: a line is bounded in size (``REQUEST_TOO_LARGE``) and JSON depth
+(``INVALID_REQUEST``); an exception in an operation is an ``INTERNAL_ERROR`` answer for its
+id; server methods are answered on the reading thread, never behind the workers; a
+transport that dies makes the process exit 1, never 0.
 
 Transports: ``--stdio`` (the host owns the pipe) or ``--socket PATH`` (a Unix socket
 created with mode 0600, one request stream per connection; a second server on the same
@@ -25,7 +31,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
-import json
 import os
 import signal
 import threading
@@ -77,6 +82,10 @@ class Server:
         self._in_flight = 0
         self._count_lock = threading.Lock()
         self.stopping = threading.Event()
+        self.abandoning = threading.Event()  # stopping, and reads are no longer waited for
+        self.failed = threading.Event()  # a transport died: the process exits non-zero
+        self._calls: set[_Call] = set()
+        self._draining = 0  # session queues being worked through (writes and debt drains)
         self.started = time.monotonic()
         self.served = 0
 
@@ -165,21 +174,52 @@ class Server:
         self._executor.submit(self._drain, key)
 
     def _drain(self, key: str) -> None:
-        while True:
-            with self._queues_lock:
-                queue = self._queues[key]
-                if not queue:
-                    del self._queues[key]
-                    return
-                job = queue.popleft()
-            job()
+        with self._count_lock:
+            self._draining += 1
+        try:
+            while True:
+                with self._queues_lock:
+                    queue = self._queues[key]
+                    if not queue:
+                        del self._queues[key]
+                        return
+                    job = queue.popleft()
+                job()
+        finally:
+            with self._count_lock:
+                self._draining -= 1
 
     # -- requests --------------------------------------------------------------
 
     def handle_line(self, line: bytes, respond: Respond) -> Future[Any] | None:
-        """Parse one request line and answer it (operations run on the pool)."""
+        """Parse one request line and answer it (operations run on the pool).
+
+        Nothing a line holds can raise out of here: the worst is an ``INTERNAL_ERROR``
+        answer for that line, and the stream goes on.
+        """
         try:
-            request = json.loads(line)
+            return self._handle_line(line, respond)
+        except Exception as exc:  # one bad line must not take the stream down
+            respond(_error(None, _internal(exc)))
+            return None
+
+    def _handle_line(self, line: bytes, respond: Respond) -> Future[Any] | None:
+        from lcm_cli.engine.limits import JsonTooDeep, loads_bounded
+
+        try:
+            request = loads_bounded(line)
+        except JsonTooDeep as exc:
+            respond(
+                _error(
+                    None,
+                    LcmError(
+                        "INVALID_REQUEST",
+                        f"Request nests deeper than {exc.max_depth} levels; send flatter JSON.",
+                        {"maxDepth": exc.max_depth, "reason": "too-deep"},
+                    ),
+                )
+            )
+            return None
         except ValueError as exc:
             respond(_error(None, LcmError("INVALID_REQUEST", f"Request is not valid JSON ({exc}).")))
             return None
@@ -204,16 +244,21 @@ class Server:
         if method in SERVER_METHODS:
             respond({"id": request_id, "result": self._server_method(method)})
             return None
+        if self.stopping.is_set():
+            respond(_error(request_id, _stopping()))
+            return None
+        key = self._write_key(method, params)
+        call = _Call(request_id, method, key is not None, respond)
         with self._count_lock:
             self._in_flight += 1
-        key = self._write_key(method, params)
+            self._calls.add(call)
         if key is None:
-            return self._executor.submit(self._run, request_id, method, params, respond)
+            return self._executor.submit(self._run, call, params)
         done: Future[None] = Future()
 
         def job() -> None:
             try:
-                envelope = self._run(request_id, method, params, respond)
+                envelope = self._run(call, params)
                 if method == "session.after_turn" and envelope is not None:
                     self._schedule_debt_drain(key, envelope)
             finally:
@@ -254,37 +299,112 @@ class Server:
             }
         return {"ok": True, "command": method, "data": data, "meta": {}}
 
-    def _run(self, request_id: Any, method: str, params: Any, respond: Respond) -> dict[str, Any] | None:
+    def _run(self, call: _Call, params: Any) -> dict[str, Any] | None:
         """Answer one operation request; returns the success envelope (None on error)."""
         from lcm_cli.dispatch import operation_spec, split_params
-        from lcm_cli.engine.api import call
+        from lcm_cli.engine.api import call as call_operation
 
+        method = call.method
+        call.thread = threading.get_ident()
         try:
+            if self.abandoning.is_set() and not call.writes:
+                raise _stopping()
             operation_spec(method)
             fields, args = split_params(method, params)
-            ctx = self.context()
-            envelope = call(method, fields, args=args, context=ctx)
+            ctx = call.ctx = self.context()
+            envelope = call_operation(method, fields, args=args, context=ctx)
             if method == "config.set":
                 self.reload()  # the config changed under every warm context
-            respond({"id": request_id, "result": envelope})
+            call.answer({"id": call.request_id, "result": envelope})
             return envelope
         except LcmError as err:
-            respond(_error(request_id, err))
+            call.answer(_error(call.request_id, err))
         except Exception as exc:  # one bad request must not take the server down
             if os.environ.get("LCM_DEBUG") == "1":
                 import traceback
 
                 traceback.print_exc()
-            respond(_error(request_id, LcmError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")))
+            call.answer(_error(call.request_id, _internal(exc)))
         finally:
+            call.ctx = None
             with self._count_lock:
                 self._in_flight -= 1
                 self.served += 1
+                self._calls.discard(call)
         return None
 
-    def close(self) -> None:
-        """Wait for every request in flight, then stop the pool."""
-        self._executor.shutdown(wait=True)
+    def _unfinished(self, *, writes: bool) -> list[_Call]:
+        with self._count_lock:
+            return [c for c in self._calls if c.writes == writes]
+
+    def _writing(self) -> bool:
+        with self._count_lock:
+            return self._draining > 0 or any(c.writes for c in self._calls)
+
+    def close(self, grace_ms: int | None = None) -> bool:
+        """Stop: finish writes in flight, abandon slow reads; True when every write finished.
+
+        Reads get at most one second (then they are answered ``SERVER_STOPPING``, their
+        SQLite statements interrupted and their regex helpers killed); writes get the
+        grace period (``LCM_SERVE_GRACE_MS``). A write still running after it is left to
+        roll back when the process exits (every write is one transaction).
+        """
+        from lcm_cli.engine.limits import limit
+        from lcm_cli.engine.recall import regex_worker
+
+        grace = (limit("serve_grace_ms") if grace_ms is None else grace_ms) / 1000
+        started = time.monotonic()
+        read_grace = min(grace, 1.0)
+        while self._unfinished(writes=False) and time.monotonic() - started < read_grace:
+            time.sleep(0.02)
+        self.abandoning.set()
+        for call in self._unfinished(writes=False):
+            call.answer(_error(call.request_id, _stopping()))
+            ctx = call.ctx
+            conn = getattr(ctx, "_conn", None) if ctx is not None else None
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.interrupt()  # safe from any thread: the statement fails "interrupted"
+        regex_worker.stop_all()
+        while self._writing() and time.monotonic() - started < grace:
+            time.sleep(0.02)
+        left = self._unfinished(writes=True)
+        for call in left:
+            call.answer(
+                _error(call.request_id, _stopping("The write did not finish in time and was rolled back."))
+            )
+        self._executor.shutdown(wait=False, cancel_futures=False)
+        return not left
+
+
+class _Call:
+    """One request in flight: answered exactly once, by its worker or by shutdown."""
+
+    def __init__(self, request_id: Any, method: str, writes: bool, respond: Respond) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.writes = writes
+        self._respond = respond
+        self._answered = False
+        self._lock = threading.Lock()
+        self.ctx: Any = None
+        self.thread: int | None = None
+
+    def answer(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            if self._answered:
+                return
+            self._answered = True
+        self._respond(message)
+
+
+def _internal(exc: BaseException) -> LcmError:
+    return LcmError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+
+
+def _stopping(detail: str = "") -> LcmError:
+    message = "The server is stopping and abandoned this request; send it again to the next server."
+    return LcmError("SERVER_STOPPING", f"{message} {detail}".strip())
 
 
 def serve_stream(
@@ -298,7 +418,10 @@ def serve_stream(
     def respond(message: dict[str, Any]) -> None:
         from lcm_cli.output import to_json
 
-        data = to_json(message).encode("utf-8")
+        try:
+            data = to_json(message).encode("utf-8")
+        except Exception as exc:  # an answer that cannot be written is still an answer
+            data = to_json(_error(message.get("id"), _internal(exc))).encode("utf-8")
         with write_lock:
             if broken.is_set():
                 return
@@ -314,15 +437,16 @@ def serve_stream(
         if not line:
             break
         if len(line) > limit:
-            while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
+            while line and not line.endswith(b"\n"):  # skip the rest in bounded reads
                 line = rfile.readline(1 << 20)
             respond(
                 _error(
                     None,
                     LcmError(
                         "REQUEST_TOO_LARGE",
-                        f"Request line is larger than {limit} bytes; split large batches into several requests.",
-                        {"limitBytes": limit},
+                        f"Request line is larger than {limit} bytes; split large batches into several "
+                        "requests or raise --max-request-bytes (LCM_SERVE_MAX_REQUEST_BYTES).",
+                        {"limitBytes": limit, "setting": "LCM_SERVE_MAX_REQUEST_BYTES"},
                     ),
                 )
             )
@@ -353,28 +477,48 @@ def _wait_for_stop(server: Server) -> None:
         pass
 
 
-def run_stdio(server: Server) -> int:
-    """Serve stdin/stdout until EOF, ``shutdown`` or SIGTERM."""
-    import sys
+def _transport(server: Server, target: Callable[[], None]) -> Callable[[], None]:
+    """``target`` run so that its death stops the server with a failure (exit 1), never silently."""
 
-    def read_requests() -> None:
+    def run() -> None:
         try:
-            serve_stream(server, sys.stdin.buffer, sys.stdout.buffer)
+            target()
+        except BaseException as exc:  # the transport itself died: say so and exit non-zero
+            server.failed.set()
+            import sys
+
+            sys.stderr.write(f"lcm serve: {type(exc).__name__}: {exc}\n")
         finally:
             server.stopping.set()
 
-    reader = threading.Thread(target=read_requests, name="lcm-serve-stdin", daemon=True)
+    return run
+
+
+def _exit_status(server: Server, writes_done: bool) -> int:
+    return 1 if server.failed.is_set() or not writes_done else 0
+
+
+def run_stdio(server: Server) -> int:
+    """Serve stdin/stdout until EOF, ``shutdown`` or SIGTERM; 0 for a clean stop, else 1."""
+    import sys
+
+    reader = threading.Thread(
+        target=_transport(server, lambda: serve_stream(server, sys.stdin.buffer, sys.stdout.buffer)),
+        name="lcm-serve-stdin",
+        daemon=True,
+    )
     reader.start()
     _wait_for_stop(server)
-    server.close()  # every request in flight finishes and is answered
+    writes_done = server.close()  # writes in flight finish; slow reads are abandoned
     reader.join(timeout=0.5)
-    if reader.is_alive():
-        # Stopped by a signal or `shutdown` while the reader still blocks on stdin: the
-        # interpreter cannot finalize under a thread holding stdin's lock, and there is
-        # nothing left to flush but stdout.
-        sys.stdout.flush()
-        os._exit(0)
-    return 0
+    status = _exit_status(server, writes_done)
+    if reader.is_alive() or threading.active_count() > 1:
+        # The reader still blocks on stdin, or an abandoned read still runs: the
+        # interpreter cannot finalize under them, and every answer is already written.
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os._exit(status)
+    return status
 
 
 def _claim_socket(path: str) -> Any:
@@ -382,7 +526,18 @@ def _claim_socket(path: str) -> Any:
     import fcntl
     import stat
 
-    lock = open(path + ".lock", "a+b")  # noqa: SIM115 - held for the server's lifetime
+    from lcm_cli.engine.durable import open_lock_file
+
+    try:
+        # 0600, never through a planted symlink, never someone else's file.
+        lock = open_lock_file(path + ".lock")  # held for the server's lifetime
+    except OSError as exc:
+        raise LcmError(
+            "SERVE_SOCKET_FAILED",
+            f"Cannot use the lock file {path}.lock ({exc.strerror or exc}); remove it if it is a link "
+            "or not yours, or choose another --socket path.",
+            {"socket": path, "lockFile": path + ".lock"},
+        ) from None
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -435,25 +590,33 @@ def run_socket(server: Server, path: str) -> int:
         os.umask(old_umask)
     os.chmod(path, 0o600)
     threading.Thread(
-        target=unix.serve_forever, kwargs={"poll_interval": 0.2}, name="lcm-serve-socket", daemon=True
+        target=_transport(server, lambda: unix.serve_forever(poll_interval=0.2)),
+        name="lcm-serve-socket",
+        daemon=True,
     ).start()
+    writes_done = False
     try:
         _wait_for_stop(server)
     finally:
         unix.shutdown()
         unix.server_close()
-        server.close()
+        writes_done = server.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         lock.close()
-    return 0
+    status = _exit_status(server, writes_done)
+    if threading.active_count() > 1:
+        os._exit(status)  # an abandoned read or a connection thread still runs
+    return status
 
 
 def main_serve(argv: list[str], globals_: dict[str, Any]) -> int:
     """Parse `serve` options (after the global options) and run the server."""
+    from lcm_cli.engine.limits import limit
+
     stdio = False
     socket_path: str | None = None
-    max_bytes = DEFAULT_MAX_REQUEST_BYTES
+    max_bytes = limit("serve_request_bytes")
     index = 0
     while index < len(argv):
         token = argv[index]

@@ -322,25 +322,25 @@ def _tool_message(text: str) -> dict[str, Any]:
 def test_large_live_tool_outputs_become_deterministic_stubs(tmp_path: Path) -> None:
     files = tmp_path / "files"
     env = Env(
-        tmp_path / "oc", stubLargeToolPayloads=True, largeFileTokenThreshold=100, largeFilesDir=str(files)
+        tmp_path / "oc", stubLargeToolPayloads=True, largeFileTokenThreshold=1000, largeFilesDir=str(files)
     )
-    big = "line of output\n" * 100
+    big = "line of output\n" * 400  # above the smallest threshold config set accepts (1000)
     live = [{"role": "user", "content": "read it"}, _tool_message(big), _tool_message("small")]
     data = env.assemble(messages=live)
     file_id = stub_file_id(env.cid, "read", "call_1", big)
     stub = data["messages"][1]["content"][0]["text"]
-    assert stub.startswith(f"[LCM Tool Output: {file_id} | tool=read | 1,500 bytes]")
+    assert stub.startswith(f"[LCM Tool Output: {file_id} | tool=read | 6,000 bytes]")
     assert data["messages"][2] == live[2]
     assert data["details"]["liveToolStubs"] == 1
     rows = env.sql("SELECT file_id, byte_size, storage_uri FROM large_files")
-    assert rows == [(file_id, 1500, rows[0][2])]
+    assert rows == [(file_id, 6000, rows[0][2])]
     assert Path(rows[0][2]).read_text() == big
     # Assembling the same turn again reuses the row and the file.
     again = env.assemble(messages=live)
     assert again["messages"][1] == data["messages"][1]
     assert env.sql("SELECT COUNT(*) FROM large_files")[0][0] == 1
     # Without the setting, nothing is written.
-    plain = Env(tmp_path / "plain", largeFileTokenThreshold=100, largeFilesDir=str(files))
+    plain = Env(tmp_path / "plain", largeFileTokenThreshold=1000, largeFilesDir=str(files))
     assert plain.assemble(messages=live)["messages"][1] == live[1]
     assert plain.sql("SELECT COUNT(*) FROM large_files")[0][0] == 0
 

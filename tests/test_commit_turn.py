@@ -249,3 +249,94 @@ def test_first_assemble_on_a_fresh_state_dir_is_not_an_error(tmp_path: Path) -> 
         timeout=60,
     )
     assert done.returncode == 3 and json.loads(done.stderr)["error"]["code"] == "DATABASE_NOT_FOUND"
+
+
+# --- first sight of a session whose history lives in the host's SQLite store ------------
+
+
+def host_events(session_id: str, turns: int, *, big_every: int = 0) -> list[str]:
+    """A v4 transcript as a 2026.9 host stores it: header, then user/assistant pairs."""
+    events = [
+        json.dumps(
+            {"type": "session", "version": 4, "id": session_id, "timestamp": "2026-12-01T10:00:00.000Z"}
+        )
+    ]
+    parent = None
+    for n in range(turns):
+        for role, text in (("user", f"old question {n}"), ("assistant", f"old answer {n}")):
+            entry = f"{role[0]}{n}"
+            if big_every and n % big_every == 0:
+                text += " " + "padding " * 400  # zstd-compressed in the store
+            content: Any = text if role == "user" else [{"type": "text", "text": text}]
+            message = {"role": role, "content": content, "timestamp": 1796100000000 + 1000 * len(events)}
+            events.append(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "id": entry,
+                        "parentId": parent,
+                        "timestamp": "2026-12-01T10:00:00.000Z",
+                        "message": message,
+                    }
+                )
+            )
+            parent = entry
+    return events
+
+
+def make_host(tmp_path: Path, session_id: str, turns: int) -> tuple[Path, Path]:
+    from tests.support.host_store import add_session, create_store
+
+    state = tmp_path / "state"
+    store = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    conn = create_store(store)
+    add_session(conn, session_id, host_events(session_id, turns, big_every=2), session_key=KEY)
+    conn.close()
+    return state, store
+
+
+def stored(db: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(db)
+    try:
+        return [(r, c[:30]) for r, c in conn.execute("SELECT role, content FROM messages ORDER BY seq")]
+    finally:
+        conn.close()
+
+
+def test_first_commit_of_a_session_imports_its_history_from_the_host_store(tmp_path: Path) -> None:
+    state, store = make_host(tmp_path, "s1", turns=4)
+    before = store.read_bytes()
+    payload = turn(4)
+    payload["admission"].update(storePath=str(store), rawSeq=9)  # history: seqs 0..8
+    payload["terminal"]["storePath"] = str(store)
+    done = hook(state, "session.commit_turn", json.dumps(payload))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)["data"]
+    assert data["status"] == "committed" and data["bootstrap"]["importedMessages"] == 8
+    rows = stored(state / "lcm.db")
+    assert [r for r, _ in rows] == ["user", "assistant"] * 5
+    assert rows[0][1] == "old question 0 padding padding" and rows[7][1].startswith("old answer 3")
+    assert rows[8][1].startswith("question 4") and rows[9][1].startswith("answer 4")
+    # Later turns arrive through commitTurn alone: the store is not read again.
+    later = turn(5)
+    later["admission"]["storePath"] = later["terminal"]["storePath"] = str(store)
+    data = json.loads(hook(state, "session.commit_turn", json.dumps(later)).stdout)["data"]
+    assert data["bootstrap"] is None and data["ingest"]["ingested"] == 2
+    assert store.read_bytes() == before  # the host's store is only read
+
+
+def test_host_bootstrap_naming_a_session_not_a_file_reads_the_store_once(tmp_path: Path) -> None:
+    state, store = make_host(tmp_path, "s1", turns=3)
+    params = {"sessionId": "s1", "sessionKey": KEY, "sessionFile": KEY, "hostStore": str(store.parent)}
+    first = hook(state, "session.bootstrap", json.dumps(params))
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)["data"]
+    assert data["source"] == "sqlite" and data["importedMessages"] == 6
+    again = json.loads(hook(state, "session.bootstrap", json.dumps(params)).stdout)["data"]
+    assert again["importedMessages"] == 0 and again["reason"].startswith("conversation exists")
+    assert len(stored(state / "lcm.db")) == 6
+    # Found from the session key alone (agent:main:...), as when the host names nothing.
+    other = tmp_path / "other"
+    shutil.copytree(state / "agents", other / "agents")
+    done = hook(other, "session.bootstrap", json.dumps({"sessionId": "s1", "sessionKey": KEY}))
+    assert json.loads(done.stdout)["data"]["importedMessages"] == 6

@@ -297,9 +297,9 @@ def test_count_option_does_not_disable_the_token_cap(state: Path) -> None:
     assert narrowed["selected"]["messages"] == 1
 
 
-@pytest.mark.parametrize(("raw", "expected"), [(-1, None), (70.9, 70), (0, 0), (123, 123)])
+@pytest.mark.parametrize(("raw", "expected"), [(0, 0), (123, 123)])
 def test_max_tokens_normalization(state: Path, raw: Any, expected: int | None) -> None:
-    """maxTokens is the effective value floored when finite and >= 0, else null (no cap)."""
+    """maxTokens is the effective value when it is an integer >= 0 (what `config set` accepts)."""
     (conv,) = build(state, [M(40), M(40), M(40)])
     write_config(state, freshTailMaxTokens=raw)
     data = tail(state, conv.conversation_id)
@@ -399,18 +399,17 @@ def test_nothing_selected_gives_null_seqs(state: Path) -> None:
         assert data["messages"] == []
     assert tail(state, empty.conversation_id)["conversation"] == {"messages": 0, "tokens": 0}
     assert tail(state, only_summaries.conversation_id)["conversation"] == {"messages": 2, "tokens": 22}
-    # freshTailCount 0 (the runtime resolver accepts it) selects nothing anywhere.
+    # freshTailCount 0 (which `config set` refuses) is CONFIG_INVALID, never an empty tail.
     write_config(state, freshTailCount=0)
-    data = tail(state, some.conversation_id)
-    assert data["limits"] == {"count": 0, "maxTokens": None}
-    assert data["selected"] == {"messages": 0, "tokens": 0, "firstSeq": None, "lastSeq": None}
-    assert data["conversation"] == {"messages": 2, "tokens": 11}
-    rows = conversation_rows(state)
-    for conv in (empty, only_summaries, some):
-        assert (
-            rows[conv.conversation_id]["freshTailMessages"],
-            rows[conv.conversation_id]["freshTailTokens"],
-        ) == (0, 0)
+    for argv in (
+        ("messages", "tail", "--conversation-id", str(some.conversation_id)),
+        ("conversations", "list"),
+    ):
+        out = lcm("--openclaw-dir", str(state), *argv)
+        assert out.code == 4 and out.stdout == ""
+        error = json.loads(out.stderr)["error"]
+        assert error["code"] == "CONFIG_INVALID"
+        assert "freshTailCount" in error["message"] and "an integer >= 1" in error["message"]
 
 
 def test_tail_items_carry_full_content_and_preview(state: Path) -> None:
@@ -470,7 +469,6 @@ CONFIGS: list[dict[str, Any]] = [
     {"freshTailCount": 3, "freshTailMaxTokens": 70},
     {"freshTailMaxTokens": 0},
     {"freshTailCount": 1},
-    {"freshTailCount": 0},
     {"freshTailMaxTokens": 1000},
     {"freshTailCount": 12, "freshTailMaxTokens": 95},
 ]
@@ -525,7 +523,7 @@ ITEMS = st.lists(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     items=ITEMS,
-    count=st.integers(min_value=0, max_value=10),
+    count=st.integers(min_value=1, max_value=10),
     cap=st.one_of(st.none(), st.integers(min_value=0, max_value=200)),
     override=st.one_of(st.none(), st.integers(min_value=1, max_value=12)),
 )

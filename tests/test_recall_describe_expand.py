@@ -159,7 +159,7 @@ def test_expand_cuts_a_message_larger_than_the_cap_and_continues_inside_it(
     text, cursor = "", None
     for _ in range(20):
         extra = ("--cursor", cursor) if cursor else ()
-        page = ok(root, "expand", c["long_leaf"], "--max-tokens", "150", *extra)
+        page = ok(root, "expand", c["long_leaf"], "--max-tokens", "300", *extra)
         assert len(page["messages"]) == 1
         text += page["messages"][0]["content"]
         cursor = page["budget"]["nextCursor"]
@@ -176,7 +176,7 @@ def test_expand_errors(corpus: tuple[Path, dict[str, Any]]) -> None:
     assert (out.code, out.error["code"]) == (3, "NOT_IN_SCOPE")
     out = run(root, "expand", c["leaf_a"], "--cursor", "bogus")
     assert (out.code, out.error["code"]) == (2, "INVALID_CURSOR")
-    other_cursor = ok(root, "expand", c["condensed"], "--max-tokens", "60")["budget"]["nextCursor"]
+    other_cursor = ok(root, "expand", c["condensed"], "--max-tokens", "250")["budget"]["nextCursor"]
     out = run(root, "expand", c["leaf_a"], "--cursor", other_cursor)
     assert out.error["code"] == "INVALID_CURSOR"
 

@@ -347,6 +347,22 @@ def test_headerless_and_missing_transcripts_are_refused(tmp_path: Path) -> None:
     assert details["reason"] == "transcript-missing"
 
 
+def test_a_host_with_a_sqlite_transcript_store_is_refused(tmp_path: Path) -> None:
+    # OpenClaw 2026.7.2+ keeps transcripts in agents/<id>/agent/openclaw-agent.sqlite; a
+    # JSONL beside it is no longer read by the host, so rewriting it would gain nothing.
+    session = seed_session(tmp_path / "oc", messages=30)
+    store = session.root / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    sqlite3.connect(store).close()
+    details = _refused(session, "--session-key", SESSION_KEY)
+    assert (details["reasonCode"], details["reason"]) == ("unavailable", "sqlite-transcript-store")
+    assert details["hostStore"] == str(store)
+    # Found from the transcript's own agent directory too (a conversation without a key).
+    details = _refused(session, "--conversation-id", str(session.conversation_id), "--session-file",
+                       str(session.transcript))  # fmt: skip
+    assert details["reason"] == "sqlite-transcript-store"
+
+
 def test_apply_leaf_compacts_raw_context_outside_the_tail(tmp_path: Path) -> None:
     session = seed_session(
         tmp_path / "oc", messages=60, summarize=False, extra_config={"leafChunkTokens": 600}
@@ -583,3 +599,49 @@ def test_turns_appended_during_a_rotation_are_never_lost(tmp_path: Path, count: 
     # the new file; it is then still in the kept copy of the old one.
     assert all(f'"live-{i}"' in kept for i in lost), lost
     assert len(lost) <= 1, lost
+
+
+# --- ownership: the transcript must be the conversation's before anything is written ---------
+
+
+def test_another_sessions_transcript_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    # Session A and session B share one state dir and lcm.db; B's transcript is longer.
+    a = seed_session(tmp_path / "oc", messages=30)
+    b = seed_session(tmp_path / "oc", messages=50, session_id="sess-other", session_key="agent:main:other")
+    db_before, transcript_before = a.db.read_bytes(), b.transcript.read_bytes()
+    counts = _db_counts(a.db)
+    details = _refused(a, "--session-key", SESSION_KEY, "--session-file", str(b.transcript))
+    assert (details["reasonCode"], details["reason"]) == ("transcript_unavailable", "transcript-not-owned")
+    assert details["headerId"] == "sess-other" and details["ownerConversationId"] == b.conversation_id
+    # Byte-identical: no reconcile, no import, no checkpoint change, no cut.
+    assert a.db.read_bytes() == db_before and b.transcript.read_bytes() == transcript_before
+    assert _db_counts(a.db) == counts
+    wal = Path(str(a.db) + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_a_transcript_of_no_known_session_is_refused(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=30)
+    stranger = tmp_path / "stranger.jsonl"
+    from tests.support.transcripts import write_transcript
+
+    write_transcript(stranger, session_id="sess-stranger", messages=12, with_ids=False)
+    details = _refused(session, "--session-key", SESSION_KEY, "--session-file", str(stranger))
+    assert details["reason"] == "transcript-not-owned" and details["ownerConversationId"] is None
+
+
+def test_ownership_is_proven_by_header_or_checkpoint(tmp_path: Path) -> None:
+    session = seed_session(tmp_path / "oc", messages=30)
+    out = _rotate(session)
+    assert out.json["data"]["ownership"] == {"proof": "header", "headerId": "sess-rotate"}
+    # The conversation's session id no longer matches the header (renamed by hand): the
+    # bootstrap checkpoint still records this very file with this header id.
+    with sqlite3.connect(session.db) as conn:
+        conn.execute(
+            "UPDATE conversations SET session_id = 'renamed' WHERE conversation_id = ?",
+            (session.conversation_id,),
+        )
+    conn.close()
+    out = _rotate(session)
+    assert out.code == 0, out.stderr
+    assert out.json["data"]["ownership"]["proof"] == "checkpoint"

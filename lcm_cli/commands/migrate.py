@@ -21,6 +21,14 @@ def migrate_sessions(
             "--sessions-dir", metavar="DIR", help="Import every *.jsonl directly in DIR; repeatable."
         ),
     ] = None,
+    store: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--store",
+            metavar="PATH",
+            help="Import every session of this OpenClaw SQLite store (openclaw-agent.sqlite); repeatable.",
+        ),
+    ] = None,
     since: Annotated[
         Optional[str],
         typer.Option(
@@ -43,8 +51,9 @@ def migrate_sessions(
 ) -> None:
     """Backfill OpenClaw session transcripts into lcm.db; a dry run unless --apply.
 
-    Without --file or --sessions-dir it reads <state dir>/agents/*/sessions/*.jsonl. Safe to
-    re-run: entries already imported are skipped.
+    Without --file, --sessions-dir or --store it reads <state dir>/agents/*/sessions/*.jsonl
+    and every <state dir>/agents/*/agent/openclaw-agent.sqlite. Safe to re-run: entries
+    already imported are skipped.
 
     Example: lcm migrate-sessions --openclaw-dir ~/.openclaw --apply
     """
@@ -54,6 +63,7 @@ def migrate_sessions(
         {
             "file": file or [],
             "sessions_dir": sessions_dir or [],
+            "store": store or [],
             "since": since,
             "max_files": max_files,
             "apply": apply,

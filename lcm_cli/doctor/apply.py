@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lcm_cli.doctor import context as context_checks
-from lcm_cli.doctor import dag, fts, maintenance
+from lcm_cli.doctor import dag, fts, maintenance, pending
 from lcm_cli.doctor.base import ScanInput, Scope
 from lcm_cli.doctor.resummarize import planned as planned_summaries
 from lcm_cli.doctor.resummarize import repair_order, resummarize
@@ -26,6 +26,7 @@ from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.db.probe import SchemaProbe
 from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.pending_state import invalidate_open_batches, stale_batches
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 
@@ -40,6 +41,8 @@ REPAIRABLE = (
     "fts.summaries-cjk",
     "maintenance.stale",
     "maintenance.stuck",
+    "pending.open-batches",
+    "storage.undecodable-text",
     "storage.schema-version",
     "storage.wal-size",
 )
@@ -123,6 +126,8 @@ def _context_plan(checks: set[str]) -> Plan:
 
 def _context_write(conversation_id: int) -> Write:
     def write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+        if changes:
+            invalidate_open_batches(conn, conversation_id, "context repaired by lcm doctor apply")
         for change in changes:
             if change["action"] == "delete-item":
                 conn.execute(
@@ -297,6 +302,20 @@ def _maintenance_write(conversation_id: int) -> Write:
     return write
 
 
+# --------------------------------------------------------------------------- 1.0 pending batches
+
+STALE_BY_DOCTOR = "closed by lcm doctor apply: left open over 24 hours"
+
+
+def _open_batches_plan(source: ScanInput) -> list[dict[str, Any]]:
+    found = pending.open_batches(source)
+    return [{"action": "mark-stale", "batchId": bid, **facts} for bid, facts in sorted(found.items())]
+
+
+def _open_batches_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    stale_batches(conn, [c["batchId"] for c in changes], STALE_BY_DOCTOR)
+
+
 # --------------------------------------------------------------------------- storage
 
 
@@ -327,6 +346,29 @@ def _wal_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
         change["result"] = {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]}
 
 
+def _text_plan(source: ScanInput) -> list[dict[str, Any]]:
+    from lcm_cli.doctor.storage import undecodable_text
+
+    found = undecodable_text(dataclasses.replace(source, memo={}))
+    return [
+        {"action": "reencode", "table": v["table"], "id": v["id"], "column": v["column"]}
+        for _, v in sorted(found.items())
+    ]
+
+
+def _text_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    from lcm_cli.doctor.storage import TEXT_COLUMNS
+
+    keys = {table: key for table, key, _, _ in TEXT_COLUMNS}
+    for change in changes:
+        table, column, key = change["table"], change["column"], keys[change["table"]]
+        # The decode with replacement is deliberate here (the connection's text_factory);
+        # this is the one place a replaced value is stored.
+        row = conn.execute(f"SELECT {column} FROM {table} WHERE {key} = ?", (change["id"],)).fetchone()
+        if row is not None:
+            conn.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (row[0], change["id"]))
+
+
 # --------------------------------------------------------------------------- planning
 
 
@@ -345,6 +387,8 @@ def _conversations_with(source: ScanInput, check_id: str) -> list[int]:
         return sorted(maintenance.stale_debt(source))
     if check_id == "maintenance.stuck":
         return sorted(maintenance.stuck_debt(source))
+    if check_id == "pending.open-batches":
+        return sorted({v["conversationId"] for v in pending.open_batches(source).values()})
     return []
 
 
@@ -378,6 +422,9 @@ def plan_units(source: ScanInput, check_ids: list[str]) -> list[Unit]:
                     f"descendants:{cid}", "dag.descendant-counts", cid, _descendants_plan, _descendants_write
                 )
             )
+    if "storage.undecodable-text" in chosen:
+        # Before the FTS units, so they re-plan against the re-encoded text.
+        units.append(Unit("text:reencode", "storage.undecodable-text", None, _text_plan, _text_write))
     for check_id, table in _FTS_TABLES.items():
         if check_id in chosen and source.has(table):
             units.append(Unit(f"fts:{table}", check_id, None, _fts_plan(check_id), _fts_write))
@@ -393,6 +440,17 @@ def plan_units(source: ScanInput, check_ids: list[str]) -> list[Unit]:
                         _maintenance_write(cid),
                     )
                 )
+    if "pending.open-batches" in chosen and source.has("pending_compaction_batches"):
+        for cid in _conversations_with(source, "pending.open-batches"):
+            units.append(
+                Unit(
+                    f"pending.open-batches:{cid}",
+                    "pending.open-batches",
+                    cid,
+                    _open_batches_plan,
+                    _open_batches_write,
+                )
+            )
     if "storage.wal-size" in chosen:
         units.append(Unit("wal", "storage.wal-size", None, _wal_plan, _wal_write, transactional=False))
     return units

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from lcm_cli.doctor import context, dag, fts, junk, maintenance, markers, rollover, storage
+from lcm_cli.doctor import context, dag, fts, junk, maintenance, markers, pending, rollover, storage
 from lcm_cli.doctor.base import Outcome, ScanInput
 
 _RESTORE = (
@@ -178,6 +178,41 @@ CHECKS: tuple[Check, ...] = (
         "Read the failure (details); fix the summarizer config (`lcm config show`); the agent retries.",
     ),
     Check(
+        "pending.open-batches",
+        "info",
+        "lossless-claw 1.0 pending compaction batches left open for over a day",
+        pending.check_open_batches,
+        _apply("pending.open-batches"),
+        "Marks them stale, as 1.0 does (terminal; 1.0 re-plans). Leave them while a live 1.0 still owns "
+        "the conversation: it publishes or stales them on the next turn.",
+    ),
+    Check(
+        "pending.dangling",
+        "error",
+        "lossless-claw 1.0 pending nodes or links naming rows that are gone",
+        pending.check_dangling,
+        None,
+        _RESTORE,
+    ),
+    Check(
+        "turns.orphaned",
+        "info",
+        "commitTurn ledger rows (turn_advancements) whose session has no conversation",
+        pending.check_orphaned_turns,
+        None,
+        "Harmless: a host retry of such a turn is answered as a duplicate. Nothing to do.",
+        scoped=False,
+    ),
+    Check(
+        "epochs.frontier-missing",
+        "warn",
+        "lossless-claw 1.0 transcript epochs whose frontier entry no stored message holds",
+        pending.check_epoch_frontier,
+        None,
+        "Messages that 1.0 anchored are gone: restore a backup if that was not intended; "
+        "otherwise lossless-claw 1.0 re-anchors the epoch on its next bootstrap.",
+    ),
+    Check(
         "rollover.splits",
         "warn",
         "One session key's history split over several conversations",
@@ -194,6 +229,14 @@ CHECKS: tuple[Check, ...] = (
         None,
         _RESTORE,
         scoped=False,
+    ),
+    Check(
+        "storage.undecodable-text",
+        "warn",
+        "Message or summary text that is not valid UTF-8 (read with U+FFFD)",
+        storage.check_undecodable_text,
+        _apply("storage.undecodable-text"),
+        "Re-encodes each value with U+FFFD in place of the bad bytes, in one transaction, after a backup.",
     ),
     Check(
         "storage.schema-version",

@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import re
+import sqlite3
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
 from lcm_cli.doctor.junk import agent_ids
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.conversation_rows import find_conversation, require_lcm_tables
+from lcm_cli.engine.db.connection import is_corruption
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -214,6 +216,57 @@ def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outc
     return [(check, *done[check.id]) for check in checks]
 
 
+def damaged_report(
+    ctx: Context, checks: list[Check], fail_on: str, exc: BaseException, started: float
+) -> dict[str, Any]:
+    """The report when SQLite cannot read the file's schema: quick-check FAILs, the rest SKIP."""
+    from lcm_cli.engine.db.connection import translate_database_failure
+
+    error = exc if isinstance(exc, LcmError) else translate_database_failure(exc, ctx.database_path, 0)
+    message = error.details.get("sqliteError", error.message) if error is not None else str(exc)
+    entries: list[dict[str, Any]] = []
+    for check in checks:
+        entry: dict[str, Any] = {"check": check.id, "title": check.title, "severity": check.severity}
+        if check.id == "storage.quick-check":
+            entry.update(
+                status="FAIL",
+                count=1,
+                affected=["database"],
+                notes={"database": message},
+                nextCursor=None,
+                fix=None,
+                advice=check.advice,
+            )
+        else:
+            entry.update(
+                status="SKIP",
+                count=0,
+                affected=[],
+                nextCursor=None,
+                skipped=f"the database schema cannot be read ({message})",
+            )
+        entry["elapsedMs"] = 0
+        entries.append(entry)
+    failing = any(e["status"] == "FAIL" for e in entries)
+    counts = {
+        s: sum(1 for e in entries if e["status"] == s) for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")
+    }
+    return {
+        "healthy": False,
+        "status": "FAIL" if failing else "SKIP",
+        "failOn": fail_on,
+        "exitStatus": FINDINGS_EXIT_STATUS if fail_on != "none" else 0,
+        "scope": {"conversationIds": None, "recencyAfter": None, "agentIds": []},
+        "counts": counts,
+        "elapsedMs": int((time.perf_counter() - started) * 1000),
+        "checks": entries,
+        "damaged": {
+            "error": message,
+            "next": "`lcm backup list`, then `lcm backup restore PATH --apply` (a backup taken before the damage).",
+        },
+    }
+
+
 @operation(
     "doctor.scan", summary="Check lcm.db for every known problem; each finding names its fix (read-only)."
 )
@@ -238,9 +291,15 @@ def doctor(ctx: Context, req: Request) -> Result:
         requested = [check_id]
     checks = select_checks(requested)
     started = time.perf_counter()
-    scope = resolve_scope(ctx, req)
-    source = scan_input(ctx, scope)
-    results = run_checks(source, checks)
+    try:
+        scope = resolve_scope(ctx, req)
+        source = scan_input(ctx, scope)
+        results = run_checks(source, checks)
+    except (sqlite3.Error, UnicodeDecodeError, LcmError) as exc:
+        if not is_corruption(exc):
+            raise
+        # A damaged schema stops every query: report it as the finding it is.
+        return Result(damaged_report(ctx, checks, fail_on, exc, started))
     entries = []
     for check, outcome, elapsed in results:
         entry = report_check(check, outcome, req, scope, after)

@@ -96,3 +96,55 @@ def check_growth(source: ScanInput) -> Outcome:
     days = facts["daysUntilDiskFull"]
     affected = [source.database_path] if days is not None and days < 90 else []
     return Outcome(affected=affected, details=facts)
+
+
+#: Text columns read by every command, as (table, key column, column, id label).
+TEXT_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("messages", "message_id", "content", "message"),
+    ("summaries", "summary_id", "content", "summary"),
+)
+
+
+def undecodable_text(source: ScanInput) -> dict[str, dict[str, Any]]:
+    """``message:12`` / ``summary:sum_…`` -> ``{table, id, column, badByteAt}`` for every
+    stored TEXT value that is not valid UTF-8 (reads show it with U+FFFD)."""
+    if "undecodable_text" in source.memo:
+        cached: dict[str, dict[str, Any]] = source.memo["undecodable_text"]
+        return cached
+    found: dict[str, dict[str, Any]] = {}
+    for table, key, column, label in TEXT_COLUMNS:
+        if not source.has(table):
+            continue
+        clause, params = source.scope.clause("conversation_id")
+        # CAST AS BLOB hands Python the stored bytes; ASCII (most rows) is settled in C.
+        rows = source.conn.execute(
+            f"SELECT {key}, CAST({column} AS BLOB) FROM {table} WHERE typeof({column}) = 'text'{clause}",
+            params,
+        )
+        for row_id, raw in rows:
+            if raw is None or raw.isascii():
+                continue
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                found[f"{label}:{row_id}"] = {
+                    "table": table,
+                    "id": row_id,
+                    "column": column,
+                    "badByteAt": exc.start,
+                }
+    source.memo["undecodable_text"] = found
+    return found
+
+
+def check_undecodable_text(source: ScanInput) -> Outcome:
+    """`storage.undecodable-text`: message or summary text that is not valid UTF-8."""
+    found = undecodable_text(source)
+    notes = {
+        name: f"{v['table']}.{v['column']} is not valid UTF-8 (first bad byte at {v['badByteAt']})"
+        for name, v in found.items()
+    }
+    by_table: dict[str, int] = {}
+    for value in found.values():
+        by_table[value["table"]] = by_table.get(value["table"], 0) + 1
+    return Outcome(affected=sorted(found), notes=notes, details={"rowsByTable": by_table} if found else {})

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from lcm_cli.engine.db.connection import require_sqlite_file, translate_sqlite_error
+from lcm_cli.engine.db.connection import decode_text, require_sqlite_file, translate_sqlite_error
 from lcm_cli.engine.errors import LcmError
 
 
@@ -16,6 +16,7 @@ def open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
     """A writable connection with the writer pragmas lossless-claw uses and our busy timeout."""
     require_sqlite_file(path)
     conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000)
+    conn.text_factory = decode_text
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")

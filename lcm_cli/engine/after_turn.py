@@ -241,44 +241,35 @@ def after_turn(ctx: Context, req: Request) -> Result:
         found = find_active(store.conn, session_id, key)
     else:
         data["ingest"] = {"ingested": 0, "skipped": 0, "alreadyStored": already, "messages": []}
-    if found is None:
-        data["reason"] = "no conversation for session"
-        return Result(data)
-    cid, key = int(found[0]), found[2] or key
-    data.update(conversationId=cid, sessionKey=key)
-
-    post_turn_threshold(
-        ctx,
-        data,
-        cid,
-        session_id,
-        key,
-        token_budget=extra.get("token_budget"),
-        current_token_count=extra.get("current_token_count"),
-        model=extra.get("model"),
-        mode=mode,
-    )
-    return Result(data)
+    return post_turn_threshold(ctx, data, found, session_id, key, extra, mode)
 
 
 def post_turn_threshold(
     ctx: Context,
     data: dict[str, Any],
-    cid: int,
+    found: Any,
     session_id: str,
     key: str | None,
-    *,
-    token_budget: Any,
-    current_token_count: Any,
-    model: Any,
+    extra: dict[str, Any],
     mode: str,
-) -> None:
+) -> Result:
     """After a stored turn: test the threshold (§2.7 step 9, §4.2), then compact or record debt.
 
-    Fills ``data``'s ``threshold``, ``reason``, ``compaction`` and ``debt``.
+    ``found`` is the session's active conversation row (None: nothing is stored, nothing
+    to test). Fills ``data``'s ``conversationId``, ``threshold``, ``reason``,
+    ``compaction`` and ``debt``; ``extra`` carries the host's ``token_budget``,
+    ``current_token_count`` and ``model``.
     """
     from lcm_cli.engine.compaction import Settings
 
+    if found is None:
+        data["reason"] = "no conversation for session"
+        return Result(data)
+    cid, key = int(found[0]), found[2] or key
+    data.update(conversationId=cid, sessionKey=key)
+    token_budget = extra.get("token_budget")
+    current_token_count = extra.get("current_token_count")
+    model = extra.get("model")
     store = ctx.store()
     effective = ctx.effective
     resolution = resolve_threshold(effective, session_key=key, model=model)
@@ -297,7 +288,7 @@ def post_turn_threshold(
     }
     if not decision.should_compact:
         data["reason"] = "below threshold"
-        return
+        return Result(data)
 
     debt_reason: str | None = None
     if mode == "inline":
@@ -312,6 +303,7 @@ def post_turn_threshold(
     if debt_reason is not None:
         _record(store, cid, session_id, key, tuned, resolution, budget, decision, items)
         data["debt"] = {"recorded": True, "reason": debt_reason}
+    return Result(data)
 
 
 def compaction_mode(effective: dict[str, Any]) -> str:

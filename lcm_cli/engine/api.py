@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.db.connection import translate_sqlite_error
+from lcm_cli.engine.db.connection import translate_database_failure
 from lcm_cli.engine.registry import get_operation
 from lcm_cli.engine.request import validate_request
 
@@ -64,8 +64,11 @@ def call(
             ctx.resolve_paths(read_config=name != "config.set")
         try:
             result = op.func(ctx, request)
-        except sqlite3.Error as exc:
-            raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            translated = translate_database_failure(exc, ctx.database_path, ctx.timeout_ms)
+            if translated is None:
+                raise
+            raise translated from None
     finally:
         ctx.progress = None
         if not warm:

@@ -22,9 +22,12 @@ How a backup is taken (:func:`create_backup`)
     checked with ``PRAGMA integrity_check`` (``quick_check`` when ``quick``), fsynced,
     hashed, and its manifest is written (atomically) before the backup itself is linked
     to its final name, so a file at a final name is always complete and has a manifest.
-    A kill at any moment leaves at most a hidden ``.<name>.<pid>-<rand>.tmp`` file (and,
-    if it lands between the two renames, a manifest whose backup never appeared, which
-    :func:`list_backups` ignores).
+    A kill at any moment leaves at most a hidden ``.<name>.lcm-<pid>-<hex>.tmp`` file
+    (:mod:`lcm_cli.engine.durable`; the next backup removes it once its owner is dead)
+    and, if it lands between the two renames, a manifest whose backup never appeared,
+    which :func:`list_backups` ignores. Backups and manifests are 0600, or the source's
+    mode where stricter. A source lcm may not write (0444, a read-only mount) is copied
+    without crash recovery or checkpoint, both of which would write it.
 
 Names (compat/operations.md §2.1)
     ``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` with the label normalized,
@@ -84,16 +87,27 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import quote
 
 from lcm_cli.engine.config_file import backup_stamp
 from lcm_cli.engine.db.connection import (
     SQLITE_HEADER,
     busy_timeout_ms,
+    database_uri,
+    immutable_reason,
     require_sqlite_file,
     translate_sqlite_error,
 )
-from lcm_cli.engine.durable import fsync_dir, hash_file
+from lcm_cli.engine.durable import (
+    atomic_write,
+    atomic_writer,
+    create_temp,
+    fsync_dir,
+    hash_file,
+    private_mode,
+    publish,
+    remove_orphans,
+    remove_quietly,
+)
 from lcm_cli.engine.errors import LcmError, invalid_argument
 
 MANIFEST_VERSION = 1
@@ -180,14 +194,6 @@ def manifest_path_for(backup_path: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _remove_quietly(*paths: str) -> None:
-    for path in paths:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
 def _size_or_zero(path: str) -> int:
     try:
         return os.stat(path).st_size
@@ -195,47 +201,38 @@ def _size_or_zero(path: str) -> int:
         return 0
 
 
-def _temp_sibling(final_path: str, tag: str = "") -> str:
-    directory, name = os.path.split(final_path)
-    return os.path.join(directory, f".{name}{tag}.{os.getpid()}-{_rand6()}.tmp")
-
-
-def _create_exclusive(path: str, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        os.fchmod(fd, mode)  # umask may have narrowed the mode given to open()
-    finally:
-        os.close(fd)
-
-
-def _write_json_atomic(path: str, data: dict[str, Any], mode: int) -> None:
-    temp = _temp_sibling(path)
-    try:
-        _create_exclusive(temp, mode)
-        with open(temp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        _remove_quietly(temp)
-        raise
+def _write_json_atomic(path: str, data: dict[str, Any], mode: int, *, replace: bool = True) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    atomic_write(path, text.encode("utf-8"), mode=mode, replace=replace)
 
 
 def _copy_file(source: str, dest: str, mode: int) -> tuple[int, str]:
-    """Copy ``source`` to a new file ``dest`` (exclusive), fsync it; return (size, sha256)."""
+    """Copy ``source`` to ``dest`` (exclusively, through a private temp file); return (size, sha256)."""
     digest = hashlib.sha256()
     size = 0
-    _create_exclusive(dest, mode)
-    with open(source, "rb") as src, open(dest, "wb") as dst:
+    with open(source, "rb") as src, atomic_writer(dest, mode=mode, replace=False) as dst:
         while chunk := src.read(_HASH_CHUNK):
             digest.update(chunk)
             size += len(chunk)
             dst.write(chunk)
-        dst.flush()
-        os.fsync(dst.fileno())
     return size, digest.hexdigest()
+
+
+def _copy_to_temp(source: str, final: str) -> tuple[str, str]:
+    """Copy ``source`` into a fresh private temp sibling of ``final``, fsynced; (temp, sha256)."""
+    digest = hashlib.sha256()
+    fd, temp = create_temp(final)
+    try:
+        with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
+            while chunk := src.read(_HASH_CHUNK):
+                digest.update(chunk)
+                dst.write(chunk)
+            dst.flush()
+            os.fsync(dst.fileno())
+    except BaseException:
+        remove_quietly(temp)
+        raise
+    return temp, digest.hexdigest()
 
 
 def _sqlite_header(path: str) -> bytes | None:
@@ -332,9 +329,9 @@ def _check_source(db_path: str) -> tuple[str, os.stat_result]:
 
 
 def _open_read_only(path: str, timeout_ms: int, *, immutable: bool = False) -> sqlite3.Connection:
-    # Percent-encode so '?', '#' and '%' in a path cannot be read as URI syntax.
-    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+    conn = sqlite3.connect(
+        database_uri(path, immutable=immutable), uri=True, timeout=timeout_ms / 1000, isolation_level=None
+    )
     try:
         conn.execute("PRAGMA query_only = ON")
     except BaseException:
@@ -422,33 +419,49 @@ def _check_space(directory: str, needed: int) -> None:
         )
 
 
-def _open_source(source: str, timeout_ms: int) -> tuple[sqlite3.Connection, str]:
-    """A read-only connection to ``source`` and its journal mode, recovering a crashed writer first.
+class _Source:
+    """How the source is read: its connection, journal mode, and whether lcm may write it."""
 
-    After a writer was killed mid-transaction the file needs recovery (a hot rollback
-    journal, or a WAL index to rebuild), which a read-only connection may not perform:
-    SQLite reports "attempt to write a readonly database". Any writer would do that
-    recovery on its next open, so one plain connection does it here, then the copy goes on
-    read-only as usual.
-    """
-    src = _open_read_only(source, timeout_ms)
-    try:
-        return src, str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
-    except sqlite3.OperationalError as exc:
-        src.close()
-        if "readonly" not in str(exc).replace(" ", "").lower():
+    def __init__(self, source: str, timeout_ms: int) -> None:
+        self.path = source
+        # A write-protected source (0444, a read-only mount) is never written: no crash
+        # recovery and no checkpoint, which both write it.
+        self.read_only = not os.access(source, os.W_OK)
+        self.immutable = immutable_reason(source)
+        self.notes: list[str] = []
+        if self.read_only:
+            self.notes.append("source is read-only: copied without recovery or checkpoint")
+        if self.immutable:
+            self.notes.append(f"read through SQLite's immutable URI: {self.immutable}")
+        self.conn, self.journal_mode = self._open(timeout_ms)
+
+    def _open(self, timeout_ms: int) -> tuple[sqlite3.Connection, str]:
+        """A read-only connection and the journal mode, recovering a crashed writer first.
+
+        After a writer was killed mid-transaction the file needs recovery (a hot rollback
+        journal, or a WAL index to rebuild), which a read-only connection may not perform:
+        SQLite reports "attempt to write a readonly database". Any writer would do that
+        recovery on its next open, so one plain connection does it here, then the copy goes
+        on read-only as usual; a source lcm may not write is left as it is.
+        """
+        src = _open_read_only(self.path, timeout_ms, immutable=self.immutable is not None)
+        try:
+            return src, str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        except sqlite3.OperationalError as exc:
+            src.close()
+            if self.read_only or "readonly" not in str(exc).replace(" ", "").lower():
+                raise
+        recover = sqlite3.connect(self.path, timeout=timeout_ms / 1000, isolation_level=None)
+        try:
+            recover.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            recover.close()
+        src = _open_read_only(self.path, timeout_ms)
+        try:
+            return src, str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        except BaseException:
+            src.close()
             raise
-    recover = sqlite3.connect(source, timeout=timeout_ms / 1000, isolation_level=None)
-    try:
-        recover.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    finally:
-        recover.close()
-    src = _open_read_only(source, timeout_ms)
-    try:
-        return src, str(src.execute("PRAGMA journal_mode").fetchone()[0]).lower()
-    except BaseException:
-        src.close()
-        raise
 
 
 def _copy_database(
@@ -461,11 +474,12 @@ def _copy_database(
     progress: Progress | None,
 ) -> dict[str, Any]:
     """Online-copy ``source`` into the (existing, empty) ``temp`` file; return copy facts."""
-    src, journal_mode = _open_source(source, timeout_ms)
+    opened = _Source(source, timeout_ms)
+    src, journal_mode = opened.conn, opened.journal_mode
     checkpointer: sqlite3.Connection | None = None
     try:
-        pinned = journal_mode == "wal"
-        if pinned:
+        pinned = journal_mode == "wal" and opened.immutable is None
+        if pinned and not opened.read_only:
             # Opened now, so that the checkpoint can follow the snapshot's end at once.
             checkpointer = _open_checkpointer(source)
             # One read transaction for the whole copy: a fixed snapshot, no restarts.
@@ -496,7 +510,8 @@ def _copy_database(
                     {"databasePath": source, "journalMode": journal_mode, "restarts": state["restarts"]},
                 ) from None
             if pinned:
-                src.execute("COMMIT")
+                if src.in_transaction:  # a read-only WAL source may have ended it already
+                    src.execute("COMMIT")
                 _checkpoint_held_frames(checkpointer)
             # A self-contained file: no -wal/-shm needed to open or restore it.
             dst.execute("PRAGMA journal_mode = DELETE").fetchone()
@@ -505,6 +520,8 @@ def _copy_database(
                 "restarts": state["restarts"],
                 "pageSize": int(dst.execute("PRAGMA page_size").fetchone()[0]),
                 "pageCount": int(dst.execute("PRAGMA page_count").fetchone()[0]),
+                "sourceReadOnly": opened.read_only,
+                "note": "; ".join(opened.notes) or None,
                 "conn": dst,
             }
         except BaseException:
@@ -577,13 +594,16 @@ def create_backup(
     _check_space(directory, info.st_size + wal_bytes + SPACE_MARGIN_BYTES)
 
     timeout_ms = busy_timeout_ms()
-    mode = stat.S_IMODE(info.st_mode) & 0o666 or 0o600
+    # Private: 0600, or the source's mode where stricter (a 0400 source gives a 0400 copy).
+    mode = private_mode(info.st_mode)
     check = "quick_check" if quick else "integrity_check"
-    temp = _temp_sibling(final)
+    orphans = remove_orphans(directory)
+    temp = ""
     manifest_path = manifest_path_for(final)
     manifest_written = False
     try:
-        _create_exclusive(temp, mode)
+        fd, temp = create_temp(final)
+        os.close(fd)  # SQLite fills it by name; it stays 0600 until it is published
         facts = _copy_database(
             source,
             temp,
@@ -626,12 +646,15 @@ def create_backup(
         # Manifest first: a backup at its final name always has its manifest.
         _write_json_atomic(manifest_path, manifest, mode)
         manifest_written = True
-        _publish(temp, final)
-        fsync_dir(directory)
+        try:
+            publish(temp, final, mode=mode, replace=False, sync=False)
+        except FileExistsError:
+            raise _resolve_destination_error(final) from None
     except BaseException as exc:
-        _remove_quietly(temp, temp + "-journal", temp + "-wal", temp + "-shm")
+        if temp:
+            remove_quietly(temp, temp + "-journal", temp + "-wal", temp + "-shm")
         if manifest_written and not os.path.lexists(final):
-            _remove_quietly(manifest_path)
+            remove_quietly(manifest_path)
         if isinstance(exc, LcmError):
             raise
         if isinstance(exc, sqlite3.Error):
@@ -639,7 +662,15 @@ def create_backup(
         if isinstance(exc, OSError):
             raise _os_error(exc, directory, "writing the backup") from None
         raise
-    return {"backupPath": final, "manifestPath": manifest_path, **manifest}
+    # Not manifest fields, and only present when they say something.
+    manifest_extra: dict[str, Any] = {}
+    if facts["sourceReadOnly"]:
+        manifest_extra["sourceReadOnly"] = True
+    if facts.get("note"):
+        manifest_extra["note"] = facts["note"]
+    if orphans:
+        manifest_extra["orphansRemoved"] = orphans
+    return {"backupPath": final, "manifestPath": manifest_path, **manifest, **manifest_extra}
 
 
 def latest_backup_path(db_path: str, label: str) -> str:
@@ -663,17 +694,22 @@ def create_rolling_backup(db_path: str, *, label: str = "rotate", quick: bool = 
     made = create_backup(db_path, label=f"{normalize_label(label)}-tmp", quick=quick)
     temp_path, temp_manifest = made["backupPath"], made["manifestPath"]
     final = latest_backup_path(db_path, label)
-    manifest = {key: made[key] for key in made if key not in ("backupPath", "manifestPath")}
+    extra = {key: made[key] for key in _RESULT_ONLY if key in made}
+    manifest = {key: made[key] for key in made if key not in ("backupPath", "manifestPath", *_RESULT_ONLY)}
     manifest["backupPath"] = final
     mode = stat.S_IMODE(os.stat(temp_path).st_mode)
     try:
-        os.replace(temp_path, final)
+        publish(temp_path, final, replace=True, sync=False)
         _write_json_atomic(manifest_path_for(final), manifest, mode)
-        _remove_quietly(temp_manifest)
+        remove_quietly(temp_manifest)
         fsync_dir(os.path.dirname(final))
     except OSError as exc:
         raise _os_error(exc, os.path.dirname(final), "replacing the rolling backup") from None
-    return {"backupPath": final, "manifestPath": manifest_path_for(final), **manifest}
+    return {"backupPath": final, "manifestPath": manifest_path_for(final), **manifest, **extra}
+
+
+#: Keys of :func:`create_backup`'s result that are not manifest fields.
+_RESULT_ONLY = ("sourceReadOnly", "orphansRemoved", "note")
 
 
 def _resolve_destination_error(final: str) -> LcmError:
@@ -683,23 +719,6 @@ def _resolve_destination_error(final: str) -> LcmError:
         "another --out PATH.",
         {"backupPath": final},
     )
-
-
-def _publish(temp: str, final: str) -> None:
-    """Give ``temp`` the name ``final`` atomically, never replacing an existing file."""
-    try:
-        os.link(temp, final)  # fails with EEXIST instead of overwriting
-    except FileExistsError:
-        raise _resolve_destination_error(final) from None
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
-        # A filesystem without hard links: check, then rename (a tiny race remains).
-        if os.path.lexists(final):
-            raise _resolve_destination_error(final) from None
-        os.rename(temp, final)
-        return
-    os.unlink(temp)
 
 
 # --------------------------------------------------------------------------------------
@@ -952,18 +971,15 @@ def _keep_previous(db_path: str, target: dict[str, Any]) -> dict[str, Any]:
     directory = os.path.dirname(db_path)
     final = default_backup_path(db_path, "pre-restore")
     _check_space(directory, _size_or_zero(db_path) + _size_or_zero(db_path + "-wal") + SPACE_MARGIN_BYTES)
-    mode = stat.S_IMODE(os.stat(db_path).st_mode) & 0o666 or 0o600
+    mode = private_mode(os.stat(db_path).st_mode)
     copied = []
     for source, dest in ((db_path + "-wal", final + "-wal"), (db_path, final)):
         if not os.path.exists(source):
             continue
-        temp = _temp_sibling(dest)
         try:
-            _copy_file(source, temp, mode)
-            _publish(temp, dest)
-        except BaseException:
-            _remove_quietly(temp)
-            raise
+            _copy_file(source, dest, mode)
+        except FileExistsError:
+            raise _resolve_destination_error(dest) from None
         copied.append(dest)
     fsync_dir(directory)
     return {"path": final, "method": "copy", "files": copied}
@@ -1055,13 +1071,15 @@ def restore_backup(
     previous = _keep_previous(target_path, target) if target["exists"] else None
     result["preRestoreBackup"] = previous
 
+    # The restored file is the live database again: it takes the mode of the file it replaces.
     mode = stat.S_IMODE(os.stat(target_path if target["exists"] else backup).st_mode) & 0o666 or 0o600
-    temp = _temp_sibling(target_path, ".restore")
+    remove_orphans(directory)
+    temp = ""
     guard: sqlite3.Connection | None = None
     forced = bool(target["inUse"])
     removed: list[str] = []
     try:
-        _, sha256 = _copy_file(backup, temp, mode)
+        temp, sha256 = _copy_to_temp(backup, target_path)
         if sha256 != verification["sha256"]:
             raise _failed(
                 f"The copy of {backup} did not match the verified file (it changed while being "
@@ -1081,10 +1099,10 @@ def restore_backup(
                 if os.path.exists(target_path + suffix):
                     os.unlink(target_path + suffix)
                     removed.append(target_path + suffix)
-        os.replace(temp, target_path)
-        fsync_dir(directory)
+        publish(temp, target_path, mode=mode, replace=True, sync=False)
     except BaseException as exc:
-        _remove_quietly(temp)
+        if temp:
+            remove_quietly(temp)
         if isinstance(exc, OSError):
             raise _os_error(exc, directory, "replacing the database") from None
         raise
@@ -1134,7 +1152,7 @@ def prune_backups(db_path: str, keep: int, *, label: str | None = None) -> list[
                 "deleted before it. Check the directory's permissions.",
                 {"path": path, "deleted": deleted},
             ) from None
-        _remove_quietly(manifest_path_for(path), path + "-wal")
+        remove_quietly(manifest_path_for(path), path + "-wal")
         deleted.append(path)
     if deleted:
         fsync_dir(os.path.dirname(os.path.abspath(db_path)))

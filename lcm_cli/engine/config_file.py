@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from datetime import datetime, timezone
 from typing import Any
 
-from lcm_cli.engine.durable import fsync_dir
+from lcm_cli.engine.durable import atomic_write, atomic_writer, private_mode, remove_orphans
 from lcm_cli.engine.errors import LcmError
 
 PLUGIN_ID = "lossless-claw"
@@ -33,9 +34,52 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# A ``\uD800``-``\uDFFF`` escape: only these can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _first_lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) holding a lone UTF-16 surrogate, or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    if isinstance(value, dict):
+        items: list[Any] = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _first_lone_surrogate(item)
+        if found is not None:
+            return found
+    return None
+
+
 def parse_strict_json(text: str) -> Any:
-    """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas)."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas), depth-bounded.
+
+    A lone surrogate (``"\ud800"``, or an undecodable byte smuggled in through argv) is
+    refused too: it cannot be written back as UTF-8 or printed, so it is bad input here
+    rather than a crash later.
+    """
+    from lcm_cli.engine.limits import loads_bounded
+
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the text holds a character that is not valid UTF-8") from None
+    value = loads_bounded(text, parse_constant=_reject_constant)
+    if _SURROGATE_ESCAPE.search(text):
+        found = _first_lone_surrogate(value)
+        if found is not None:
+            raise ValueError(
+                f"lone surrogate escape in the string {found.encode('utf-8', 'backslashreplace').decode()[:60]!r}"
+            )
+    return value
 
 
 def read_config_root(config_path: str) -> dict[str, Any] | None:
@@ -153,19 +197,24 @@ def backup_stamp(now: datetime | None = None) -> str:
 def write_with_backup(config_path: str, new_text: str) -> str:
     """Back up ``config_path`` exclusively, then atomically replace it with ``new_text``.
 
-    Returns the backup path. The temp file is a sibling (same filesystem, so the rename
-    is atomic), created exclusively with the original mode, fsynced before the rename;
-    the directory is fsynced after it so the rename itself survives a crash.
+    Returns the backup path. Both go through :mod:`lcm_cli.engine.durable`: a private temp
+    sibling created exclusively, fsynced, renamed (the backup: linked, never over a file),
+    directory fsynced. The backup is 0600 (or the file's mode when stricter); the new file
+    keeps the original's mode.
     """
-    import shutil  # write-path imports, kept off the read commands' start-up
-    import uuid
+    import shutil  # write-path import, kept off the read commands' start-up
 
     backup_path = f"{config_path}.lcm-backup-{backup_stamp()}"
+    directory = os.path.dirname(os.path.abspath(config_path))
+    remove_orphans(directory)
     try:
-        with open(config_path, "rb") as src, open(backup_path, "xb") as dst:
+        mode = stat.S_IMODE(os.stat(config_path).st_mode)
+        # The backup holds the same secrets (API keys): 0600, or stricter when the file is.
+        with (
+            open(config_path, "rb") as src,
+            atomic_writer(backup_path, mode=private_mode(mode), replace=False) as dst,
+        ):
             shutil.copyfileobj(src, dst)
-            dst.flush()
-            os.fsync(dst.fileno())
     except OSError as exc:
         raise LcmError(
             "CONFIG_BACKUP_FAILED",
@@ -174,25 +223,11 @@ def write_with_backup(config_path: str, new_text: str) -> str:
             {"configPath": config_path, "backupPath": backup_path},
         ) from None
 
-    directory = os.path.dirname(config_path) or "."
-    mode = stat.S_IMODE(os.stat(config_path).st_mode)
-    temp_path = os.path.join(
-        directory, f".{os.path.basename(config_path)}.lcm-{os.getpid()}-{uuid.uuid4()}.tmp"
-    )
     try:
-        fd = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            os.fchmod(handle.fileno(), mode)  # umask may have narrowed the mode given to open()
-            handle.write(new_text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_path, config_path)
-        fsync_dir(directory)
+        # The config itself keeps its own mode (the host must still read it). Any failure
+        # removes the temp file (atomic_writer), and the original stays as it was.
+        atomic_write(config_path, new_text.encode("utf-8"), mode=mode, replace=True)
     except OSError as exc:
-        try:
-            os.unlink(temp_path)
-        except OSError:
-            pass
         raise LcmError(
             "CONFIG_WRITE_FAILED",
             f"Could not write {config_path} ({exc.strerror or exc}); the original file is "

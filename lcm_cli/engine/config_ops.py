@@ -51,19 +51,37 @@ def _own_lookup(node: Any, segments: list[str]) -> Any:
 
 @operation("config.show", summary="The Lossless plugin config: as stored, effective, and its sources.")
 def show_config(ctx: Context, req: Request) -> Result:
-    """Raw and effective Lossless config, pattern-source diagnostics, overriding env names."""
+    """Raw and effective Lossless config, pattern-source diagnostics, overriding env names.
+
+    Values the other commands refuse (``CONFIG_INVALID``) are listed in
+    ``meta.configProblems`` rather than failing, so the config can still be inspected.
+    """
+    from lcm_cli.engine.config_schema import config_problems
     from lcm_cli.engine.settings import resolve_diagnostics
 
     overrides = sorted(name for name in ctx.env if name.startswith("LCM_") or name == "TZ")
+    problems = config_problems(ctx.plugin_config, ctx.env)
+    from lcm_cli.engine.redact import redact_value
+
     return Result(
         {
             "configPath": ctx.config_path,
-            "raw": ctx.plugin_config,
-            "effective": _typed_effective(ctx),
+            "raw": redact_value(ctx.plugin_config),
+            "effective": redact_value(_typed_effective(ctx)),
             "diagnostics": resolve_diagnostics(ctx.plugin_config, ctx.env),
             "environmentOverrides": overrides,
-        }
+        },
+        meta={"configProblems": problems} if problems else None,
     )
+
+
+def _redacted_at(path: str, value: Any) -> Any:
+    """``value`` as shown for ``path``: masked whole when the key's own name is a secret."""
+    from lcm_cli.engine.redact import MASK, is_secret_key, redact_value
+
+    if is_secret_key(path.rsplit(".", 1)[-1]) and value not in (None, ""):
+        return MASK
+    return redact_value(value)
 
 
 @operation("config.get", summary="One config key: whether it is set, its stored and effective values.")
@@ -85,8 +103,8 @@ def get_config(ctx: Context, req: Request) -> Result:
         {
             "path": path,
             "isSet": raw is not _MISSING,
-            "rawValue": None if raw is _MISSING else raw,
-            "effectiveValue": None if effective is MISSING else effective,
+            "rawValue": None if raw is _MISSING else _redacted_at(path, raw),
+            "effectiveValue": None if effective is MISSING else _redacted_at(path, effective),
         }
     )
 
@@ -185,8 +203,8 @@ def set_config(ctx: Context, req: Request) -> Result:
     return Result(
         {
             "path": path,
-            "oldValue": old_value,
-            "newValue": value,
+            "oldValue": _redacted_at(path, old_value),
+            "newValue": _redacted_at(path, value),
             "configPath": config_path,
             "backupPath": backup_path,
         }

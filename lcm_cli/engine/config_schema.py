@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from lcm_cli.engine.config_keys import CONFIG_KEYS
+from lcm_cli.engine.errors import LcmError
 
 #: At most this many ``{path, message}`` entries are reported.
 MAX_ERRORS = 20
@@ -149,7 +151,9 @@ _EXPECTED = {
 }
 
 
-def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str, str]]) -> None:
+def _check(
+    schema: dict[str, Any], value: Any, path: str, errors: list[dict[str, str]], allow_unknown: bool = False
+) -> None:
     kind = schema.get("type")
     if kind == "object":
         if not isinstance(value, dict):
@@ -172,10 +176,10 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
         for name in _own_keys(value):
             child = properties.get(name)
             if not isinstance(child, dict):
-                if schema.get("additionalProperties") is False:
+                if schema.get("additionalProperties") is False and not allow_unknown:
                     errors.append({"path": f"{path}/{name}", "message": "unexpected property"})
                 continue
-            _check(child, value[name], f"{path}/{name}", errors)
+            _check(child, value[name], f"{path}/{name}", errors, allow_unknown)
     elif kind == "array":
         if not isinstance(value, list):
             errors.append({"path": path, "message": _EXPECTED["array"]})
@@ -183,7 +187,7 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
         items = schema.get("items")
         if isinstance(items, dict):
             for index, item in enumerate(value):
-                _check(items, item, f"{path}/{index}", errors)
+                _check(items, item, f"{path}/{index}", errors, allow_unknown)
     elif kind == "string":
         if not isinstance(value, str):
             errors.append({"path": path, "message": _EXPECTED["string"]})
@@ -217,14 +221,129 @@ def _check(schema: dict[str, Any], value: Any, path: str, errors: list[dict[str,
         errors.append({"path": path, "message": f"not in enum ({listed})"})
 
 
-def validate(value: Any, schema: dict[str, Any], *, base_path: str = "") -> list[dict[str, str]]:
+def validate(
+    value: Any, schema: dict[str, Any], *, base_path: str = "", allow_unknown: bool = False
+) -> list[dict[str, str]]:
     """Check ``value`` against ``schema``; return at most 20 ``{path, message}`` errors.
 
     ``path`` is a slash-prefixed pointer below ``base_path`` (``""`` is the value itself,
     ``/freshTailCount``, ``/contextThresholdOverrides/0/match``); keys are not escaped.
     Integers accept integral floats (``5.0``, ``-1e2``); booleans are never numbers;
     ``minLength`` counts UTF-16 code units. An empty list means the value is valid.
+    ``allow_unknown`` skips ``additionalProperties: false`` (reads ignore keys a newer
+    lossless-claw may have added; ``config set`` never passes it).
     """
     errors: list[dict[str, str]] = []
-    _check(schema, value, base_path, errors)
+    _check(schema, value, base_path, errors, allow_unknown)
     return errors[:MAX_ERRORS]
+
+
+# ---------------------------------------------------------------------------------------
+# the config in use: the same rules as `config set`, applied on read
+
+
+def allowed_text(schema: dict[str, Any]) -> str:
+    """What a schema node accepts, in words: ``an integer >= 1``, ``one of: a, b``."""
+    members = schema.get("enum")
+    if isinstance(members, list):
+        return "one of: " + ", ".join(str(m) for m in members)
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        noun = "an integer" if kind == "integer" else "a number"
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if _is_number(low) and _is_number(high):
+            return f"{noun} from {_number_text(low)} to {_number_text(high)}"
+        if _is_number(low):
+            return f"{noun} >= {_number_text(low)}"
+        return noun
+    if kind == "boolean":
+        return "true or false"
+    if kind == "string":
+        return "a string"
+    if kind == "array":
+        return "an array"
+    return "an object"
+
+
+def _node_at(pointer: str) -> dict[str, Any] | None:
+    node: Any = MANIFEST_SCHEMA
+    for segment in pointer.strip("/").split("/"):
+        if not isinstance(node, dict):
+            return None
+        if node.get("type") == "array":
+            node = node.get("items")
+        elif isinstance(node.get("properties"), dict) and segment in node["properties"]:
+            node = node["properties"][segment]
+        else:
+            return None
+    return node if isinstance(node, dict) else None
+
+
+def config_problems(plugin_config: dict[str, Any], env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every value in use that `config set` would refuse, as ``{key, source, message, allowed}``.
+
+    Stored keys are checked with :func:`validate` against :data:`MANIFEST_SCHEMA` (unknown
+    keys ignored); a value taken from an ``LCM_*`` variable is checked, after the runtime's
+    coercion, against the schema of the key it feeds. ``source`` is ``plugin-config`` or
+    the variable's name. An empty list means the config can be used.
+    """
+    from lcm_cli.engine.settings import MISSING, coerce_env
+
+    problems: list[dict[str, Any]] = []
+    for error in validate(plugin_config, MANIFEST_SCHEMA, allow_unknown=True):
+        key = error["path"].strip("/").replace("/", ".")
+        node = _node_at(error["path"])
+        problems.append(
+            {
+                "key": key,
+                "source": "plugin-config",
+                "message": error["message"],
+                "allowed": allowed_text(node) if node is not None else "",
+            }
+        )
+    for config_key in CONFIG_KEYS:
+        if (
+            not config_key.env
+            or config_key.alias_of is not None
+            or config_key.schema.get("type") in ("object", "array")
+        ):
+            continue
+        for name in config_key.env:
+            raw = env.get(name)
+            if raw is None:
+                continue
+            value = coerce_env(config_key, raw)
+            if value is MISSING:
+                continue
+            for error in validate(value, config_key.schema):
+                problems.append(
+                    {
+                        "key": config_key.path,
+                        "source": name,
+                        "message": error["message"],
+                        "allowed": allowed_text(config_key.schema),
+                    }
+                )
+            break
+    return problems
+
+
+def check_config_in_use(plugin_config: dict[str, Any], env: Mapping[str, str], config_path: str) -> None:
+    """Raise ``CONFIG_INVALID`` naming the first value `config set` would refuse."""
+    problems = config_problems(plugin_config, env)
+    if not problems:
+        return
+    first = problems[0]
+    if first["source"] == "plugin-config":
+        where = f"{first['key']} in {config_path}"
+        fix = f"Fix it with `lcm config set {first['key']} <value>`"
+    else:
+        where = f"{first['key']} (from the environment variable {first['source']})"
+        fix = f"Fix or unset {first['source']}"
+    allowed = f" Allowed: {first['allowed']}." if first["allowed"] else ""
+    raise LcmError(
+        "CONFIG_INVALID",
+        f"Config value {where} is invalid: {first['message']}.{allowed} {fix}; "
+        "`lcm config show` lists every problem.",
+        {"configPath": config_path, "problems": problems},
+    )

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from lcm_cli.engine import paths as path_rules
 from lcm_cli.engine.config_file import plugin_config_of, read_config_root
-from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only, translate_sqlite_error
+from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access, translate_database_failure
 from lcm_cli.engine.db.probe import SchemaProbe
 from lcm_cli.engine.errors import LcmError
 
@@ -34,6 +34,8 @@ class Context:
         self.plugin_config: dict[str, Any] = {}
         self._effective: dict[str, Any] | None = None
         self._conn: sqlite3.Connection | None = None
+        # Set when the database could only be read through SQLite's immutable URI.
+        self.database_access: dict[str, str] | None = None
         self._store: Any = None
         self._probe: SchemaProbe | None = None
         self.timeout_ms = busy_timeout_ms(dict(self.env))
@@ -90,15 +92,22 @@ class Context:
         return twin
 
     def meta(self) -> dict[str, Any]:
-        """``{databasePath, configPath}`` for the envelope."""
-        return {"databasePath": self.database_path, "configPath": self.config_path}
+        """``{databasePath, configPath}`` for the envelope (and ``databaseAccess`` when immutable)."""
+        meta: dict[str, Any] = {"databasePath": self.database_path, "configPath": self.config_path}
+        if self.database_access is not None:
+            meta["databaseAccess"] = dict(self.database_access)
+        return meta
 
     @property
     def effective(self) -> dict[str, Any]:
         """The effective Lossless config (environment > plugin config > defaults)."""
         if self._effective is None:
+            from lcm_cli.engine.config_schema import check_config_in_use
             from lcm_cli.engine.settings import resolve_effective
 
+            # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
+            # is refused rather than used.
+            check_config_in_use(self.plugin_config, self.env, self.config_path)
             self._effective = resolve_effective(self.plugin_config, self.env, self.state_dir)
         return self._effective
 
@@ -106,7 +115,9 @@ class Context:
     def db(self) -> sqlite3.Connection:
         """The read-only connection, opened on first use."""
         if self._conn is None:
-            self._conn = open_read_only(self.database_path, timeout_ms=self.timeout_ms)
+            self._conn, self.database_access = open_read_only_access(
+                self.database_path, timeout_ms=self.timeout_ms
+            )
             self._conn.row_factory = sqlite3.Row
         return self._conn
 
@@ -121,8 +132,11 @@ class Context:
         """Run one read query; SQLite failures become structured errors."""
         try:
             return self.db.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise translate_sqlite_error(exc, self.database_path, self.timeout_ms) from None
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            translated = translate_database_failure(exc, self.database_path, self.timeout_ms)
+            if translated is None:
+                raise
+            raise translated from None
 
     def query_one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Row | None:
         """The first row of a read query, or None."""

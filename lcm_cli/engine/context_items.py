@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
 from lcm_cli.engine.tokens import estimate_tokens
 
 
@@ -208,6 +209,7 @@ def replace_range(
     case) the items after the range move down in two set-based updates; otherwise (gaps
     left by `/new` pruning) every item is renumbered in order.
     """
+    invalidate_open_batches(conn, conversation_id, STALE_BY_COMPACTION)
     conn.execute(
         "DELETE FROM context_items WHERE conversation_id = ? AND ordinal BETWEEN ? AND ?",
         (conversation_id, low, high),

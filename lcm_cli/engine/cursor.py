@@ -15,6 +15,7 @@ import re
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.limits import loads_bounded
 from lcm_cli.engine.timefilter import looks_like_timestamp
 
 RESOURCES = ("conversations", "messages", "summaries")
@@ -51,7 +52,7 @@ def decode_cursor(text: str, resource: str) -> Cursor:
     cleaned = _NOT_B64URL.sub("", text.split("=", 1)[0].replace("+", "-").replace("/", "_"))
     try:
         raw = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
-        payload: Any = json.loads(raw.decode("utf-8"))
+        payload: Any = loads_bounded(raw.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise _invalid() from None
     if not isinstance(payload, dict) or payload.get("v") != 1 or isinstance(payload.get("v"), bool):

@@ -26,10 +26,12 @@ class LcmError(Exception):
         return self.details is not _UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``error`` object of the failure envelope."""
-        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        """The ``error`` object of the failure envelope, secrets redacted (every door renders this)."""
+        from lcm_cli.engine.redact import redact, redact_value
+
+        out: dict[str, Any] = {"code": self.code, "message": redact(self.message)}
         if self.has_details:
-            out["details"] = self.details
+            out["details"] = redact_value(self.details)
         return out
 
 

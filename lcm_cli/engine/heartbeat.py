@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lcm_cli.engine.pending_state import invalidate_open_batches, release_messages
+
 HEARTBEAT_FILE = "heartbeat.md"
 HEARTBEAT_OK = "HEARTBEAT_OK"
 
@@ -105,6 +107,8 @@ def prune_heartbeat_turns(store: Any, conversation_id: int) -> dict[str, Any]:
         ids = [i for turn in turns for i in turn]
         if ids:
             listed = _json(ids)
+            invalidate_open_batches(conn, conversation_id, "context rewritten by lcm heartbeat pruning")
+            release_messages(conn, ids, "source messages deleted by lcm heartbeat pruning")
             conn.execute(
                 "DELETE FROM context_items WHERE conversation_id = ? AND item_type = 'message'"
                 " AND message_id IN (SELECT value FROM json_each(?))",

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from lcm_cli.engine.durable import fsync_dir
+from lcm_cli.engine.durable import atomic_write, private_mode, remove_orphans
 from lcm_cli.engine.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.jsvalues import stringify
 from lcm_cli.engine.tokens import estimate_tokens
@@ -188,13 +188,9 @@ def write_large_file(
     folder = Path(files_dir) / str(conversation_id)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{file_id}.{file_extension(file_name, mime)}"
-    temp = path.with_name(path.name + ".tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
-    fsync_dir(str(folder))  # the rename too, before the row that points at it
+    # Private (0600), exclusive temp, rename, directory fsync: durable before the row exists.
+    remove_orphans(str(folder))
+    atomic_write(str(path), data, mode=private_mode(), replace=True)
     line_count = data.decode("utf-8", "replace").count("\n") + 1 if text else None
     resolved = str(path.resolve())
     conn.execute(

@@ -31,12 +31,17 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from lcm_cli.engine.durable import fsync_dir, hash_file
+from lcm_cli.engine.durable import atomic_write, atomic_writer, hash_file, private_mode, remove_orphans
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.store import fts_message_text
 
 FORMAT = "lcm-prune-archive"
 VERSION = 1
+
+_OF_PRUNED_BATCHES = (
+    " OR batch_id IN (SELECT batch_id FROM pending_compaction_batches WHERE conversation_id IN "
+    "(SELECT id FROM temp.prune_conv))"
+)
 
 # (table, which rows belong to the pruned conversations), in restore order.
 # ``conv``/``msgs``/``sums``/``briefs`` are temp tables of the ids being pruned.
@@ -68,7 +73,45 @@ ARCHIVED_TABLES: tuple[tuple[str, str], ...] = (
         "brief_id IN (SELECT brief_id FROM focus_briefs WHERE conversation_id IN "
         "(SELECT id FROM temp.prune_conv))",
     ),
+    # lossless-claw 1.0's durable-turn tables. The link tables have no conversation_id;
+    # their RESTRICT references would be left dangling by a foreign-keys-off delete.
+    (
+        "message_transcript_anchor_trust",
+        "conversation_id IN (SELECT id FROM temp.prune_conv) OR message_id IN (SELECT id FROM temp.prune_msgs)",
+    ),
+    ("conversation_transcript_epochs", "conversation_id IN (SELECT id FROM temp.prune_conv)"),
+    ("pending_compaction_batches", "conversation_id IN (SELECT id FROM temp.prune_conv)"),
+    ("pending_summary_nodes", "conversation_id IN (SELECT id FROM temp.prune_conv)" + _OF_PRUNED_BATCHES),
+    (
+        "pending_summary_node_messages",
+        "node_id IN (SELECT node_id FROM pending_summary_nodes WHERE conversation_id IN "
+        "(SELECT id FROM temp.prune_conv)"
+        + _OF_PRUNED_BATCHES
+        + ") OR message_id IN (SELECT id FROM temp.prune_msgs)",
+    ),
+    (
+        "pending_summary_node_children",
+        "node_id IN (SELECT node_id FROM pending_summary_nodes WHERE conversation_id IN "
+        "(SELECT id FROM temp.prune_conv)" + _OF_PRUNED_BATCHES + ")"
+        " OR child_summary_id IN (SELECT id FROM temp.prune_sums)",
+    ),
+    # The commitTurn ledger is keyed by session, not conversation: its rows go with the
+    # last conversation of their session (another conversation of the session keeps them).
+    (
+        "turn_advancements",
+        "session_id IN (SELECT session_id FROM conversations WHERE conversation_id IN "
+        "(SELECT id FROM temp.prune_conv)) AND session_id NOT IN (SELECT session_id FROM conversations "
+        "WHERE conversation_id NOT IN (SELECT id FROM temp.prune_conv))",
+    ),
 )
+# Tables whose selection above reads another table: archived only when that one exists too.
+_NEEDS: dict[str, set[str]] = {
+    "focus_brief_sources": {"focus_briefs"},
+    "pending_summary_nodes": {"pending_compaction_batches"},
+    "pending_summary_node_messages": {"pending_summary_nodes", "pending_compaction_batches"},
+    "pending_summary_node_children": {"pending_summary_nodes", "pending_compaction_batches"},
+    "turn_advancements": {"conversations"},
+}
 _SUMMARY_FTS = ("summaries_fts", "summaries_fts_cjk")
 _CONV_WHERE = "conversation_id IN (SELECT id FROM temp.prune_conv)"
 
@@ -77,11 +120,7 @@ def archived_tables(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """The known tables (restore order) present in this file, then any other table with a
     ``conversation_id`` column (a newer lossless-claw may add some): nothing is left behind."""
     present = _tables(conn)
-    known = [
-        (t, w)
-        for t, w in ARCHIVED_TABLES
-        if t in present and not (t == "focus_brief_sources" and "focus_briefs" not in present)
-    ]
+    known = [(t, w) for t, w in ARCHIVED_TABLES if t in present and _NEEDS.get(t, set()) <= present]
     names = {t for t, _ in ARCHIVED_TABLES}
     virtual = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL%'")}
     shadow = {t for t in present for v in virtual if t.startswith(v + "_")}
@@ -159,7 +198,7 @@ def write_archive(
     """Write every row of the staged conversations to ``path`` (temp file, fsync, rename) and
     its manifest. Call :func:`stage_ids` first, inside the transaction that will delete them,
     so the archive holds exactly what gets deleted."""
-    if os.path.exists(path):
+    if os.path.lexists(path):
         raise LcmError(
             "BACKUP_TARGET_EXISTS", f"{path} already exists; choose another --out.", {"archivePath": path}
         )
@@ -178,12 +217,15 @@ def write_archive(
         "conversationIds": sorted(conversation_ids),
         "tables": [t for t, _ in archived_tables(conn)],
     }
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     digest = hashlib.sha256()
     counts: dict[str, int] = {}
     encode = _ENCODER.encode
+    # Private like the database it comes from (0600, or stricter when lcm.db is); written
+    # exclusively under an unpredictable temp name, then linked to ``path`` (never over a file).
+    mode = _derived_mode(database_path)
+    remove_orphans(directory)
     try:
-        with open(temp, "wb") as raw:
+        with atomic_writer(path, mode=mode, replace=False) as raw:
             # Level 1: several times faster than the default and within ~15% of its size on text.
             with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as out:
 
@@ -203,14 +245,10 @@ def write_archive(
                         if progress is not None:
                             progress(written)
                 out.write(_line({"trailer": True, "rows": counts, "sha256": digest.hexdigest()}))
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(temp, path)
-        fsync_dir(directory)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    except FileExistsError:
+        raise LcmError(
+            "BACKUP_TARGET_EXISTS", f"{path} already exists; choose another --out.", {"archivePath": path}
+        ) from None
     size, sha = hash_file(path)
     manifest = {
         "format": FORMAT,
@@ -225,12 +263,15 @@ def write_archive(
         "databasePath": database_path,
     }
     manifest_path = manifest_path_for(path)
-    with open(manifest_path, "w", encoding="utf-8") as handle:
-        json.dump(manifest, handle, indent=2)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    atomic_write(manifest_path, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"), mode=mode)
     return {"archivePath": os.path.abspath(path), "manifestPath": manifest_path, **manifest}
+
+
+def _derived_mode(database_path: str) -> int:
+    try:
+        return private_mode(os.stat(database_path).st_mode)
+    except OSError:
+        return private_mode()
 
 
 def _corrupt(path: str, why: str) -> LcmError:

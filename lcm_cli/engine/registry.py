@@ -75,7 +75,7 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
-        ("file", "sessions_dir", "since", "max_files", "apply", "verify", "json"),
+        ("file", "sessions_dir", "store", "since", "max_files", "apply", "verify", "json"),
         words=("migrate-sessions",),
         long_running=True,
         writes=True,

@@ -52,6 +52,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     # migrate-sessions
     "file": {"type": "array", "items": {"type": "string"}},
     "sessions_dir": {"type": "array", "items": {"type": "string"}},
+    "store": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "an OpenClaw SQLite session store (openclaw-agent.sqlite)",
+    },
     "since": {"type": "string", "description": "ISO-8601 timestamp or YYYY-MM-DD (UTC)"},
     "max_files": {"type": "integer", "minimum": 0},
     "apply": {"type": "boolean", "default": False},
@@ -226,6 +231,10 @@ def _supplied(value: Any) -> bool:
     return True
 
 
+# SQLite integers are 64-bit: a larger id or count can name nothing.
+SQLITE_MAX_INT = 2**63 - 1
+
+
 def _integer(option: str, value: Any, *, low: int, high: int | None) -> int:
     if isinstance(value, bool):
         ok = False
@@ -233,17 +242,33 @@ def _integer(option: str, value: Any, *, low: int, high: int | None) -> int:
         ok, number = True, value
     elif isinstance(value, float) and value.is_integer():
         ok, number = True, int(value)
-    elif isinstance(value, str) and _DIGITS.fullmatch(value):
+    elif isinstance(value, str) and len(value) <= 30 and _DIGITS.fullmatch(value):
         ok, number = True, int(value)
     else:
         ok = False
-    if not ok or number < low or (high is not None and number > high):
-        bound = f"{low}..{high}" if high is not None else f">= {low}"
+    if not ok or number < low or number > (SQLITE_MAX_INT if high is None else high):
+        bound = f"{low}..{high}" if high is not None else f">= {low} (at most {SQLITE_MAX_INT})"
         raise invalid_argument(
             f"Invalid {option} value {value!r}: expected a whole number {bound}.",
             {"value": value},
         )
     return number
+
+
+def _check_text(raw: Mapping[str, Any], args: tuple[str, ...]) -> None:
+    """``INVALID_ARGUMENT`` for text that is not Unicode: lone surrogates, or argv bytes
+    that were not UTF-8 (Python hands them over as surrogates)."""
+    for name, value in [*raw.items(), *(("argument", a) for a in args)]:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    option = option_name(name) if name != "argument" else "an argument"
+                    raise invalid_argument(
+                        f"{option} is not valid UTF-8 text (character {exc.start}); pass UTF-8.",
+                        {"option": option, "reason": "not-utf8"},
+                    ) from None
 
 
 def validate_request(
@@ -257,6 +282,7 @@ def validate_request(
     now_ms: int | None = None,
 ) -> Request:
     """Check ``raw`` against what ``command`` accepts and return a :class:`Request`."""
+    _check_text(raw, args)
     for name, value in raw.items():
         if name not in options and _supplied(value):
             option = option_name(name)

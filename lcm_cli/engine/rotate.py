@@ -39,7 +39,15 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.durable import fsync_dir
+from lcm_cli.engine.durable import (
+    atomic_writer,
+    create_temp,
+    fsync_dir,
+    private_mode,
+    publish,
+    remove_orphans,
+    remove_quietly,
+)
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -315,12 +323,10 @@ def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, 
 
 
 def _write_temp(path: str, data: bytes, mode: int) -> str:
-    """A fsynced hidden sibling holding ``data``; returns its path."""
-    directory, name = os.path.split(path)
-    temp = os.path.join(directory, f".{name}.rotate.{os.getpid()}-{secrets.token_hex(3)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    """A fsynced hidden sibling holding ``data`` (:func:`durable.create_temp`); returns its path."""
+    fd, temp = create_temp(path)
     try:
-        os.fchmod(fd, mode)
+        os.fchmod(fd, mode)  # the transcript keeps its own mode: the host must read it
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
@@ -328,34 +334,36 @@ def _write_temp(path: str, data: bytes, mode: int) -> str:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        _remove_quietly(temp)
+        remove_quietly(temp)
         raise
     os.close(fd)
     return temp
 
 
-def _remove_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def _keep_old(path: str, stamp: str) -> str:
-    """Keep the current transcript as ``<path>.rotate-<stamp>.bak`` (a hard link when possible)."""
+    """Keep the current transcript as ``<path>.rotate-<stamp>.bak`` (a hard link when possible).
+
+    The link is the old transcript itself (same inode, same mode); where links are not
+    possible the copy is private (0600, or the transcript's mode when stricter).
+    """
     import shutil
 
+    mode = private_mode(os.stat(path).st_mode)
     for attempt in range(5):
         suffix = f"-{secrets.token_hex(2)}" if attempt else ""
         target = f"{path}.rotate-{stamp}{suffix}.bak"
         if os.path.lexists(target):
             continue
         try:
-            os.link(path, target)
+            os.link(path, target, follow_symlinks=False)
         except FileExistsError:
             continue
         except OSError:
-            shutil.copy2(path, target)
+            try:
+                with open(path, "rb") as src, atomic_writer(target, mode=mode, replace=False) as dst:
+                    shutil.copyfileobj(src, dst)
+            except FileExistsError:
+                continue
         return target
     raise LcmError(
         "ROTATE_FAILED", f"Could not name a backup of {path}; nothing was written.", {"file": path}
@@ -405,7 +413,13 @@ def _has_checkpoints(conn: Any) -> bool:
     )
 
 
-def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file: str | None) -> Target:
+def _resolve(
+    conn: Any,
+    req: Request,
+    effective: Mapping[str, Any],
+    session_file: str | None,
+    state_dir: str | None = None,
+) -> Target:
     """Preconditions §3.1/§3.2 steps 1-3 against a connection (read-only or the write store)."""
     from lcm_cli.engine.sessions import SessionPolicy
 
@@ -468,6 +482,20 @@ def _resolve(conn: Any, req: Request, effective: Mapping[str, Any], session_file
             "SELECT session_file_path FROM conversation_bootstrap_state WHERE conversation_id = ?", (cid,)
         ).fetchone()
         path = found[0] if found is not None else None
+    from lcm_cli.engine.host_store import store_for_session
+
+    # OpenClaw 2026.7.2+ keeps transcripts as rows of its SQLite store, not JSONL files.
+    store = store_for_session(state_dir, key, path)
+    if store is not None:
+        raise unavailable(
+            "unavailable",
+            "sqlite-transcript-store",
+            f"The host keeps this session's transcript in its SQLite store ({store}), not in a JSONL file; "
+            "rotate only rewrites JSONL transcripts, and a JSONL the host no longer reads would gain nothing. "
+            "Nothing was written.",
+            conversationId=cid,
+            hostStore=store,
+        )
     if not path:
         raise unavailable(
             "transcript_unavailable",
@@ -500,6 +528,86 @@ def _require_header(target: Target) -> None:
             conversationId=target.conversation_id,
             file=target.path,
         )
+
+
+#: Message entry ids read from the transcript for the entry-id proof (the first ones).
+OWNERSHIP_ENTRY_IDS = 2000
+
+
+def prove_ownership(conn: Any, target: Target) -> dict[str, Any]:
+    """Prove, by reads only, that ``target.path`` is this conversation's transcript.
+
+    Accepted, in order: the header's session id is the conversation's (``header``); the
+    bootstrap checkpoint records this path with this header id (``checkpoint``); the
+    transcript's message entry ids are stored in this conversation and in no other
+    (``entryIds``). A header id that is another conversation's session id is refused
+    whatever else matches: merging it would move that session's messages here. Raises
+    ``ROTATE_UNAVAILABLE`` (``transcript-not-owned``); returns ``{proof, headerId}``.
+    """
+    from lcm_cli.migrate.transcript import read_header
+
+    header_id = read_header(target.path).header_id
+    if header_id is not None and header_id == target.session_id:
+        return {"proof": "header", "headerId": header_id}
+    cid = target.conversation_id
+    other = (
+        conn.execute(
+            "SELECT conversation_id FROM conversations WHERE session_id = ? AND conversation_id != ?"
+            " ORDER BY conversation_id LIMIT 1",
+            (header_id, cid),
+        ).fetchone()
+        if header_id is not None
+        else None
+    )
+    if other is None:
+        if _has_checkpoints(conn):
+            row = conn.execute(
+                "SELECT session_file_path, session_header_id FROM conversation_bootstrap_state"
+                " WHERE conversation_id = ?",
+                (cid,),
+            ).fetchone()
+            if row is not None and row[0] == target.path and (row[1] is None or row[1] == header_id):
+                return {"proof": "checkpoint", "headerId": header_id}
+        if _entry_ids_owned(conn, cid, target.path):
+            return {"proof": "entryIds", "headerId": header_id}
+    owner = f" (it is the transcript of conversation {int(other[0])})" if other is not None else ""
+    raise unavailable(
+        "transcript_unavailable",
+        "transcript-not-owned",
+        f"Transcript {target.path} does not belong to conversation {cid}{owner}: its header session id "
+        f"{header_id!r} is not {target.session_id!r}, the bootstrap checkpoint does not record it, and its "
+        "entry ids are not this conversation's. Nothing was written. Pass the session's own JSONL with "
+        "--session-file.",
+        conversationId=cid,
+        file=target.path,
+        headerId=header_id,
+        sessionId=target.session_id,
+        ownerConversationId=int(other[0]) if other is not None else None,
+    )
+
+
+def _entry_ids_owned(conn: Any, cid: int, path: str) -> bool:
+    """True when the transcript's first message entry ids are stored here and nowhere else."""
+    from itertools import islice
+
+    from lcm_cli.migrate.transcript import scan_transcript
+
+    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(messages)").fetchall()}
+    if "transcript_entry_id" not in columns:
+        return False
+    entries = scan_transcript(path).iter_entries()
+    ids = [e.entry_id for e in islice(entries, OWNERSHIP_ENTRY_IDS) if e.entry_id]
+    owners: set[int] = set()
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        owners.update(
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT DISTINCT conversation_id FROM messages WHERE transcript_entry_id IN ({marks})", part
+            ).fetchall()
+        )
+    return owners == {cid}
 
 
 def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePlan]:
@@ -574,7 +682,9 @@ def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> 
 
     require_lcm_tables(ctx)
     effective = ctx.effective
-    target = _resolve(ctx.db, req, effective, session_file)
+    target = _resolve(ctx.db, req, effective, session_file, ctx.state_dir)
+    _require_header(target)
+    ownership = prove_ownership(ctx.db, target)
     transcript, plan = _plan(target, effective)
     new_size = len(plan.content())
     checkpoint = (
@@ -600,6 +710,7 @@ def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> 
         "sessionKey": target.session_key,
         "transcript": _report(target, transcript, plan, new_size),
         "reconcile": {"checkpointInSync": in_sync},
+        "ownership": ownership,
         "compaction": {
             "messageContextItems": raw["messageItems"],
             "rawMessagesToCompact": raw["rawMessages"],
@@ -623,9 +734,12 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     require_lcm_tables(ctx)
     effective = ctx.effective
     # Every precondition is checked on the read-only connection: a refusal opens no writer.
-    target = _resolve(ctx.db, req, effective, session_file)
+    target = _resolve(ctx.db, req, effective, session_file, ctx.state_dir)
     cid = target.conversation_id
     _require_header(target)
+    # The transcript must be this conversation's before anything is reconciled or written.
+    ownership = prove_ownership(ctx.db, target)
+    remove_orphans(os.path.dirname(target.path))
     store = ctx.store()
     settings = IngestSettings.from_config(effective)
     reconciled: dict[str, Any] = {}
@@ -698,18 +812,18 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
                 if not _same_file(target.path, info):
                     raise _changed(target.path)
                 old_copy = _keep_old(target.path, stamp)
-                os.replace(temp, target.path)
+                publish(temp, target.path, replace=True, sync=False, sync_directory=False)
                 replaced = True
             finally:
                 if not replaced:
-                    _remove_quietly(temp)
+                    remove_quietly(temp)
             fsync_dir(os.path.dirname(target.path))
     except BaseException as exc:
         if replaced and old_copy is not None:
             # The transaction rolled back: put the old transcript back so the two agree.
             os.replace(old_copy, target.path)
         elif old_copy is not None:
-            _remove_quietly(old_copy)
+            remove_quietly(old_copy)
         if isinstance(exc, OSError):
             raise unavailable(
                 "transcript_unavailable",
@@ -740,6 +854,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
             "importedMessages": reconciled.get("importedMessages", 0),
             "reason": reconciled.get("reason"),
         },
+        "ownership": ownership,
         "compaction": compaction,
         "backup": {"mode": mode, "path": made["backupPath"] if made else None},
         "checkpoint": {

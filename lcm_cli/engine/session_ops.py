@@ -17,6 +17,8 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.ingest import IngestSettings, ingest_messages, input_error
+from lcm_cli.engine.limits import JsonTooDeep, loads_bounded, read_capped
+from lcm_cli.engine.pending_state import invalidate_open_batches
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 from lcm_cli.engine.sessions import SessionPolicy, find_active, queue_key, session_lock
@@ -64,13 +66,11 @@ def parse_messages_text(data: bytes, source: str) -> list[Any]:
             f"{source} holds no messages; send one JSON object, a JSON array, or one object per line.",
             {"source": source, "reason": "empty"},
         )
-    decoder = json.JSONDecoder()
     try:
-        value, end = decoder.raw_decode(stripped)
-        if stripped[end:].strip() == "":
-            if isinstance(value, list):
-                return value
-            return [value]
+        value = loads_bounded(stripped)
+        return value if isinstance(value, list) else [value]
+    except JsonTooDeep as exc:
+        raise _too_deep(source, exc) from None
     except ValueError:
         pass
     out: list[Any] = []
@@ -78,7 +78,9 @@ def parse_messages_text(data: bytes, source: str) -> list[Any]:
         if not row.strip():
             continue
         try:
-            out.append(json.loads(row))
+            out.append(loads_bounded(row))
+        except JsonTooDeep as exc:
+            raise _too_deep(source, exc, number) from None
         except json.JSONDecodeError as exc:
             raise input_error(
                 f"{source} line {number} is not JSON ({exc.msg}); send one JSON object, a JSON array, "
@@ -88,10 +90,20 @@ def parse_messages_text(data: bytes, source: str) -> list[Any]:
     return out
 
 
+def _too_deep(source: str, exc: JsonTooDeep, line: int | None = None) -> LcmError:
+    where = f" line {line}" if line is not None else ""
+    return input_error(
+        f"{source}{where} nests deeper than {exc.max_depth} levels; send flatter JSON.",
+        {"source": source, "line": line, "maxDepth": exc.max_depth, "reason": "too-deep"},
+    )
+
+
 def _structured(value: Any, field: str) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads_bounded(value)
+        except JsonTooDeep as exc:
+            raise _too_deep(f"--{field}", exc) from None
         except ValueError as exc:
             raise input_error(
                 f"--{field} is not JSON ({exc}).", {"field": field, "reason": "invalid-json"}
@@ -119,14 +131,15 @@ def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
         path = files[0]
         try:
             with open(path, "rb") as handle:
-                return parse_messages_text(handle.read(), path), True
+                data = read_capped(handle, f"--file {path}")
         except OSError as exc:
             raise LcmError(
                 "INPUT_NOT_FOUND", f"Cannot read --file {path}: {exc.strerror or exc}.", {"file": path}
             ) from None
+        return parse_messages_text(data, path), True
     if not files and sys.stdin.isatty():
         raise invalid_argument("Pipe JSON messages on stdin, or pass --file PATH (or --messages JSON).")
-    return parse_messages_text(sys.stdin.buffer.read(), "stdin"), True
+    return parse_messages_text(read_capped(sys.stdin.buffer, "stdin"), "stdin"), True
 
 
 @operation("session.ingest", summary="Store messages for a session (JSON on stdin, --file, or --messages).")
@@ -185,9 +198,10 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     if not (session_file and os.path.isfile(session_file)) and session_id is not None:
         # A current host (2026.7.2+) keeps the session in its SQLite store, and names the
         # session (not a file) in sessionFile: import from the store on first sight.
-        from lcm_cli.engine.turns import bootstrap_from_host_store, host_store_path
+        from lcm_cli.engine.host_store import store_for_session
+        from lcm_cli.engine.turns import bootstrap_from_host_store
 
-        host_store = host_store_path(ctx.state_dir, extra.get("host_store"), key)
+        host_store = store_for_session(ctx.state_dir, key, extra.get("host_store"))
         if host_store is not None:
             store = open_store(ctx)
             with session_lock(queue_key(session_id, key)):
@@ -276,6 +290,7 @@ def new_session(ctx: Context, req: Request) -> Result:
         cid = int(row[0])
         data["conversationId"] = cid
         if depth >= 0:
+            invalidate_open_batches(conn, cid, "context pruned by lcm session.new")
             removed = conn.execute(
                 "DELETE FROM context_items WHERE conversation_id = ? AND (item_type = 'message'"
                 " OR summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ? AND depth < ?))",

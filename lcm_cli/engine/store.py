@@ -28,6 +28,8 @@ from typing import Any
 
 from lcm_cli.engine import identity
 from lcm_cli.engine.db import schema
+from lcm_cli.engine.db.connection import decode_text
+from lcm_cli.engine.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
 from lcm_cli.engine.tokens import estimate_tokens
 
 # --------------------------------------------------------------------------
@@ -276,6 +278,7 @@ class Store:
         # isolation_level=None: the sqlite3 module never opens transactions on
         # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+        conn.text_factory = decode_text  # an undecodable stored value reads with U+FFFD
         try:
             # The same pragmas lossless-claw sets on its writer connections.
             conn.execute("PRAGMA journal_mode = WAL")
@@ -800,6 +803,7 @@ class Store:
             if last - first + 1 != len(positions):
                 raise ValueError("the context items to replace are not one contiguous run")
             start, end = items[first][0], items[last][0]
+            invalidate_open_batches(self.conn, conversation_id, STALE_BY_COMPACTION)
             self.conn.execute(
                 "DELETE FROM context_items WHERE conversation_id = ? AND ordinal BETWEEN ? AND ?",
                 (conversation_id, start, end),
@@ -1108,12 +1112,12 @@ def _create_complete(path: Path) -> None:
     theirs is kept). A kill at any instant leaves either no ``path`` or a complete one;
     the sibling left by a killed creator is removed by the next one.
     """
-    from lcm_cli.engine.durable import fsync_dir
+    from lcm_cli.engine.durable import fsync_dir, pid_alive
 
     prefix = f".{path.name}.creating-"
     for stale in path.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 stale.unlink()
     staging = path.with_name(f"{prefix}{os.getpid()}-{threading.get_ident()}")
@@ -1138,13 +1142,3 @@ def _create_complete(path: Path) -> None:
         for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

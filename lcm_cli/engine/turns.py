@@ -25,13 +25,13 @@ or record debt for the warm server to drain).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.host_store import store_for_session
 from lcm_cli.engine.ingest import IngestSettings, check_message_shape, ingest_messages, input_error
 from lcm_cli.engine.jsvalues import collation_key, stringify
 from lcm_cli.engine.registry import Result, operation
@@ -74,10 +74,10 @@ def _object(extra: dict[str, Any], field: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        import json
+        from lcm_cli.engine.limits import loads_bounded
 
         try:
-            value = json.loads(value)
+            value = loads_bounded(value)
         except ValueError as exc:
             raise input_error(
                 f"--{field} is not JSON ({exc}).", {"field": field, "reason": "invalid-json"}
@@ -114,30 +114,6 @@ def _check_range(key: str, admission: dict[str, Any], terminal: dict[str, Any] |
             )
 
 
-STORE_NAME = "openclaw-agent.sqlite"
-
-
-def host_store_path(state_dir: str, candidate: Any, session_key: str | None) -> str | None:
-    """The host's SQLite session store for a session, when the host keeps one.
-
-    ``candidate`` is what the host named (a store path, its legacy ``sessions.json``, or
-    the agent dir); failing that, the agent id of an ``agent:<id>:...`` session key
-    under the state dir. None when no such file exists (a JSONL-era host).
-    """
-    found: list[str] = []
-    if isinstance(candidate, str) and candidate:
-        if candidate.endswith(".sqlite"):
-            found.append(candidate)
-        elif os.path.basename(candidate) == "sessions.json":
-            found.append(os.path.join(os.path.dirname(os.path.dirname(candidate)), "agent", STORE_NAME))
-        else:
-            found.append(os.path.join(candidate, STORE_NAME))
-    parts = (session_key or "").split(":")
-    if len(parts) >= 3 and parts[0] == "agent" and parts[1] and state_dir:
-        found.append(os.path.join(state_dir, "agents", parts[1], "agent", STORE_NAME))
-    return next((path for path in found if os.path.isfile(path)), None)
-
-
 def bootstrap_from_host_store(
     ctx: Context,
     store: Any,
@@ -153,20 +129,19 @@ def bootstrap_from_host_store(
     copied into a private JSONL snapshot, read through the transcript bootstrap (with its
     token budget), then removed. The store is only read, in short transactions.
     """
-    from lcm_cli.engine import host_store as hs  # type: ignore[attr-defined]
+    from lcm_cli.engine import host_store as hs
     from lcm_cli.engine.bootstrap import bootstrap_budget, bootstrap_session
 
     workdir = tempfile.mkdtemp(prefix="lcm-host-snapshot-")
     try:
-        snapshot = os.path.join(workdir, f"{session_id}.jsonl")
-        with open(snapshot, "x", encoding="utf-8", errors="surrogatepass") as out:
-            for seq, text in hs.iter_events(host_store, session_id):
-                if before_seq is not None and seq >= before_seq:
-                    break
-                if isinstance(text, str):
-                    out.write(text + "\n")
+        taken = hs.snapshot(host_store, session_id, workdir, before_seq=before_seq)
         outcome: dict[str, Any] = bootstrap_session(
-            store, settings, session_id, snapshot, session_key=key, max_tokens=bootstrap_budget(ctx.effective)
+            store,
+            settings,
+            session_id,
+            taken.path,
+            session_key=key,
+            max_tokens=bootstrap_budget(ctx.effective),
         )
     except LcmError as exc:
         return {"error": exc.code, "message": exc.message}
@@ -241,7 +216,9 @@ def commit_turn(ctx: Context, req: Request) -> Result:
     with session_lock(queue_key(session_id, key)):
         position = (admission or {}).get("activeMessagePosition")
         raw_seq = (admission or {}).get("rawSeq")
-        host_store = host_store_path(ctx.state_dir, host_store, key)
+        host_store = store_for_session(
+            ctx.state_dir, key, host_store if isinstance(host_store, str) else None
+        )
         if (
             host_store is not None
             and position != 0  # the session's first turn has no earlier history
@@ -302,23 +279,7 @@ def commit_turn(ctx: Context, req: Request) -> Result:
             "messages": result["messages"],
         }
     found = find_active(conn, session_id, key)
-    if found is None:
-        data["reason"] = "nothing stored for session"
-        return Result(data)
-    cid, key = int(found[0]), found[2] or key
-    data.update(conversationId=cid, sessionKey=key)
-    post_turn_threshold(
-        ctx,
-        data,
-        cid,
-        session_id,
-        key,
-        token_budget=extra.get("token_budget"),
-        current_token_count=extra.get("current_token_count"),
-        model=extra.get("model"),
-        mode=compaction_mode(ctx.effective),
-    )
-    return Result(data)
+    return post_turn_threshold(ctx, data, found, session_id, key, extra, compaction_mode(ctx.effective))
 
 
 def _committed(conn: Any, advancement_key: str) -> bool:

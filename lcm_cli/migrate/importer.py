@@ -19,14 +19,14 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 from lcm_cli.engine.timefilter import parse_iso_timestamp
-from lcm_cli.migrate.discovery import discover_files, session_keys
+from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -72,7 +72,8 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         raise invalid_argument("--verify only reads; run it without --apply (or run --apply first).")
     files_given = extra.get("file") or []
     dirs_given = extra.get("sessions_dir") or []
-    if not files_given and not dirs_given and not os.path.isdir(ctx.state_dir):
+    stores_given = extra.get("store") or []
+    if not files_given and not dirs_given and not stores_given and not os.path.isdir(ctx.state_dir):
         raise LcmError(
             "STATE_DIR_NOT_FOUND",
             f"OpenClaw state dir {ctx.state_dir} does not exist. Pass --openclaw-dir, or name "
@@ -86,21 +87,44 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
                 f"--sessions-dir {directory} is not a directory.",
                 {"sessionsDir": os.path.abspath(directory)},
             )
+    for store in stores_given:
+        from lcm_cli.engine.host_store import open_store
+
+        open_store(store).close()  # a named store that cannot be read fails the command
     since = extra.get("since")
-    files = discover_files(
+    found = discover_sources(
         ctx.state_dir,
         files_given,
         dirs_given,
+        stores_given,
         since_ms=parse_since(since) if since else None,
         limit=extra.get("max_files"),
     )
     keys = session_keys(ctx.state_dir, dirs_given)
     mode = "apply" if apply else "verify" if verify else "dry-run"
     backup_path = None
-    if apply:
-        reports, backup_path = _apply(ctx, files, keys)
-    else:
-        reports = _read_only(ctx, files, keys, verify=verify)
+    snapshot_dir = None
+    files: list[Source] = []
+    try:
+        for source in found.sources:
+            if isinstance(source, str):
+                files.append(source)
+                continue
+            if snapshot_dir is None:
+                from lcm_cli.migrate.staging import make_stage_dir
+
+                snapshot_dir = make_stage_dir()
+            files.append(StoreSource(source, snapshot_dir))
+        if apply:
+            reports, backup_path = _apply(ctx, files, keys)
+        else:
+            reports = _read_only(ctx, files, keys, verify=verify)
+    finally:
+        if snapshot_dir is not None:
+            from lcm_cli.migrate.staging import remove_stage_dir
+
+            remove_stage_dir(snapshot_dir)
+    reports.extend(found.reports)
     by_status = Counter(r["status"] for r in reports)
     data: dict[str, Any] = {
         "mode": mode,
@@ -124,30 +148,25 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
 
 # --- per-file reports -----------------------------------------------------------------
 
-
-def _report(path: str) -> dict[str, Any]:
-    return {
-        "file": path,
-        "status": "error",
-        "sessionId": None,
-        "sessionKey": None,
-        "conversationId": None,
-        "conversation": None,
-        "candidateMessages": 0,
-        "importedMessages": 0,
-        "skippedMessages": 0,
-        "parts": 0,
-        "bytes": 0,
-        "skippedLines": {"count": 0, "byReason": {}, "lines": []},
-        "warnings": [],
-    }
+# What is read: a JSONL transcript's path, or one session of a host SQLite store.
+Source = Union[str, StoreSource]
 
 
-def _note_skipped_lines(report: dict[str, Any], skipped: list[Any]) -> None:
+def _report(source: str | StoreSource) -> dict[str, Any]:
+    if isinstance(source, StoreSource):
+        session = source.session
+        report = _report(session.store)
+        report.update(source="sqlite", sessionId=session.session_id, sessionKey=session.session_key)
+        return report
+    return file_report(source)
+
+
+def _note_skipped_lines(report: dict[str, Any], skipped: list[Any], unit: str = "line") -> None:
+    """``unit``: ``line`` (a JSONL line number) or ``seq`` (a store event's seq)."""
     report["skippedLines"] = {
         "count": len(skipped),
         "byReason": dict(sorted(Counter(s.reason for s in skipped).items())),
-        "lines": [{"line": s.line, "reason": s.reason} for s in skipped[:MAX_LISTED_LINES]],
+        "lines": [{unit: s.line, "reason": s.reason} for s in skipped[:MAX_LISTED_LINES]],
     }
 
 
@@ -158,15 +177,51 @@ def _fail(report: dict[str, Any], reason: str, error: str) -> dict[str, Any]:
     return report
 
 
-def _scan(path: str, report: dict[str, Any], keys: dict[str, str], *, building: bool = False) -> Any:
+def _scan(
+    source: str | StoreSource, report: dict[str, Any], keys: dict[str, str], *, building: bool = False
+) -> Any:
     """Scan one transcript into ``report``; None when the file cannot be read.
 
     ``building``: its rows will be built next (small files are then parsed only once).
+    A store session is first written to a private JSONL snapshot (one line per event),
+    which is what is scanned; :func:`_forget` deletes it once the session is done.
     """
-    from lcm_cli.migrate.transcript import scan_transcript
+    from lcm_cli.migrate.transcript import SkippedLine, scan_transcript
 
+    if isinstance(source, StoreSource):
+        from lcm_cli.engine.host_store import snapshot
+
+        try:
+            snap = snapshot(source.session.store, source.session.session_id, source.stage_dir)
+        except (LcmError, OSError) as exc:
+            _fail(report, "unreadable-store", getattr(exc, "message", None) or str(exc))
+            return None
+        try:
+            transcript = scan_transcript(snap.path, keep_parsed=building)
+        except LcmError as exc:
+            _forget(snap.path)
+            _fail(report, "unreadable-store", exc.message)
+            return None
+        # Report events by seq: line n of the snapshot is event seqs[n - 1].
+        seqs = snap.seqs
+        transcript.seqs = seqs
+        skipped = [
+            SkippedLine(seqs[s.line - 1], snap.errors.get(seqs[s.line - 1], s.reason))
+            if 0 < s.line <= len(seqs)
+            else s
+            for s in transcript.skipped
+        ]
+        report["sessionKey"] = source.session.session_key or keys.get(transcript.session_id)
+        if transcript.session_id != source.session.session_id:
+            report["warnings"].append(
+                f"the transcript header names session {transcript.session_id}; imported under that id"
+            )
+        report["sessionId"] = transcript.session_id
+        report["candidateMessages"] = transcript.candidate_count
+        _note_skipped_lines(report, skipped, "seq")
+        return transcript
     try:
-        transcript = scan_transcript(path, keep_parsed=building)
+        transcript = scan_transcript(source, keep_parsed=building)
     except LcmError as exc:
         _fail(report, "unreadable-file", exc.message)
         return None
@@ -177,10 +232,26 @@ def _scan(path: str, report: dict[str, Any], keys: dict[str, str], *, building: 
     return transcript
 
 
+def _forget(path: str | None) -> None:
+    """Delete a store session's snapshot (JSONL transcripts are never touched)."""
+    if path is not None:
+        from lcm_cli.migrate.staging import discard
+
+        discard(path)
+
+
+def _snapshot_of(source: str | StoreSource, transcript: Any) -> str | None:
+    if isinstance(source, StoreSource) and transcript is not None:
+        return str(transcript.path)
+    return None
+
+
 # --- read-only modes: dry run and verify ----------------------------------------------
 
 
-def _read_only(ctx: Context, files: list[str], keys: dict[str, str], *, verify: bool) -> list[dict[str, Any]]:
+def _read_only(
+    ctx: Context, files: list[Source], keys: dict[str, str], *, verify: bool
+) -> list[dict[str, Any]]:
     from lcm_cli.migrate.pipeline import ReaderDied, map_in_children, worker_count
 
     stage = "verifying" if verify else "scanning"
@@ -219,7 +290,9 @@ def _read_only(ctx: Context, files: list[str], keys: dict[str, str], *, verify: 
     return [r for r in slots if r is not None]
 
 
-def _size_of(path: str) -> int:
+def _size_of(path: Source) -> int:
+    if isinstance(path, StoreSource):
+        return path.session.event_count * 1024  # an estimate: only used to share work out
     try:
         return os.stat(path).st_size
     except OSError:
@@ -227,7 +300,7 @@ def _size_of(path: str) -> int:
 
 
 def _read_one(
-    conn: sqlite3.Connection | None, path: str, keys: dict[str, str], *, verify: bool
+    conn: sqlite3.Connection | None, path: Source, keys: dict[str, str], *, verify: bool
 ) -> dict[str, Any]:
     """The dry-run or verify report of one file."""
     report = _report(path)
@@ -240,6 +313,8 @@ def _read_one(
                 _dry_run_file(conn, transcript, report)
         except LcmError as exc:  # e.g. the file was rewritten while we read it
             _fail(report, "read-failed", exc.message)
+        finally:
+            _forget(_snapshot_of(path, transcript))
     return report
 
 
@@ -310,13 +385,17 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
     missing: list[dict[str, Any]] = []
     without_id = 0
     checked = 0
+    seqs = getattr(transcript, "seqs", None)  # a store session: report event seqs
     for candidate in transcript.iter_candidates():
         if candidate.entry_id is None:
             without_id += 1
             continue
         checked += 1
         if candidate.entry_id not in present:
-            missing.append({"entryId": candidate.entry_id, "line": candidate.line})
+            if seqs is not None and 0 < candidate.line <= len(seqs):
+                missing.append({"entryId": candidate.entry_id, "seq": seqs[candidate.line - 1]})
+            else:
+                missing.append({"entryId": candidate.entry_id, "line": candidate.line})
     report["conversationId"] = ids[0] if len(ids) == 1 else (ids or None)
     report["status"] = "complete" if not missing and not without_id else "incomplete"
     report["verifiedEntries"] = checked
@@ -328,7 +407,9 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
 # --- apply ------------------------------------------------------------------------------
 
 
-def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[dict[str, Any]], str | None]:
+def _apply(
+    ctx: Context, files: list[Source], keys: dict[str, str]
+) -> tuple[list[dict[str, Any]], str | None]:
     from lcm_cli.engine.store import Store
 
     backup_path = None
@@ -387,7 +468,11 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
             reader = readers[owner[index]] if readers else None
             if reader is None:
                 report = _report(path)
-                reports.append(_write_file(store, _scan(path, report, keys, building=True), report))
+                scanned = _scan(path, report, keys, building=True)
+                try:
+                    reports.append(_write_file(store, scanned, report))
+                finally:
+                    _forget(_snapshot_of(path, scanned))
                 continue
             try:
                 handoff: _Handoff = reader.receive()
@@ -402,10 +487,15 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
                 # Its conversation was created since the readers started (a live host):
                 # read the file here, against what the database now holds.
                 report = _report(path)
-                report = _write_file(store, _scan(path, report, keys, building=True), report)
+                rescanned = _scan(path, report, keys, building=True)
+                try:
+                    report = _write_file(store, rescanned, report)
+                finally:
+                    _forget(_snapshot_of(path, rescanned))
             finally:
                 if handoff.staged:
                     staging.discard(handoff.staged)
+                _forget(_snapshot_of(path, handoff.transcript))
                 reader.release(handoff.credits)
             reports.append(report)
         ctx.report_progress("done", len(files), len(files))
@@ -418,7 +508,7 @@ def _apply(ctx: Context, files: list[str], keys: dict[str, str]) -> tuple[list[d
     return reports, backup_path
 
 
-def _share_out(files: list[str], count: int) -> list[int]:
+def _share_out(files: list[Source], count: int) -> list[int]:
     """Which reader reads each file: in discovery order, the one with the fewest bytes so far.
 
     Each reader takes its files in discovery order, as the writer does, so no reader waits
@@ -501,7 +591,7 @@ class _Handoff(NamedTuple):
 
 
 def _produce(
-    send: Any, acquire: Any, files: list[str], keys: dict[str, str], known: set[str], stage_dir: str
+    send: Any, acquire: Any, files: list[Source], keys: dict[str, str], known: set[str], stage_dir: str
 ) -> None:
     """The reader process: per file, its report and scan, and for a new session its rows."""
     from lcm_cli.migrate.staging import StagingWriter, discard
@@ -511,7 +601,10 @@ def _produce(
     for number, path in enumerate(files):
         report = _report(path)
         try:
-            fresh = read_header(path).session_id not in known
+            if isinstance(path, StoreSource):
+                fresh = path.session.session_id not in known
+            else:
+                fresh = read_header(path).session_id not in known
         except LcmError:
             fresh = False  # _scan reports it
         transcript = _scan(path, report, keys, building=fresh)
@@ -528,7 +621,7 @@ def _produce(
         credits = min(STAGING_AHEAD_MIB, max(1, transcript.size_bytes >> 20))
         acquire(credits)
         staged = os.path.join(stage_dir, f"{os.getpid()}-{number}.db")
-        selection = _Selection(frozenset())
+        selection = _Selection(frozenset(), transcript=transcript)
         writer = None
         try:
             writer = StagingWriter(staged)
@@ -577,9 +670,10 @@ class _Selection:
     unstamped row (one the live plugin wrote) and says whether it did.
     """
 
-    def __init__(self, present: frozenset[str] | set[str], adopt: Any = None) -> None:
+    def __init__(self, present: frozenset[str] | set[str], adopt: Any = None, transcript: Any = None) -> None:
         self.present = present
         self.adopt = adopt
+        self.seqs = getattr(transcript, "seqs", None)  # a store session: name events by seq
         self.seen: set[str] = set()
         self.warnings: list[str] = []
         self.imported = self.skipped = self.parts = self.bytes = 0
@@ -591,6 +685,11 @@ class _Selection:
             self.skipped += 1
             return False
         return True
+
+    def _where(self, line: int) -> str:
+        if self.seqs is not None and 0 < line <= len(self.seqs):
+            return f"seq {self.seqs[line - 1]}"
+        return f"line {line}"
 
     def new(self, source: Any) -> Iterator[Any]:
         """The messages of ``source`` to write, in order."""
@@ -604,7 +703,7 @@ class _Selection:
                 if entry_id in self.seen:
                     self.skipped += 1
                     self.warnings.append(
-                        f"duplicate entry id {entry_id} at line {message.line}; kept the first"
+                        f"duplicate entry id {entry_id} at {self._where(message.line)}; kept the first"
                     )
                     continue
                 self.seen.add(entry_id)
@@ -683,7 +782,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
     else:
         present = _present_entry_ids(conn, [conversation_id]) if existing else set()
         adopt = functools.partial(_adopt, conn, conversation_id) if existing else None
-        selection = _Selection(present, adopt)
+        selection = _Selection(present, adopt, transcript)
         last_position = transcript.candidate_count - 1
         want = functools.partial(selection.wanted, last_position=last_position) if present else None
         batch: list[dict[str, Any]] = []
@@ -700,7 +799,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
            updated_at = datetime('now') WHERE conversation_id = ?""",
         (conversation_id,),
     )
-    _checkpoint(store, conversation_id, transcript, selection.last)
+    _checkpoint(store, conversation_id, transcript, selection.last, report["file"])
     report.update(
         status="imported" if selection.imported else "up-to-date",
         importedMessages=selection.imported,
@@ -731,14 +830,18 @@ def _adopt(conn: sqlite3.Connection, conversation_id: int, message: Any) -> bool
     return True
 
 
-def _checkpoint(store: Any, conversation_id: int, transcript: Any, last: Any) -> None:
-    """Upsert the bootstrap frontier the live plugin resumes from."""
+def _checkpoint(store: Any, conversation_id: int, transcript: Any, last: Any, source_path: str) -> None:
+    """Upsert the bootstrap frontier the live plugin resumes from.
+
+    ``source_path``: the transcript, or for a store session the store's path (sizes are
+    then the JSONL snapshot's, as if the events were a transcript file).
+    """
     previous = store.conn.execute(
         """SELECT session_file_path, session_header_id, fork_bounded, fork_source_message_count
            FROM conversation_bootstrap_state WHERE conversation_id = ?""",
         (conversation_id,),
     ).fetchone()
-    path = os.path.abspath(transcript.path)
+    path = os.path.abspath(source_path)
     if previous is not None and previous[0] == path:
         fork_bounded, fork_count = bool(previous[2]), previous[3]
     else:

@@ -1451,6 +1451,8 @@ class Transcript:
         # With keep_parsed, per message record: (message, entry id, envelope timestamp)
         # as the scan parsed them, so building needs no second read; None otherwise.
         self._parsed: dict[int, tuple[dict[str, Any], str | None, str | None]] | None = None
+        # Set by the importer for a host-store snapshot: line n holds the event seqs[n - 1].
+        self.seqs: list[int] | None = None
 
     def drop_parsed(self) -> None:
         """Forget the kept parses (building then reads the chosen lines again)."""

@@ -1,8 +1,15 @@
 """Read-only connections to lcm.db.
 
 A live agent host may be writing the same file, so readers open it with a read-only
-URI (``mode=ro``, never ``immutable=1``, which would ignore the WAL), switch on
-``query_only``, wait a bounded time for locks, and never create a missing file.
+URI (``mode=ro``), switch on ``query_only``, wait a bounded time for locks, and never
+create a missing file.
+
+``immutable=1`` (which ignores the WAL and all locking) is used in one case only: a WAL
+database that was cleanly closed (no ``-wal`` file, or an empty one) whose ``-shm`` WAL
+index this process cannot create (the directory refuses writes, or something that is not
+a file holds the name). SQLite cannot read such a file through ``mode=ro`` at all; with
+no WAL content there is nothing immutable would ignore. :func:`immutable_reason` decides,
+and the envelope's ``meta.databaseAccess`` says so.
 """
 
 from __future__ import annotations
@@ -10,12 +17,21 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from functools import partial
 from urllib.parse import quote
 
 from lcm_cli.engine.errors import LcmError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+
+#: The ``text_factory`` of every lcm.db connection: a TEXT value that is not valid UTF-8
+#: (written by another tool, or damaged) decodes with U+FFFD instead of failing the whole
+#: query, so one bad row never blocks a conversation. `lcm doctor` reports such rows
+#: (``storage.undecodable-text``) and `doctor apply` re-encodes them. ``partial(str, …)``
+#: keeps the decode in C (about 0.2 µs more per value than the default).
+decode_text = partial(str, encoding="utf-8", errors="replace")
 
 
 def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int:
@@ -60,30 +76,123 @@ def require_sqlite_file(path: str) -> os.stat_result:
     return info
 
 
+def immutable_reason(path: str) -> str | None:
+    """Why ``path`` must be read through ``immutable=1``, or None when ``mode=ro`` works.
+
+    Only a cleanly closed WAL database (WAL in its header, no ``-wal`` or an empty one)
+    whose ``-shm`` cannot be created by this process qualifies: it is a regular file
+    already (None), a non-file holds its name, or the directory refuses writes.
+    """
+    shm = path + "-shm"
+    try:
+        shm_info: os.stat_result | None = os.lstat(shm)
+    except OSError:
+        shm_info = None
+    if shm_info is not None and stat.S_ISREG(shm_info.st_mode):
+        return None
+    try:
+        wal_size = os.stat(path + "-wal").st_size
+    except FileNotFoundError:
+        wal_size = 0
+    except OSError:
+        return None
+    if wal_size:
+        return None  # committed frames in the WAL: immutable would not see them
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[18] != 2:  # file format read version 2 = WAL
+        return None
+    if shm_info is not None:
+        return f"{shm} exists and is not a file, so SQLite cannot keep its WAL index there"
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"{directory} is not writable, so SQLite cannot create the WAL index {shm}"
+    return None
+
+
+def database_uri(path: str, *, immutable: bool = False) -> str:
+    """The read-only URI of ``path``, percent-encoded so '?', '#' and '%' stay path characters."""
+    return "file:" + quote(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
 def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """Open an existing lcm.db read-only, or raise a structured error.
 
     DATABASE_NOT_FOUND when the path is missing or not a regular file; DATABASE_OPEN_FAILED
     when it is not an SQLite database or SQLite refuses to open it.
     """
+    return open_read_only_access(path, timeout_ms=timeout_ms)[0]
+
+
+def open_read_only_access(
+    path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+) -> tuple[sqlite3.Connection, dict[str, str] | None]:
+    """:func:`open_read_only`, plus ``{mode: "immutable", reason}`` when it had to use immutable."""
     require_sqlite_file(path)
     details = {"databasePath": path}
-    # Percent-encode so '?', '#' and '%' in a path cannot be read as URI syntax.
-    uri = "file:" + quote(os.path.abspath(path)) + "?mode=ro"
+    reason = immutable_reason(path)
+    access = {"mode": "immutable", "reason": reason} if reason else None
+    uri = database_uri(path, immutable=reason is not None)
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
     except sqlite3.Error as exc:
         raise LcmError("DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details) from None
+    conn.text_factory = decode_text
     try:
         conn.execute("PRAGMA query_only = ON")
     except sqlite3.Error as exc:
         conn.close()
         raise LcmError("DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details) from None
-    return conn
+    return conn, access
+
+
+#: What SQLite says when the file's pages or schema are damaged.
+_CORRUPTION_MARKERS = ("malformed", "not a database", "corrupt")
+
+
+def _sqlite_text(exc: BaseException) -> str | None:
+    """SQLite's message in ``exc``; also from the UnicodeDecodeError Python raises when the
+    message itself quotes damaged schema bytes (``near "CRE\xbeTE": syntax error``)."""
+    if isinstance(exc, sqlite3.Error):
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
+        text = decode_text(exc.object)
+        return text if text.startswith(("malformed database schema", "database disk image")) else None
+    return None
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True for a SQLite error (or its translation) that means the file itself is damaged."""
+    if isinstance(exc, LcmError):
+        return exc.code == "DATABASE_CORRUPT"
+    text = _sqlite_text(exc)
+    return text is not None and any(m in text for m in _CORRUPTION_MARKERS)
+
+
+def translate_database_failure(exc: BaseException, path: str, timeout_ms: int) -> LcmError | None:
+    """:func:`translate_sqlite_error` for any exception a query raised; None when it is not
+    SQLite's (a UnicodeDecodeError that does not carry a SQLite message is a bug, not a file)."""
+    if isinstance(exc, sqlite3.Error):
+        return translate_sqlite_error(exc, path, timeout_ms)
+    text = _sqlite_text(exc)
+    return corrupt_database_error(path, text) if text is not None and is_corruption(exc) else None
+
+
+def corrupt_database_error(path: str, text: str) -> LcmError:
+    """``DATABASE_CORRUPT``: what SQLite said, and the two commands that help."""
+    return LcmError(
+        "DATABASE_CORRUPT",
+        f"{path} is damaged ({text}). Run `lcm doctor` to see what it can still read, then "
+        "`lcm backup list` and `lcm backup restore PATH --apply` to go back to a good backup.",
+        {"databasePath": path, "sqliteError": text},
+    )
 
 
 def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> LcmError:
-    """Map an error raised while querying to DATABASE_BUSY or DATABASE_QUERY_FAILED."""
+    """Map an error raised while querying to DATABASE_BUSY, DATABASE_CORRUPT or DATABASE_QUERY_FAILED."""
     text = str(exc)
     if "locked" in text or "busy" in text:
         return LcmError(
@@ -92,13 +201,8 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> Lc
             "raise LCM_BUSY_TIMEOUT_MS.",
             {"databasePath": path, "waitedMs": timeout_ms},
         )
-    if "not a database" in text or "malformed" in text:
-        return LcmError(
-            "DATABASE_OPEN_FAILED",
-            f"{path} is not a readable SQLite database ({text}). Check --db, or run "
-            "`PRAGMA integrity_check` on a copy.",
-            {"databasePath": path},
-        )
+    if any(m in text for m in _CORRUPTION_MARKERS):
+        return corrupt_database_error(path, text)
     return LcmError(
         "DATABASE_QUERY_FAILED",
         f"Database query failed: {text}.",

@@ -1,20 +1,17 @@
 """A wall-clock budget for one recall call, enforced inside SQLite and inside regex matching.
 
-SQLite work is cut by a progress handler (the query fails with "interrupted"). Python's
-regex engine checks for signals while it backtracks, so on the main thread a
-catastrophic pattern is cut by an interval timer whose handler raises
-:class:`DeadlineExceeded`; elsewhere the deadline is checked between rows.
+SQLite work is cut by a progress handler (the query fails with "interrupted"), from
+whichever thread runs it. Regex scans get the time left and are cut by
+:mod:`lcm_cli.engine.recall.regex_worker` (in-process on the main thread, in a killable
+helper process elsewhere); other loops check the deadline between rows.
 """
 
 from __future__ import annotations
 
 import contextlib
-import signal
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
-from types import FrameType
 
 
 class DeadlineExceeded(Exception):
@@ -61,27 +58,3 @@ class Deadline:
             raise
         finally:
             conn.set_progress_handler(None, 0)
-
-    @contextlib.contextmanager
-    def bound_python(self) -> Iterator[None]:
-        """Interrupt long Python work (a runaway regex) when the deadline passes."""
-        usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-        if not usable:
-            yield
-            return
-        left = self.remaining()
-        if left <= 0:
-            self.hit = True
-            raise DeadlineExceeded()
-
-        def fire(signum: int, frame: FrameType | None) -> None:
-            self.hit = True
-            raise DeadlineExceeded()
-
-        previous = signal.signal(signal.SIGALRM, fire)
-        signal.setitimer(signal.ITIMER_REAL, left)
-        try:
-            yield
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
@@ -124,18 +124,27 @@ def expand(ctx: Context, req: Request) -> Result:
     if req.cursor:
         offset, char = tb.decode_offset_cursor(req.cursor, "expand", summary_id)
     row = find_summary(ctx, summary_id, scope)
-    body = expand_messages(ctx, summary_id, row["conversation_id"], cap, offset, char)
-    data = {
-        "summary": {
-            "summaryId": row["summary_id"],
-            "conversationId": row["conversation_id"],
-            "kind": row["kind"],
-            "depth": row["depth"],
-            "tokenCount": row["token_count"],
-            "earliestAt": row["earliest_at"],
-            "latestAt": row["latest_at"],
-            "sourceMessageTokenCount": row["source_message_token_count"],
-        },
-        **body,
+    summary = {
+        "summaryId": row["summary_id"],
+        "conversationId": row["conversation_id"],
+        "kind": row["kind"],
+        "depth": row["depth"],
+        "tokenCount": row["token_count"],
+        "earliestAt": row["earliest_at"],
+        "latestAt": row["latest_at"],
+        "sourceMessageTokenCount": row["source_message_token_count"],
     }
-    return Result(data)
+    room = cap
+    if extra.get("max_tokens"):
+        # --max-tokens caps everything printed: the messages get what the rest leaves.
+        # (The configured maxExpandTokens budgets the messages alone, as in the reference.)
+        room = cap - tb.json_tokens({"summary": summary}) - tb.REPORT_TOKENS - 10  # 10: rounding
+        if room < 60:
+            raise invalid_argument(
+                f"--max-tokens {cap} leaves no room for message text after the summary and the "
+                f"budget report; use at least {cap - room + 60}.",
+                {"value": cap},
+            )
+    body = expand_messages(ctx, summary_id, row["conversation_id"], room, offset, char)
+    body["budget"]["maxTokens"] = cap
+    return Result({"summary": summary, **body})

@@ -138,6 +138,11 @@ def expand_query(ctx: Context, req: Request) -> Result:
         }
         return Result(data, meta={"candidateSource": via})
     answer, cited = _parse_reply(raw, evidence)
+    if extra.get("max_tokens") and answer:
+        # A model may overrun the limit it was given; what is printed never does.
+        from lcm_cli.engine.recall.token_budget import cut_text
+
+        answer = answer[: cut_text(answer, answer_tokens)]
     data = _reply(answer, "answered", cited, conversations, len(evidence), used, truncated, evidence, model)
     return Result(data, meta={"candidateSource": via})
 

@@ -294,35 +294,47 @@ def export(ctx: Context, req: Request) -> Result:
     return Result(data, streamed=True)
 
 
+def _export_mode(ctx: Context) -> int:
+    from lcm_cli.engine.durable import private_mode
+
+    try:
+        return private_mode(os.stat(ctx.database_path).st_mode)
+    except OSError:
+        return private_mode()
+
+
 def _write_file(ctx: Context, conv: Any, target: str, writer: Any, with_summaries: bool) -> dict[str, Any]:
     """Write to a sibling temp file, fsync, then rename into place (never over a file)."""
-    if os.path.exists(target):
+    from lcm_cli.engine.durable import atomic_writer, remove_orphans
+
+    if os.path.lexists(target):
         raise LcmError(
             "EXPORT_TARGET_EXISTS",
             f"{target} already exists; choose another --out path or remove it first.",
             {"path": target},
         )
-    directory = os.path.dirname(target) or "."
-    temp = os.path.join(directory, f".{os.path.basename(target)}.lcm-{os.getpid()}.tmp")
+    directory = os.path.dirname(os.path.abspath(target))
+    remove_orphans(directory)
     try:
-        with open(temp, "x", encoding="utf-8", newline="\n") as handle:
+        # Private like the database it comes from; linked into place, never over a file.
+        with atomic_writer(target, mode=_export_mode(ctx), replace=False) as raw:
+            handle = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=True)
             counting = _Counting(handle)
             messages, summaries = writer(ctx, conv, counting, with_summaries)
             handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(temp, target)
+            handle.detach()
+    except FileExistsError:
+        raise LcmError(
+            "EXPORT_TARGET_EXISTS",
+            f"{target} already exists; choose another --out path or remove it first.",
+            {"path": target},
+        ) from None
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         raise LcmError(
             "EXPORT_WRITE_FAILED",
             f"Could not write {target}: {exc.strerror or exc}. Check the directory exists and is writable.",
             {"path": target},
         ) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
     return {
         "messages": messages,
         "summaries": summaries,

@@ -21,9 +21,12 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.limits import loads_bounded
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
+from lcm_cli.engine.recall.regex_worker import ScanAbandoned, ScanTimedOut
+from lcm_cli.engine.recall.regex_worker import scan as scan_texts
 from lcm_cli.engine.recall.scope import Scope, choice, not_in_scope, resolve_scope
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -251,7 +254,7 @@ def _decode_cursor(text: str, fingerprint: str) -> dict[str, Any]:
     )
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        payload = json.loads(raw.decode("utf-8"))
+        payload = loads_bounded(raw.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise invalid from None
     if (
@@ -789,32 +792,41 @@ def _regex_scan(q: Query, pos: dict[str, Any], source: str) -> Page:
         )
         more_than_cap = len(candidates) > REGEX_SCAN_ROWS
         candidates = candidates[:REGEX_SCAN_ROWS]
-        with q.deadline.bound_python():
-            for start in range(0, len(candidates), REGEX_BATCH):
-                chunk = [c[0] for c in candidates[start : start + REGEX_BATCH]]
-                marks = ",".join("?" for _ in chunk)
-                fetched = {
-                    r[id_name]: r
-                    for r in _run(q, f"SELECT {cols} FROM {table} WHERE {id_col} IN ({marks})", chunk)
-                }
-                for row_id in chunk:
-                    row = fetched.get(row_id)
-                    if row is None:
-                        continue  # deleted since the first query
-                    current = row
-                    found = q.regex.search(row["content"] or "")
-                    current = None
-                    scanned += 1
-                    at = [None, row["jd"], row_id]
-                    if found is not None:
-                        snippet = _flatten(found.group(0))
-                        hits.append(
-                            _message_hit(row, snippet) if source == "messages" else _summary_hit(row, snippet)
-                        )
-                        if len(hits) >= q.limit:
-                            break
-                if len(hits) >= q.limit:
-                    break
+        for start in range(0, len(candidates), REGEX_BATCH):
+            chunk = [c[0] for c in candidates[start : start + REGEX_BATCH]]
+            marks = ",".join("?" for _ in chunk)
+            fetched = {
+                r[id_name]: r
+                for r in _run(q, f"SELECT {cols} FROM {table} WHERE {id_col} IN ({marks})", chunk)
+            }
+            rows = [fetched[row_id] for row_id in chunk if row_id in fetched]  # absent: deleted since
+            cut_short = False
+            try:
+                results = scan_texts(
+                    q.regex,
+                    [row["content"] or "" for row in rows],
+                    per_text=1,
+                    max_hits=q.limit - len(hits),
+                    seconds=q.deadline.remaining(),
+                )
+            except ScanTimedOut as cut:
+                results, cut_short = cut.results, True
+                current = rows[cut.stuck] if cut.stuck < len(rows) else None
+            except ScanAbandoned:
+                raise _abandoned() from None
+            for row, spans in zip(rows, results):
+                scanned += 1
+                at = [None, row["jd"], row[id_name]]
+                if spans:
+                    snippet = _flatten((row["content"] or "")[spans[0][0] : spans[0][1]])
+                    hits.append(
+                        _message_hit(row, snippet) if source == "messages" else _summary_hit(row, snippet)
+                    )
+            if cut_short:
+                q.deadline.hit = True
+                raise DeadlineExceeded()
+            if len(hits) >= q.limit:
+                break
         if len(hits) >= q.limit and (scanned < len(candidates) or more_than_cap):
             truncated_by = "limit"
         elif more_than_cap:
@@ -931,8 +943,7 @@ def _search_files(q: Query, pos: dict[str, Any]) -> Page:
             continue
         scanned += 1
         try:
-            with q.deadline.bound_python():
-                found = _file_matches(text, q.regex, terms)
+            found = _file_matches(text, q.regex, terms, q.deadline)
         except DeadlineExceeded:
             truncated_by = "deadline"
             break
@@ -956,14 +967,21 @@ def _search_files(q: Query, pos: dict[str, Any]) -> Page:
     return Page(hits, path, next_pos, truncated_by, {"filesScanned": scanned, "skipped": skipped})
 
 
-def _file_matches(text: str, regex: re.Pattern[str] | None, terms: list[str]) -> list[tuple[int, int]]:
+def _file_matches(
+    text: str, regex: re.Pattern[str] | None, terms: list[str], deadline: Deadline
+) -> list[tuple[int, int]]:
     if regex is not None:
-        out = []
-        for match in regex.finditer(text):
-            out.append((match.start(), match.end()))
-            if len(out) >= FILE_MATCHES_PER_FILE:
-                break
-        return out
+        try:
+            found = scan_texts(
+                regex, [text], per_text=FILE_MATCHES_PER_FILE, max_hits=1, seconds=deadline.remaining()
+            )
+        except ScanTimedOut:
+            deadline.hit = True
+            raise DeadlineExceeded() from None
+        except ScanAbandoned:
+            raise _abandoned() from None
+        return found[0] if found else []
+
     folded = text.lower()
     if not terms or not all(t in folded for t in terms):
         return []
@@ -971,6 +989,13 @@ def _file_matches(text: str, regex: re.Pattern[str] | None, terms: list[str]) ->
     # a string's length (e.g. U+0130), so positions in ``folded`` may not map back.
     first = re.compile(re.escape(terms[0]), re.IGNORECASE)
     return [(m.start(), m.end()) for _, m in zip(range(FILE_MATCHES_PER_FILE), first.finditer(text))]
+
+
+def _abandoned() -> LcmError:
+    return LcmError(
+        "SERVER_STOPPING",
+        "The server is stopping and abandoned this search; send it again to the next server.",
+    )
 
 
 def _line_snippet(text: str, start: int, end: int) -> str:

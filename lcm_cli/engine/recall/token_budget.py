@@ -15,7 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.limits import loads_bounded
 from lcm_cli.engine.tokens import estimate_tokens
+
+#: What a budget report with its continuation cursors costs, at most: reserved up front so
+#: that --max-tokens caps everything printed, not only the items.
+REPORT_TOKENS = 70
 
 
 def json_tokens(value: Any) -> int:
@@ -84,7 +89,7 @@ def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, i
         "the same id unchanged, or omit --cursor to start at the beginning.",
     )
     try:
-        payload = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8"))
+        payload = loads_bounded(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise invalid from None
     if (
@@ -117,6 +122,16 @@ def fit_page(
 
     kept, used = fit_items(items, max_tokens)
     kept = max(kept, 1) if items else 0  # never an empty page that cannot make progress
+    cut_chars = 0
+    first = items[0] if items else None
+    if first is not None and json_tokens(first) > max_tokens and isinstance(first.get("content"), str):
+        # One item alone is over the cap: its text is cut (a hard cap), and said so.
+        content = first["content"]
+        first["content"] = ""
+        shown = cut_text(content, max_tokens - json_tokens(first) - 20)
+        first["content"] = content[:shown]
+        first["contentTruncated"] = {"chars": shown, "totalChars": len(content)}
+        cut_chars = len(content) - shown
     used = sum(json_tokens(item) for item in items[:kept])
     omitted = len(items) - kept
     if omitted:
@@ -124,9 +139,8 @@ def fit_page(
         pagination.update(
             {"returned": kept, "hasMore": True, "nextCursor": encode_cursor(resource, timestamp, row_id)}
         )
-    report = budget_report(
-        max_tokens, used, {"items": omitted}, pagination["nextCursor"] if omitted else None
-    )
+    left_out = {"items": omitted, **({"contentChars": cut_chars} if cut_chars else {})}
+    report = budget_report(max_tokens, used, left_out, pagination["nextCursor"] if omitted else None)
     report["overBudget"] = used > max_tokens
     return items[:kept], report
 
@@ -140,8 +154,20 @@ def fit_sections(
     lists = {name: data[name] for name in sections}
     for name in sections:
         data[name] = []
-    used = json_tokens(data) + 60  # 60: the budget report itself
     omitted: dict[str, int] = {}
+    content_cursor = None
+    summary = data.get("summary")
+    if isinstance(summary, dict) and isinstance(summary.get("content"), str):
+        # The summary's own text is cut too: --max-tokens is a hard cap on what is printed,
+        # and the rest of the text is one `lcm describe` away.
+        content = summary["content"]
+        summary["content"] = ""
+        shown = cut_text(content, max_tokens - json_tokens(data) - 2 * REPORT_TOKENS)  # + two cursors
+        summary["content"] = content[:shown]
+        if shown < len(content):
+            omitted["contentChars"] = len(content) - shown
+            content_cursor = encode_offset_cursor("describe", summary_id, shown)
+    used = json_tokens(data) + 2 * REPORT_TOKENS
     cursor = None
     for name in sections:
         kept, cost = fit_items(lists[name], max(0, max_tokens - used))
@@ -153,4 +179,6 @@ def fit_sections(
     report = budget_report(max_tokens, used, omitted, cursor)
     if cursor:
         report["continueWith"] = f"lcm expand {summary_id} --cursor {cursor}"
+    if content_cursor:
+        report["contentContinueWith"] = f"lcm describe {summary_id} --cursor {content_cursor}"
     return report

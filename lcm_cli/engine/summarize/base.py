@@ -54,7 +54,16 @@ class ChatModel(Protocol):
 
 
 class SummarizerError(Exception):
-    """The model could not produce an answer (endpoint down, timeout, garbage reply)."""
+    """The model could not produce an answer (endpoint down, timeout, garbage reply).
+
+    The message is redacted when the error is made, so the URL's credentials or a token
+    echoed by the server never reach a log line, a result or an error envelope.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        from lcm_cli.engine.redact import redact
+
+        super().__init__(redact(message))
 
 
 class SummarizerAuthError(SummarizerError):

@@ -176,11 +176,13 @@ def build_chat_model(
 
 def describe_choice(effective: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """What :func:`build_summarizer` would pick and why, for status output and docs."""
+    from lcm_cli.engine.redact import redact
+
     summarizer = build_summarizer(effective, env)
     candidates = model_candidates(effective, env)
     return {
         "summarizer": summarizer.model,
         "forced": env.get(SUMMARIZER_ENV, "").strip().lower() or None,
-        "candidates": [{"model": c.label, "baseUrl": c.base_url} for c in candidates],
+        "candidates": [{"model": c.label, "baseUrl": redact(c.base_url)} for c in candidates],
         "apiKey": bool(_api_key(env)),
     }

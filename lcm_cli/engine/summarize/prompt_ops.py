@@ -11,12 +11,11 @@ import contextlib
 import difflib
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.durable import fsync_dir
+from lcm_cli.engine.durable import atomic_write, fsync_dir
 from lcm_cli.engine.errors import LcmError, invalid_argument
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -84,20 +83,8 @@ def show_prompt(ctx: Context, req: Request) -> Result:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a synced temporary file and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``text`` to ``path`` through a private, exclusive temp file and a rename."""
+    atomic_write(str(path), text.encode("utf-8"))
 
 
 def _fsync_dir(folder: Path) -> None:

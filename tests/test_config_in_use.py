@@ -1,0 +1,137 @@
+"""The config in use is validated by the rules `config set` applies (CONFIG_INVALID).
+
+A hand-written value that `config set` would refuse is never used as is: every command
+that reads the effective config fails with CONFIG_INVALID naming the key and what it
+accepts, `config show` lists the problems in ``meta.configProblems``, and `config set`
+can still fix the key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.config_schema import allowed_text, config_problems
+from tests.conftest import lcm
+
+# (key, stored value, allowed text): one per key class.
+INVALID_STORED = [
+    ("freshTailCount", 0, "an integer >= 1"),  # int below its range
+    ("freshTailCount", -5, "an integer >= 1"),
+    ("freshTailCount", 2.5, "an integer >= 1"),  # not integral
+    ("freshTailMaxTokens", -1, "an integer >= 0"),
+    ("contextThreshold", 1.5, "a number from 0 to 1"),  # float above its range
+    ("leafMinFanout", 1, "an integer >= 2"),
+    ("proactiveThresholdCompactionMode", "sometimes", "one of: deferred, inline"),  # enum
+    ("enabled", "yes", "true or false"),  # boolean given a string
+    ("freshTailCount", "64", "an integer >= 1"),  # wrong type: a numeric string
+    ("ignoreSessionPatterns", "agent:*", "an array"),  # wrong type: string for a list
+    ("autoRotateSessionFiles.enabled", 1, "true or false"),  # nested boolean
+]
+
+
+def write_plugin_config(state: Path, config: dict[str, Any]) -> None:
+    root = {"plugins": {"entries": {"lossless-claw": {"enabled": True, "config": config}}}}
+    (state / "openclaw.json").write_text(json.dumps(root), encoding="utf-8")
+
+
+def nested(path: str, value: Any) -> dict[str, Any]:
+    *parents, leaf = path.split(".")
+    out: dict[str, Any] = {leaf: value}
+    for parent in reversed(parents):
+        out = {parent: out}
+    return out
+
+
+@pytest.mark.parametrize(("key", "value", "allowed"), INVALID_STORED, ids=lambda v: json.dumps(v))
+def test_stored_value_config_set_refuses_is_config_invalid(
+    state_dir: Path, key: str, value: Any, allowed: str
+) -> None:
+    write_plugin_config(state_dir, nested(key, value))
+    for argv in (
+        ("messages", "tail", "--conversation-id", "1"),
+        ("conversations", "list"),
+        ("compact", "--conversation-id", "1"),
+        ("status",),
+    ):
+        out = lcm("--openclaw-dir", str(state_dir), *argv)
+        assert out.code == 4, (argv, out.stderr)
+        error = out.error
+        assert error["code"] == "CONFIG_INVALID"
+        assert key in error["message"] and f"Allowed: {allowed}." in error["message"]
+        assert "lcm config set" in error["message"]
+        problem = error["details"]["problems"][0]
+        assert problem["key"] == key and problem["source"] == "plugin-config"
+    # `config set` refuses exactly that value (the same rules) ...
+    refused = lcm("--openclaw-dir", str(state_dir), "config", "set", key, json.dumps(value))
+    assert refused.code == 4 and refused.error["code"] == "CONFIG_VALIDATION_FAILED"
+    # ... while `config show` still explains the config, listing the problem.
+    shown = lcm("--openclaw-dir", str(state_dir), "config", "show")
+    assert shown.code == 0, shown.stderr
+    assert shown.json["meta"]["configProblems"][0]["key"] == key
+
+
+def test_config_set_fixes_an_invalid_stored_value(state_dir: Path) -> None:
+    write_plugin_config(state_dir, {"freshTailCount": 0})
+    fixed = lcm("--openclaw-dir", str(state_dir), "config", "set", "freshTailCount", "8")
+    assert fixed.code == 0, fixed.stderr
+    out = lcm("--openclaw-dir", str(state_dir), "messages", "tail", "--conversation-id", "1")
+    assert out.code == 0, out.stderr
+    assert out.json["data"]["limits"]["count"] == 8
+    assert "configProblems" not in lcm("--openclaw-dir", str(state_dir), "config", "show").json["meta"]
+
+
+def test_environment_value_out_of_range_names_the_variable(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LCM_FRESH_TAIL_COUNT", "0")
+    out = lcm("--openclaw-dir", str(state_dir), "messages", "tail", "--conversation-id", "1")
+    error = out.error
+    assert out.code == 4 and error["code"] == "CONFIG_INVALID"
+    assert "LCM_FRESH_TAIL_COUNT" in error["message"]
+    assert error["details"]["problems"] == [
+        {
+            "key": "freshTailCount",
+            "source": "LCM_FRESH_TAIL_COUNT",
+            "message": "below minimum (1)",
+            "allowed": "an integer >= 1",
+        }
+    ]
+
+
+def test_compaction_never_runs_with_an_empty_fresh_tail(state_dir: Path) -> None:
+    """The issue's case: freshTailCount 0 must not fold the user's current question."""
+    before = (state_dir / "lcm.db").read_bytes()
+    write_plugin_config(state_dir, {"freshTailCount": 0})
+    out = lcm("--openclaw-dir", str(state_dir), "compact", "--conversation-id", "1", "--apply")
+    assert out.code == 4 and out.error["code"] == "CONFIG_INVALID"
+    assert (state_dir / "lcm.db").read_bytes() == before
+
+
+def test_unknown_keys_and_valid_values_are_accepted(state_dir: Path) -> None:
+    """Reads ignore keys a newer lossless-claw may add; the valid edge values pass."""
+    write_plugin_config(
+        state_dir,
+        {"freshTailCount": 1, "contextThreshold": 1, "leafMinFanout": 2, "someFutureKey": {"x": 1}},
+    )
+    out = lcm("--openclaw-dir", str(state_dir), "conversations", "list")
+    assert out.code == 0, out.stderr
+    assert config_problems({"someFutureKey": 1, "enabled": False}, {}) == []
+
+
+def test_config_get_still_reads_an_invalid_key(state_dir: Path) -> None:
+    write_plugin_config(state_dir, {"freshTailCount": 0})
+    out = lcm("--openclaw-dir", str(state_dir), "config", "get", "freshTailCount")
+    assert out.code == 0, out.stderr
+    assert out.json["data"]["rawValue"] == 0
+
+
+def test_allowed_text_covers_every_key_class() -> None:
+    assert allowed_text({"type": "integer", "minimum": -1}) == "an integer >= -1"
+    assert allowed_text({"type": "number", "minimum": 0, "maximum": 1}) == "a number from 0 to 1"
+    assert allowed_text({"type": "string", "enum": ["a", "b"]}) == "one of: a, b"
+    assert allowed_text({"type": "boolean"}) == "true or false"
+    assert allowed_text({"type": "string"}) == "a string"
