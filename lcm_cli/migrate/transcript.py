@@ -72,6 +72,7 @@ from lcm_cli.engine import jsvalues
 from lcm_cli.engine.errors import LcmError
 from lcm_cli.engine.identity import canonical_identity_content, hash_canonical
 from lcm_cli.engine.identity import entry_hash_canonical as _entry_hash
+from lcm_cli.engine.limits import MAX_JSON_DEPTH, nests_deeper
 from lcm_cli.engine.tokens import estimate_tokens
 
 # ==========================================================================
@@ -1785,7 +1786,7 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
                 reason = "invalid_json"
             skipped.append(SkippedLine(number, reason))
             continue
-        if data.count(b"[") + data.count(b"{") > _MAX_DEPTH and _too_deep(entry):
+        if data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH and _too_deep(entry):
             skipped.append(SkippedLine(number, "too_deep"))
             continue
         if not isinstance(entry, dict):
@@ -1878,26 +1879,9 @@ def _part_count(message: dict[str, Any]) -> int:
     return 1 if message["role"] == "assistant" and _top_level_reasoning("assistant", message) else 0
 
 
-_MAX_DEPTH = 200
-
-
-def _too_deep(value: Any, text: bytes | None = None) -> bool:
+def _too_deep(value: Any) -> bool:
     """True for JSON nested deeper than we read safely (the reference has no such limit)."""
-    if text is not None and text.count(b"[") + text.count(b"{") <= _MAX_DEPTH:
-        return False
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > _MAX_DEPTH:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+    return nests_deeper(value, MAX_JSON_DEPTH)
 
 
 def _choose(scan: Transcript, index: _Index) -> None:
