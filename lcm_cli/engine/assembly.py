@@ -88,6 +88,59 @@ def _loads(text: Any) -> Any:
         return text
 
 
+_UNDEFINED: Any = object()
+
+
+def _stored_value(text: Any) -> Any:
+    """A stored JSON column as the reference reads it: absent or empty is undefined."""
+    if not isinstance(text, str) or not text:
+        return _UNDEFINED
+    return _loads(text)
+
+
+def _result_block(
+    part: Mapping[str, Any], raw_type: Any, raw: dict[str, Any] | None, name: Any, cid: Any
+) -> dict[str, Any]:
+    """A tool result block rebuilt from its part, as the reference's assembler does.
+
+    A result stored as a text block (e.g. an externalized ``[LCM Tool Output: ...]``
+    placeholder) comes back as that text block; otherwise the output comes from the
+    stored output, else the part's text, else the raw block.
+    """
+    text = part["text_content"]
+    if (
+        raw is not None
+        and isinstance(raw.get("text"), str)
+        and "output" not in raw
+        and "content" not in raw
+        and not part["tool_output"]
+        and (text is None or text == raw["text"])
+    ):
+        return {"type": "text", "text": raw["text"]}
+    kind = raw_type if raw_type in _RESULT_TYPES else "tool_result"
+    block: dict[str, Any] = {"type": kind}
+    if isinstance(name, str) and name:
+        block["name"] = name
+    output = _stored_value(part["tool_output"])
+    if output is not _UNDEFINED:
+        block["output"] = output
+    elif isinstance(text, str):
+        block["output"] = text
+    elif raw is not None and "output" in raw:
+        block["output"] = raw["output"]
+    elif raw is not None and "content" in raw:
+        block["content"] = raw["content"]
+    else:
+        block["output"] = ""
+    if raw is not None and isinstance(raw.get("is_error"), bool):
+        block["is_error"] = raw["is_error"]
+    elif raw is not None and isinstance(raw.get("isError"), bool):
+        block["isError"] = raw["isError"]
+    if isinstance(cid, str) and cid:
+        block["call_id" if kind == "function_call_output" else "tool_use_id"] = cid
+    return block
+
+
 def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str) -> dict[str, Any] | None:
     raw = meta.get("raw")
     raw_type = meta.get("rawType") or (raw.get("type") if isinstance(raw, dict) else None)
@@ -95,12 +148,14 @@ def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str
         name = part["tool_name"] or meta.get("toolName") or "unknown"
         cid = part["tool_call_id"] or meta.get("toolCallId")
         if raw_type in _RESULT_TYPES or (raw_type is None and role == "tool"):
-            output = _loads(part["tool_output"])
-            if raw_type == "function_call_output":
-                return {"type": raw_type, "call_id": cid, "output": output}
-            block: dict[str, Any] = {"type": raw_type or "tool_result", "name": name, "content": output}
-            block["tool_use_id"] = cid
-            return block
+            # The reference names the block only from the part (backfilled from raw).
+            name = part["tool_name"]
+            if isinstance(raw, dict):
+                raw_id = raw.get("id") or raw.get("call_id")
+                cid = part["tool_call_id"] or (raw_id if isinstance(raw_id, str) else None) or cid
+                raw_name = raw.get("name")
+                name = name or (raw_name if isinstance(raw_name, str) else None)
+            return _result_block(part, raw_type, raw if isinstance(raw, dict) else None, name, cid)
         arguments = _loads(part["tool_input"])
         if raw_type == "function_call":
             return {"type": raw_type, "call_id": cid, "name": name, "arguments": arguments}

@@ -1,0 +1,117 @@
+"""Issue 15: the engine decides as lossless-claw 0.15.3's does (facts read from its source)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.api import call
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    root = tmp_path / "oc"
+    root.mkdir()
+    (root / "openclaw.json").write_text(
+        json.dumps({"plugins": {"entries": {"lossless-claw": {"config": {"largeFileThresholdTokens": 1000}}}}})
+    )
+    return root
+
+
+def ingest(home: Path, messages: list[Any], **params: Any) -> dict[str, Any]:
+    params.setdefault("session_id", "s1")
+    return call("session.ingest", {"messages": messages, **params}, openclaw_dir=str(home))["data"]
+
+
+def assemble(home: Path, **params: Any) -> dict[str, Any]:
+    params.setdefault("session_id", "s1")
+    params.setdefault("token_budget", 100000)
+    return call("context.assemble", params, openclaw_dir=str(home))["data"]
+
+
+def rows(home: Path, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    conn = sqlite3.connect(home / "lcm.db")
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+# --- 1. large tool outputs ------------------------------------------------------------
+
+
+def test_externalized_text_tool_result_keeps_the_reference_record_and_is_assembled_as_its_placeholder(
+    home: Path,
+) -> None:
+    ingest(
+        home,
+        [
+            {"role": "user", "content": "read it"},
+            {"role": "assistant", "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {}}]},
+            {
+                "role": "toolResult",
+                "toolCallId": "call_1",
+                "toolName": "read",
+                "isError": False,
+                "content": [{"type": "text", "text": "x" * 8000}],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        ],
+    )
+    ((file_id, size),) = rows(home, "SELECT file_id, byte_size FROM large_files")
+    ((part_type, text, call_id, name, output, metadata),) = rows(
+        home,
+        "SELECT part_type, text_content, tool_call_id, tool_name, tool_output, metadata FROM message_parts"
+        " WHERE message_id = 3",
+    )
+    reference = text
+    assert reference.startswith(f"[LCM Tool Output: {file_id} | tool=read | 8,000 bytes]\n\n")
+    assert (part_type, call_id, name, output, size) == ("tool", "call_1", "read", None, 8000)
+    meta = json.loads(metadata)
+    # The reference's compact block: a text block remembering rawType, the file id and size.
+    assert list(meta["raw"]) == [
+        "type",
+        "text",
+        "rawType",
+        "externalizedFileId",
+        "originalByteSize",
+        "toolOutputExternalized",
+        "externalizationReason",
+        "tool_use_id",
+        "isError",
+        "name",
+    ]
+    assert meta["raw"]["text"] == reference and meta["raw"]["type"] == "tool_result"
+    assert meta["externalizedFileId"] == file_id and meta["originalByteSize"] == 8000
+    assert meta["toolOutputExternalized"] is True and meta["rawType"] == "tool_result"
+    assembled = assemble(home)["messages"]
+    assert assembled[2]["content"] == [{"type": "text", "text": reference}]
+    assert assembled[2]["toolCallId"] == "call_1" and assembled[3]["content"][0]["text"] == "done"
+
+
+def test_externalized_function_call_output_is_assembled_with_its_output(home: Path) -> None:
+    ingest(
+        home,
+        [
+            {"role": "user", "content": "run"},
+            {"role": "assistant", "content": [{"type": "toolCall", "id": "call_2", "name": "exec", "arguments": {}}]},
+            {
+                "role": "toolResult",
+                "toolCallId": "call_2",
+                "toolName": "exec",
+                "content": [{"type": "function_call_output", "call_id": "call_2", "output": "y " * 4000}],
+            },
+        ],
+    )
+    ((file_id,),) = rows(home, "SELECT file_id FROM large_files")
+    (metadata,) = rows(home, "SELECT metadata FROM message_parts WHERE message_id = 3")[0]
+    raw = json.loads(metadata)["raw"]
+    assert raw["type"] == "function_call_output" and raw["output"].startswith(f"[LCM Tool Output: {file_id}")
+    assert raw["call_id"] == "call_2" and raw["originalByteSize"] == 8000 and raw["name"] == "exec"
+    block = assemble(home)["messages"][2]["content"][0]
+    assert list(block) == ["type", "name", "output", "call_id"]
+    assert block["output"] == raw["output"] and block["call_id"] == "call_2"
