@@ -17,7 +17,9 @@ def home(tmp_path: Path) -> Path:
     root = tmp_path / "oc"
     root.mkdir()
     (root / "openclaw.json").write_text(
-        json.dumps({"plugins": {"entries": {"lossless-claw": {"config": {"largeFileThresholdTokens": 1000}}}}})
+        json.dumps(
+            {"plugins": {"entries": {"lossless-claw": {"config": {"largeFileThresholdTokens": 1000}}}}}
+        )
     )
     return root
 
@@ -51,7 +53,10 @@ def test_externalized_text_tool_result_keeps_the_reference_record_and_is_assembl
         home,
         [
             {"role": "user", "content": "read it"},
-            {"role": "assistant", "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {}}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {}}],
+            },
             {
                 "role": "toolResult",
                 "toolCallId": "call_1",
@@ -98,7 +103,10 @@ def test_externalized_function_call_output_is_assembled_with_its_output(home: Pa
         home,
         [
             {"role": "user", "content": "run"},
-            {"role": "assistant", "content": [{"type": "toolCall", "id": "call_2", "name": "exec", "arguments": {}}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": "call_2", "name": "exec", "arguments": {}}],
+            },
             {
                 "role": "toolResult",
                 "toolCallId": "call_2",
@@ -115,3 +123,48 @@ def test_externalized_function_call_output_is_assembled_with_its_output(home: Pa
     block = assemble(home)["messages"][2]["content"][0]
     assert list(block) == ["type", "name", "output", "call_id"]
     assert block["output"] == raw["output"] and block["call_id"] == "call_2"
+
+
+# --- 2. the last assistant reply under the final clamp -----------------------------------
+
+
+def test_final_clamp_keeps_the_last_reply_when_the_host_delivers_the_turn_separately(home: Path) -> None:
+    messages = [
+        {"role": "user", "content": "first question " * 200},
+        {"role": "assistant", "content": [{"type": "text", "text": "first answer " * 200}]},
+        {"role": "user", "content": "second question"},
+        {"role": "assistant", "content": [{"type": "text", "text": "the second answer"}]},
+    ]
+    ingest(home, messages)
+    roles = {}
+    for label, extra in {
+        "plain": {},
+        "prompt only": {"prompt": "next"},
+        "prompt and tools": {"prompt": "next", "available_tools": []},
+    }.items():
+        data = assemble(home, token_budget=400, messages=messages, **extra)
+        roles[label] = [m["role"] for m in data["messages"]]
+    # Over budget, the clamp keeps the newest suffix within 90%; the reference strips the
+    # trailing assistant only when the host does not deliver the turn separately.
+    assert roles == {
+        "plain": ["user"],
+        "prompt only": ["user"],
+        "prompt and tools": ["user", "assistant"],
+    }
+
+
+def test_prefill_stripping_stops_at_a_substantive_reply_and_keeps_an_assistant_only_suffix() -> None:
+    from lcm_cli.engine.assembly import clamp, strip_trailing_assistants
+
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
+    call_only = {"role": "assistant", "content": [{"type": "toolCall", "id": "c", "name": "x", "arguments": {}}]}
+    thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}]}
+    user = {"role": "user", "content": "q"}
+    assert strip_trailing_assistants([user, reply, thinking], True) == [user, reply]
+    assert strip_trailing_assistants([user, call_only], True) == [user, call_only]
+    assert strip_trailing_assistants([user, reply, thinking], False) == [user]
+    # Without a user turn left, an assistant-only suffix is returned unstripped (no preservation).
+    long = {"role": "assistant", "content": "x " * 400}
+    assert clamp([long, reply], 50) == [reply]
+    assert clamp([long, reply], 50, preserve_assistant_tail=True) == [reply]
+    assert clamp([long, thinking], 50, preserve_assistant_tail=True) == []

@@ -467,15 +467,74 @@ def serialized_tokens(message: Mapping[str, Any]) -> int:
     return (_serialized_quarters(dict(message)) + 3) // 4
 
 
-def clamp(
-    messages: list[dict[str, Any]], budget: int, costs: list[int] | None = None
+_TOOL_CALL_TYPES = frozenset(
+    {"tool_use", "toolUse", "tool-use", "toolCall", "tool_call", "functionCall", "function_call"}
+)
+_NESTED_KEYS = ("content", "output", "result", "payload", "data", "value")
+_ARRAY_KEYS = ("segments", "utterances", "paragraphs", "alternatives", "words", "items", "results")
+
+
+def _has_tool_call_block(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_tool_call_block(v) for v in value)
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        kind = value.get("rawType")
+    if isinstance(kind, str) and kind in _TOOL_CALL_TYPES:
+        return True
+    return any(_has_tool_call_block(value.get(k)) for k in (*_NESTED_KEYS, *_ARRAY_KEYS))
+
+
+def substantive_assistant(message: Mapping[str, Any]) -> bool:
+    """An assistant message with visible text or a replayable tool call (the reference's rule)."""
+    from lcm_cli.engine.jsvalues import trim
+    from lcm_cli.migrate.transcript import _structured_text
+
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        return True
+    content = message.get("content")
+    text = _structured_text(content)
+    return bool(text and trim(text)) or _has_tool_call_block(content)
+
+
+def strip_trailing_assistants(
+    messages: Sequence[dict[str, Any]], preserve_substantive: bool = False
 ) -> list[dict[str, Any]]:
-    """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7)."""
+    """Drop trailing assistant messages (a prefill seed).
+
+    With ``preserve_substantive`` (the host delivers the current turn separately: it
+    passed ``prompt`` and ``availableTools``) stripping stops at an assistant that says
+    something: that is the completed previous reply.
+    """
+    out = list(messages)
+    while out and out[-1].get("role") == "assistant":
+        if preserve_substantive and substantive_assistant(out[-1]):
+            break
+        out.pop()
+    return out
+
+
+def clamp(
+    messages: list[dict[str, Any]],
+    budget: int,
+    costs: list[int] | None = None,
+    *,
+    preserve_assistant_tail: bool = False,
+) -> list[dict[str, Any]]:
+    """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7).
+
+    Leading orphaned tool results go, the newest evicted user turn comes back if none is
+    left, and trailing assistants are stripped as :func:`strip_trailing_assistants` does;
+    without ``preserve_assistant_tail`` a suffix of assistants only is kept unstripped.
+    """
     if costs is None:
         costs = [serialized_tokens(m) for m in messages]
-    if sum(costs) <= budget or not messages:
+    if sum(costs) <= max(1, math.floor(budget)) or not messages:
         return messages
-    target = math.floor(0.9 * budget)
+    target = max(1, math.floor(budget * 0.9))
     start = len(messages) - 1
     used = costs[start]
     while start > 0 and used + costs[start - 1] <= target:
@@ -489,9 +548,8 @@ def clamp(
         latest_user = next((m for m in reversed(evicted) if m.get("role") == "user"), None)
         if latest_user is not None:
             kept = [latest_user, *kept]
-    while len(kept) > 1 and kept[-1].get("role") == "assistant":
-        kept = kept[:-1]
-    return kept
+    stripped = strip_trailing_assistants(kept, preserve_assistant_tail)
+    return stripped if stripped or preserve_assistant_tail else kept
 
 
 # --------------------------------------------------------------------------
@@ -517,6 +575,7 @@ def assemble(
     prompt: str | None = None,
     fresh_tail_count: int | None = None,
     stub_large_tool_payloads: bool | None = None,
+    preserve_assistant_tail: bool = False,
 ) -> dict[str, Any]:
     """Assemble a conversation's context within the token budget.
 
@@ -549,7 +608,7 @@ def assemble(
     messages = tp.normalize(messages)
     messages = tp.sanitize_pairing(messages)
     costs = [serialized_tokens(m) for m in messages]
-    clamped = clamp(messages, budget, costs)
+    clamped = clamp(messages, budget, costs, preserve_assistant_tail=preserve_assistant_tail)
     if clamped is messages:
         estimated = sum(costs)
     else:

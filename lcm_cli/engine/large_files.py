@@ -431,7 +431,9 @@ class Interceptor:
         out: list[Any] = []
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
-            plain_text = kind == "text" and isinstance(block.get("text"), str) if isinstance(block, dict) else False
+            plain_text = (
+                kind == "text" and isinstance(block.get("text"), str) if isinstance(block, dict) else False
+            )
             if kind not in _RESULT_TYPES and not plain_text:
                 out.append(block)
                 continue
