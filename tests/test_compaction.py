@@ -149,7 +149,8 @@ def test_leaf_and_condensed_records_have_the_reference_fields(store: Store) -> N
         == f"2026-07-01T09:{(len(chunk) - 1) * 30 // 60:02d}:{(len(chunk) - 1) * 30 % 60:02d}.000Z"
     )
     assert leaf["descendant_count"] == 0 and leaf["descendant_token_count"] == 0
-    assert leaf["source_message_token_count"] == sum(msg_tokens) + estimate_tokens(speaker)
+    # The speaker label costs its own estimate, without the " | " that joins it to the header.
+    assert leaf["source_message_token_count"] == sum(msg_tokens) + estimate_tokens(speaker[3:])
     assert file_ids(leaf["file_ids"]) == ["file_00112233445566aa"]
     assert leaf["model"] == "test/head"
     links = store.conn.execute(

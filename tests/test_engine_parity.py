@@ -168,3 +168,33 @@ def test_prefill_stripping_stops_at_a_substantive_reply_and_keeps_an_assistant_o
     assert clamp([long, reply], 50) == [reply]
     assert clamp([long, reply], 50, preserve_assistant_tail=True) == [reply]
     assert clamp([long, thinking], 50, preserve_assistant_tail=True) == []
+
+
+# --- 3. what the threshold counts, what a sender line costs -------------------------------
+
+
+def test_threshold_counts_stored_tokens_and_a_leaf_source_pays_the_bare_speaker_label(home: Path) -> None:
+    from lcm_cli.engine import context_items as ci
+    from lcm_cli.engine.tokens import estimate_tokens
+
+    ingest(
+        home,
+        [
+            {"role": "user", "content": "hello there", "__openclaw": {"senderName": "Ada", "senderId": " "}},
+            {"role": "assistant", "content": [{"type": "text", "text": "hi Ada"}]},
+        ],
+    )
+    conn = sqlite3.connect(home / "lcm.db")
+    try:
+        items = ci.load_items(conn, 1)
+        stored = conn.execute("SELECT SUM(token_count) FROM messages").fetchone()[0]
+        user_tokens = conn.execute("SELECT token_count FROM messages WHERE role = 'user'").fetchone()[0]
+    finally:
+        conn.close()
+    # getContextTokenCount: the stored columns summed, no sender line.
+    assert ci.stored_context_tokens(items) == stored
+    # resolveMessageTokenCount: content tokens + estimateTokens("speaker (untrusted metadata): {...}");
+    # a blank field is not part of the sender.
+    label = 'speaker (untrusted metadata): {"senderName":"Ada"}'
+    assert items[0].tokens == user_tokens + estimate_tokens(label)
+    assert ci.speaker_line('{"senderName":"Ada","senderId":" "}') == " | " + label
