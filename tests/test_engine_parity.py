@@ -198,3 +198,38 @@ def test_threshold_counts_stored_tokens_and_a_leaf_source_pays_the_bare_speaker_
     label = 'speaker (untrusted metadata): {"senderName":"Ada"}'
     assert items[0].tokens == user_tokens + estimate_tokens(label)
     assert ci.speaker_line('{"senderName":"Ada","senderId":" "}') == " | " + label
+
+
+# --- 4. a threshold sweep that ends over its target ---------------------------------------
+
+
+def test_threshold_compaction_over_target_is_not_ok_and_keeps_its_pending_work(tmp_path: Path) -> None:
+    from lcm_cli.engine.compaction import Compactor
+    from lcm_cli.engine.store import Store
+    from tests.support.compaction_sim import HeadSummarizer, effective, new_conversation, turn_rows
+
+    with Store.open(tmp_path / "lcm.db") as store:
+        cid = new_conversation(store)
+        store.add_messages(cid, turn_rows(0, 60))
+        # A fresh tail larger than the threshold: compaction helps but cannot get under it.
+        compactor = Compactor(store, cid, effective(freshTailCount=40), HeadSummarizer())
+        first = compactor.compact(token_budget=1000, target="threshold")
+        assert (first["ok"], first["compacted"], first["reason"]) == (
+            False,
+            True,
+            "compacted but still over target",
+        )
+        assert first["result"]["tokensAfter"] > first["result"]["details"]["targetTokens"] == 750
+        # Nothing left to compact and still over: exhausted, zero rounds.
+        second = compactor.compact(token_budget=1000, target="threshold")
+        assert (second["ok"], second["compacted"], second["reason"], second.get("exhausted")) == (
+            False,
+            False,
+            "live context still exceeds target",
+            True,
+        )
+        assert second["result"]["details"]["rounds"] == 0
+        exhausted = compactor.compact(token_budget=1000, target="threshold", current_token_count=5000)
+        assert exhausted["reason"].endswith("transcript reset required") and exhausted["exhausted"]
+        manual = compactor.compact(token_budget=1000, manual=True)
+        assert (manual["ok"], manual["reason"], manual.get("exhausted")) == (False, "nothing to compact", None)
