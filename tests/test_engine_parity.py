@@ -157,7 +157,10 @@ def test_prefill_stripping_stops_at_a_substantive_reply_and_keeps_an_assistant_o
     from lcm_cli.engine.assembly import clamp, strip_trailing_assistants
 
     reply = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
-    call_only = {"role": "assistant", "content": [{"type": "toolCall", "id": "c", "name": "x", "arguments": {}}]}
+    call_only = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "c", "name": "x", "arguments": {}}],
+    }
     thinking = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm"}]}
     user = {"role": "user", "content": "q"}
     assert strip_trailing_assistants([user, reply, thinking], True) == [user, reply]
@@ -232,4 +235,53 @@ def test_threshold_compaction_over_target_is_not_ok_and_keeps_its_pending_work(t
         exhausted = compactor.compact(token_budget=1000, target="threshold", current_token_count=5000)
         assert exhausted["reason"].endswith("transcript reset required") and exhausted["exhausted"]
         manual = compactor.compact(token_budget=1000, manual=True)
-        assert (manual["ok"], manual["reason"], manual.get("exhausted")) == (False, "nothing to compact", None)
+        assert (manual["ok"], manual["reason"], manual.get("exhausted")) == (
+            False,
+            "nothing to compact",
+            None,
+        )
+
+
+# --- 5. manual compaction runs one sweep; chaining is an explicit option -------------------
+
+
+def test_manual_compaction_runs_one_sweep_unless_until_under_target(tmp_path: Path) -> None:
+    from lcm_cli.engine.compaction import Compactor
+    from lcm_cli.engine.store import Store
+    from tests.support.compaction_sim import HeadSummarizer, effective, new_conversation, turn_rows
+
+    outcomes = {}
+    for until in (False, True):
+        with Store.open(tmp_path / f"lcm-{until}.db") as store:
+            cid = new_conversation(store)
+            store.add_messages(cid, turn_rows(0, 120))
+            compactor = Compactor(store, cid, effective(maxSweepIterations=3), HeadSummarizer())
+            outcomes[until] = compactor.compact(token_budget=1000, manual=True, until_under_target=until)
+    one, chained = outcomes[False], outcomes[True]
+    # The reference's manual route: one sweep; over the budget after it is still ok ("compacted").
+    assert (one["ok"], one["reason"], one["result"]["details"]["rounds"], len(one["passes"])) == (
+        True,
+        "compacted",
+        1,
+        3,
+    )
+    assert one["result"]["tokensAfter"] > 1000
+    assert chained["result"]["details"]["rounds"] > 1 and len(chained["passes"]) > 3
+    assert chained["result"]["tokensAfter"] < one["result"]["tokensAfter"]
+
+
+def test_session_compact_takes_until_under_target_through_the_registry(home: Path) -> None:
+    words = " ".join(f"word{k}" for k in range(40))
+    ingest(
+        home, [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} {words}"} for i in range(200)]
+    )
+    rounds = {}
+    for until in (False, True):
+        data = call(
+            "session.compact",
+            {"session_id": "s1", "manual": True, "until_under_target": until, "token_budget": 1500},
+            openclaw_dir=str(home),
+        )["data"]
+        assert data["dryRun"] is True
+        rounds[until] = data["result"]["details"]["rounds"]
+    assert rounds[False] == 1

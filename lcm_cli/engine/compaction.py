@@ -674,11 +674,14 @@ class Compactor:
         force: bool = False,
         manual: bool = False,
         current_token_count: int | None = None,
+        until_under_target: bool = False,
     ) -> dict[str, Any]:
         """The engine's ``compact`` routing (§4.8), without breaker and spend guard.
 
-        ``manual`` (an operator's `lcm compact --apply`) and ``target="threshold"`` run
-        chained full sweeps; otherwise ``compactUntilUnder`` against the budget.
+        ``manual`` (an operator's `lcm compact --manual`) runs one full sweep, as the
+        reference; ``target="threshold"`` chains sweeps while they make progress and the
+        context is over the target. ``until_under_target`` (our option) chains a manual
+        run's sweeps the same way. Otherwise ``compactUntilUnder`` against the budget.
         """
         s = self.settings
         budget = s.budget(token_budget)
@@ -720,6 +723,8 @@ class Compactor:
                 break
             if not progressed or tokens + overhead <= target_tokens:
                 break
+            if target != "threshold" and not until_under_target:
+                break  # the reference chains threshold sweeps only
             if rounds >= s.max_sweep_iterations or self.clock() >= deadline:
                 break
         over = tokens + overhead > target_tokens

@@ -90,11 +90,15 @@ def _item(row: Sequence[Any]) -> Item | None:
             if line:
                 # The leaf source costs the speaker label only, not the " | " joining it.
                 tokens += estimate_tokens(line[3:])
-        return Item(ordinal, True, mid, None, role, tokens, None, m_created, m_tokens if m_tokens is not None else 0)
+        return Item(
+            ordinal, True, mid, None, role, tokens, None, m_created, m_tokens if m_tokens is not None else 0
+        )
     if depth is None:
         return None
     tokens = s_tokens if s_tokens and s_tokens > 0 else estimate_tokens(s_content or "")
-    return Item(ordinal, False, None, sid, None, tokens, depth, s_created, s_tokens if s_tokens is not None else 0)
+    return Item(
+        ordinal, False, None, sid, None, tokens, depth, s_created, s_tokens if s_tokens is not None else 0
+    )
 
 
 def _query(
