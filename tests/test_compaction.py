@@ -111,10 +111,11 @@ def test_leaf_source_text_headers_speaker_and_timezone(store: Store) -> None:
     )
     compactor = Compactor(store, cid, effective(timezone="Europe/Berlin"), HeadSummarizer())
     text, texts = compactor.leaf_source(compactor.items())
+    # The zone as the reference's Intl en-US short name spells it: "GMT+2", not "CEST".
     assert text == (
-        '[2026-07-01 11:05 CEST | user | speaker (untrusted metadata): {"senderId":"42","senderName":"Ada"}]\n'
+        '[2026-07-01 11:05 GMT+2 | user | speaker (untrusted metadata): {"senderId":"42","senderName":"Ada"}]\n'
         "deploy to prod\n\n"
-        "[2026-07-01 11:06 CEST | assistant]\ndone: see file_0123456789ABCDEF"
+        "[2026-07-01 11:06 GMT+2 | assistant]\ndone: see file_0123456789ABCDEF"
     )
     utc = Compactor(store, cid, effective(), HeadSummarizer())
     assert utc.leaf_source(utc.items())[0].startswith("[2026-07-01 09:05 UTC | user | speaker")

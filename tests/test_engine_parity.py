@@ -285,3 +285,58 @@ def test_session_compact_takes_until_under_target_through_the_registry(home: Pat
         assert data["dryRun"] is True
         rounds[until] = data["result"]["details"]["rounds"]
     assert rounds[False] == 1
+
+
+# --- 6. the summarizer's source text -------------------------------------------------------
+
+
+def test_leaf_source_leaves_out_the_thinking_of_a_tool_call_only_step(home: Path) -> None:
+    from lcm_cli.engine.compaction import Compactor
+    from lcm_cli.engine.store import Store
+    from tests.support.compaction_sim import HeadSummarizer, effective
+
+    ingest(
+        home,
+        [
+            {"role": "user", "content": "list files"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "PRIVATE plan: call ls"},
+                    {"type": "toolCall", "id": "call_1", "name": "ls", "arguments": {"path": "/tmp"}},
+                ],
+            },
+            {"role": "toolResult", "toolCallId": "call_1", "toolName": "ls", "content": "a.txt b.txt"},
+            {"role": "assistant", "content": [{"type": "text", "text": "two files"}]},
+        ],
+    )
+    with Store.open(home / "lcm.db") as store:
+        compactor = Compactor(store, 1, effective(), HeadSummarizer())
+        source = compactor.leaf_source(compactor.items())[0]
+    assert "PRIVATE" not in source
+    assert '| assistant]\nTool input (ls):\n{"path":"/tmp"}' in source
+
+
+@pytest.mark.parametrize(
+    ("zone", "stamp", "spelled"),
+    [
+        ("Asia/Tokyo", "2026-07-01T15:00:00.000Z", "2026-07-02 00:00 GMT+9"),
+        ("Europe/Berlin", "2026-07-01T15:00:00.000Z", "2026-07-01 17:00 GMT+2"),
+        ("Europe/London", "2026-01-01T00:00:00.000Z", "2026-01-01 00:00 GMT"),
+        ("Europe/Lisbon", "2026-01-01T00:00:00.000Z", "2026-01-01 00:00 GMT+0"),
+        ("Asia/Kolkata", "2026-07-01T15:00:00.000Z", "2026-07-01 20:30 GMT+5:30"),
+        ("America/St_Johns", "2026-07-01T15:00:00.000Z", "2026-07-01 12:30 GMT-2:30"),
+        ("America/New_York", "2026-07-01T15:00:00.000Z", "2026-07-01 11:00 EDT"),
+        ("America/Los_Angeles", "2026-01-01T00:00:00.000Z", "2025-12-31 16:00 PST"),
+        ("America/Adak", "2026-01-01T00:00:00.000Z", "2025-12-31 14:00 HAST"),
+        ("America/Mazatlan", "2026-07-01T15:00:00.000Z", "2026-07-01 08:00 GMT-7"),
+        ("Etc/UTC", "2026-07-01T15:00:00.000Z", "2026-07-01 15:00 UTC"),
+        ("UTC", "2026-07-01T15:00:00.000Z", "2026-07-01 15:00 UTC"),
+    ],
+)
+def test_header_times_spell_the_zone_as_intl_en_us_does(zone: str, stamp: str, spelled: str) -> None:
+    # Values from Node 24's Intl.DateTimeFormat("en-US", {timeZoneName: "short"}), which the
+    # reference's formatTimestamp uses (858 of 858 zone/date pairs agreed when this was written).
+    from lcm_cli.engine.leaf_source import header_time, zone_of
+
+    assert header_time(stamp, zone_of(zone)) == spelled

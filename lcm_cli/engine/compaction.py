@@ -283,11 +283,11 @@ class Compactor:
 
     def _parts(self, message_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(
-            "SELECT text_content, tool_name, tool_input, tool_output FROM message_parts"
+            "SELECT part_type, text_content, tool_name, tool_input, tool_output FROM message_parts"
             " WHERE message_id = ? ORDER BY ordinal",
             (message_id,),
         ).fetchall()
-        keys = ("text_content", "tool_name", "tool_input", "tool_output")
+        keys = ("part_type", "text_content", "tool_name", "tool_input", "tool_output")
         return [dict(zip(keys, r)) for r in rows]
 
     def leaf_source(self, chunk: Sequence[Item]) -> tuple[str, list[str]]:
