@@ -109,7 +109,10 @@ def test_engine_written_dag_reads_back_through_the_read_commands(tmp_path: Path)
     db = root / "lcm.db"
     with Store.open(db) as store:
         config = effective(summaryPrefixTargetTokens=150)
-        result = Compactor(store, cid, config, HeadSummarizer()).compact(token_budget=4000, manual=True)
+        # Chained sweeps (our explicit option) build a DAG deep enough to read back.
+        result = Compactor(store, cid, config, HeadSummarizer()).compact(
+            token_budget=4000, manual=True, until_under_target=True
+        )
         assert result["compacted"]
         check_invariants(store.conn, cid)
         counts = dict(store.conn.execute("SELECT kind, COUNT(*) FROM summaries GROUP BY kind").fetchall())
@@ -271,7 +274,15 @@ def test_apply_with_the_extractive_summarizer_reads_back(tmp_path: Path) -> None
     root, cid = _state(tmp_path, messages=500)
     base = ("--openclaw-dir", str(root))
     out = lcm(
-        *base, "compact", "--conversation-id", str(cid), "--token-budget", "4000", "--manual", "--apply"
+        *base,
+        "compact",
+        "--conversation-id",
+        str(cid),
+        "--token-budget",
+        "4000",
+        "--manual",
+        "--until-under-target",
+        "--apply",
     )
     assert out.code == 0, out.stderr
     data = out.json["data"]

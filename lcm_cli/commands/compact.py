@@ -55,7 +55,14 @@ def compact(
     force: Force = False,
     manual: Annotated[
         bool,
-        typer.Option("--manual", help="An operator's compaction: sweep even below the threshold."),
+        typer.Option("--manual", help="An operator's compaction: one sweep, even below the threshold."),
+    ] = False,
+    until_under_target: Annotated[
+        bool,
+        typer.Option(
+            "--until-under-target",
+            help="With --manual: chain sweeps while they make progress until under the target (ours).",
+        ),
     ] = False,
     current_token_count: CurrentTokenCount = None,
     model: Model = None,
@@ -81,6 +88,7 @@ def compact(
             "compaction_target": compaction_target,
             "force": force,
             "manual": manual,
+            "until_under_target": until_under_target,
             "current_token_count": current_token_count,
             "model": model,
         },

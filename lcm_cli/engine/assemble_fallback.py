@@ -10,45 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lcm_cli.engine.assembly import clamp, serialized_tokens
-
-_THINKING = frozenset({"thinking", "reasoning", "redacted_thinking"})
-
-
-def _substantive(message: dict[str, Any]) -> bool:
-    """An assistant message that says something: non-blank text or any non-reasoning block."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return bool(content.strip())
-    if not isinstance(content, list):
-        return False
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind in _THINKING:
-            continue
-        if kind == "text":
-            if isinstance(block.get("text"), str) and block["text"].strip():
-                return True
-            continue
-        return True
-    return False
+from lcm_cli.engine.assembly import clamp, serialized_tokens, strip_trailing_assistants
 
 
 def strip_prefill(messages: Sequence[dict[str, Any]], host_delivers_turn: bool) -> list[dict[str, Any]]:
     """Step 1: trailing assistant messages (prefill) are stripped from a live fallback.
 
     When the host delivers the current turn separately (``prompt`` given and
-    ``availableTools`` passed), a trailing assistant with substantive content is a real
-    reply and stays.
+    ``availableTools`` passed), stripping stops at an assistant with substantive content:
+    it is a real reply and stays.
     """
-    out = list(messages)
-    if host_delivers_turn and out and out[-1].get("role") == "assistant" and _substantive(out[-1]):
-        return out
-    while out and out[-1].get("role") == "assistant":
-        out.pop()
-    return out
+    return strip_trailing_assistants(messages, host_delivers_turn)
 
 
 def total_tokens(messages: Sequence[dict[str, Any]]) -> int:
@@ -56,9 +28,11 @@ def total_tokens(messages: Sequence[dict[str, Any]]) -> int:
     return sum(serialized_tokens(m) for m in messages)
 
 
-def bounded_live(messages: Sequence[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+def bounded_live(
+    messages: Sequence[dict[str, Any]], budget: int, preserve_assistant_tail: bool = False
+) -> list[dict[str, Any]]:
     """The bounded live fallback: live messages through the final serialized clamp (§6.7)."""
-    return clamp(list(messages), budget)
+    return clamp(list(messages), budget, preserve_assistant_tail=preserve_assistant_tail)
 
 
 def _suffix_within(messages: Sequence[dict[str, Any]], room: int) -> list[dict[str, Any]]:

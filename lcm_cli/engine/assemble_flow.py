@@ -252,14 +252,26 @@ def run(
             if fork.bounded:
                 suffix = fb.fork_suffix(live, fork.source_count)
                 if suffix:
-                    return _result(clamp(suffix, budget), budget, reason, projection=projection, details=base)
+                    return _result(
+                        clamp(suffix, budget, preserve_assistant_tail=host_turn),
+                        budget,
+                        reason,
+                        projection=projection,
+                        details=base,
+                    )
                 from lcm_cli.engine.bootstrap import bootstrap_budget
 
                 bounded = min(budget, bootstrap_budget(effective))
                 return _result(
-                    fb.bounded_live(live, bounded), budget, reason, projection=projection, details=base
+                    fb.bounded_live(live, bounded, host_turn),
+                    budget,
+                    reason,
+                    projection=projection,
+                    details=base,
                 )
-            return _result(fb.bounded_live(live, budget), budget, reason, projection=projection, details=base)
+            return _result(
+                fb.bounded_live(live, budget, host_turn), budget, reason, projection=projection, details=base
+            )
 
         debt = _debt(ctx, cid)
         if debt is not None and debt[0]:
@@ -279,7 +291,9 @@ def run(
             return live_fallback("no context items")
         if summaries == 0 and count < len(live) and not fork.bounded:
             return live_fallback("live history is longer than the stored context")
-        result = assemble_context(ctx.db, cid, effective, token_budget=budget, prompt=prompt)
+        result = assemble_context(
+            ctx.db, cid, effective, token_budget=budget, prompt=prompt, preserve_assistant_tail=host_turn
+        )
         messages: list[dict[str, Any]] = result["messages"]
         changed = False
         if fork.bounded:
@@ -305,7 +319,7 @@ def run(
                 # The cue is dropped first when the rest needs the room (§6.7).
                 messages, costs, cue = messages[1:], costs[1:], None
                 projection.pop("fingerprint", None)
-            messages = clamp(messages, budget, costs)
+            messages = clamp(messages, budget, costs, preserve_assistant_tail=host_turn)
             estimated = fb.total_tokens(messages)
         else:
             estimated = result["estimatedTokens"]
@@ -323,7 +337,7 @@ def run(
     except Exception as exc:
         # Step 15: whatever failed, the model still gets a bounded live context.
         return _result(
-            fb.bounded_live(live, budget),
+            fb.bounded_live(live, budget, host_turn),
             budget,
             "assembly failed",
             projection=None,

@@ -88,6 +88,59 @@ def _loads(text: Any) -> Any:
         return text
 
 
+_UNDEFINED: Any = object()
+
+
+def _stored_value(text: Any) -> Any:
+    """A stored JSON column as the reference reads it: absent or empty is undefined."""
+    if not isinstance(text, str) or not text:
+        return _UNDEFINED
+    return _loads(text)
+
+
+def _result_block(
+    part: Mapping[str, Any], raw_type: Any, raw: dict[str, Any] | None, name: Any, cid: Any
+) -> dict[str, Any]:
+    """A tool result block rebuilt from its part, as the reference's assembler does.
+
+    A result stored as a text block (e.g. an externalized ``[LCM Tool Output: ...]``
+    placeholder) comes back as that text block; otherwise the output comes from the
+    stored output, else the part's text, else the raw block.
+    """
+    text = part["text_content"]
+    if (
+        raw is not None
+        and isinstance(raw.get("text"), str)
+        and "output" not in raw
+        and "content" not in raw
+        and not part["tool_output"]
+        and (text is None or text == raw["text"])
+    ):
+        return {"type": "text", "text": raw["text"]}
+    kind = raw_type if raw_type in _RESULT_TYPES else "tool_result"
+    block: dict[str, Any] = {"type": kind}
+    if isinstance(name, str) and name:
+        block["name"] = name
+    output = _stored_value(part["tool_output"])
+    if output is not _UNDEFINED:
+        block["output"] = output
+    elif isinstance(text, str):
+        block["output"] = text
+    elif raw is not None and "output" in raw:
+        block["output"] = raw["output"]
+    elif raw is not None and "content" in raw:
+        block["content"] = raw["content"]
+    else:
+        block["output"] = ""
+    if raw is not None and isinstance(raw.get("is_error"), bool):
+        block["is_error"] = raw["is_error"]
+    elif raw is not None and isinstance(raw.get("isError"), bool):
+        block["isError"] = raw["isError"]
+    if isinstance(cid, str) and cid:
+        block["call_id" if kind == "function_call_output" else "tool_use_id"] = cid
+    return block
+
+
 def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str) -> dict[str, Any] | None:
     raw = meta.get("raw")
     raw_type = meta.get("rawType") or (raw.get("type") if isinstance(raw, dict) else None)
@@ -95,12 +148,14 @@ def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str
         name = part["tool_name"] or meta.get("toolName") or "unknown"
         cid = part["tool_call_id"] or meta.get("toolCallId")
         if raw_type in _RESULT_TYPES or (raw_type is None and role == "tool"):
-            output = _loads(part["tool_output"])
-            if raw_type == "function_call_output":
-                return {"type": raw_type, "call_id": cid, "output": output}
-            block: dict[str, Any] = {"type": raw_type or "tool_result", "name": name, "content": output}
-            block["tool_use_id"] = cid
-            return block
+            # The reference names the block only from the part (backfilled from raw).
+            name = part["tool_name"]
+            if isinstance(raw, dict):
+                raw_id = raw.get("id") or raw.get("call_id")
+                cid = part["tool_call_id"] or (raw_id if isinstance(raw_id, str) else None) or cid
+                raw_name = raw.get("name")
+                name = name or (raw_name if isinstance(raw_name, str) else None)
+            return _result_block(part, raw_type, raw if isinstance(raw, dict) else None, name, cid)
         arguments = _loads(part["tool_input"])
         if raw_type == "function_call":
             return {"type": raw_type, "call_id": cid, "name": name, "arguments": arguments}
@@ -412,15 +467,74 @@ def serialized_tokens(message: Mapping[str, Any]) -> int:
     return (_serialized_quarters(dict(message)) + 3) // 4
 
 
-def clamp(
-    messages: list[dict[str, Any]], budget: int, costs: list[int] | None = None
+_TOOL_CALL_TYPES = frozenset(
+    {"tool_use", "toolUse", "tool-use", "toolCall", "tool_call", "functionCall", "function_call"}
+)
+_NESTED_KEYS = ("content", "output", "result", "payload", "data", "value")
+_ARRAY_KEYS = ("segments", "utterances", "paragraphs", "alternatives", "words", "items", "results")
+
+
+def _has_tool_call_block(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_tool_call_block(v) for v in value)
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        kind = value.get("rawType")
+    if isinstance(kind, str) and kind in _TOOL_CALL_TYPES:
+        return True
+    return any(_has_tool_call_block(value.get(k)) for k in (*_NESTED_KEYS, *_ARRAY_KEYS))
+
+
+def substantive_assistant(message: Mapping[str, Any]) -> bool:
+    """An assistant message with visible text or a replayable tool call (the reference's rule)."""
+    from lcm_cli.engine.jsvalues import trim
+    from lcm_cli.migrate.transcript import _structured_text
+
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        return True
+    content = message.get("content")
+    text = _structured_text(content)
+    return bool(text and trim(text)) or _has_tool_call_block(content)
+
+
+def strip_trailing_assistants(
+    messages: Sequence[dict[str, Any]], preserve_substantive: bool = False
 ) -> list[dict[str, Any]]:
-    """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7)."""
+    """Drop trailing assistant messages (a prefill seed).
+
+    With ``preserve_substantive`` (the host delivers the current turn separately: it
+    passed ``prompt`` and ``availableTools``) stripping stops at an assistant that says
+    something: that is the completed previous reply.
+    """
+    out = list(messages)
+    while out and out[-1].get("role") == "assistant":
+        if preserve_substantive and substantive_assistant(out[-1]):
+            break
+        out.pop()
+    return out
+
+
+def clamp(
+    messages: list[dict[str, Any]],
+    budget: int,
+    costs: list[int] | None = None,
+    *,
+    preserve_assistant_tail: bool = False,
+) -> list[dict[str, Any]]:
+    """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7).
+
+    Leading orphaned tool results go, the newest evicted user turn comes back if none is
+    left, and trailing assistants are stripped as :func:`strip_trailing_assistants` does;
+    without ``preserve_assistant_tail`` a suffix of assistants only is kept unstripped.
+    """
     if costs is None:
         costs = [serialized_tokens(m) for m in messages]
-    if sum(costs) <= budget or not messages:
+    if sum(costs) <= max(1, math.floor(budget)) or not messages:
         return messages
-    target = math.floor(0.9 * budget)
+    target = max(1, math.floor(budget * 0.9))
     start = len(messages) - 1
     used = costs[start]
     while start > 0 and used + costs[start - 1] <= target:
@@ -434,9 +548,8 @@ def clamp(
         latest_user = next((m for m in reversed(evicted) if m.get("role") == "user"), None)
         if latest_user is not None:
             kept = [latest_user, *kept]
-    while len(kept) > 1 and kept[-1].get("role") == "assistant":
-        kept = kept[:-1]
-    return kept
+    stripped = strip_trailing_assistants(kept, preserve_assistant_tail)
+    return stripped if stripped or preserve_assistant_tail else kept
 
 
 # --------------------------------------------------------------------------
@@ -462,6 +575,7 @@ def assemble(
     prompt: str | None = None,
     fresh_tail_count: int | None = None,
     stub_large_tool_payloads: bool | None = None,
+    preserve_assistant_tail: bool = False,
 ) -> dict[str, Any]:
     """Assemble a conversation's context within the token budget.
 
@@ -494,7 +608,7 @@ def assemble(
     messages = tp.normalize(messages)
     messages = tp.sanitize_pairing(messages)
     costs = [serialized_tokens(m) for m in messages]
-    clamped = clamp(messages, budget, costs)
+    clamped = clamp(messages, budget, costs, preserve_assistant_tail=preserve_assistant_tail)
     if clamped is messages:
         estimated = sum(costs)
     else:

@@ -283,11 +283,11 @@ class Compactor:
 
     def _parts(self, message_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(
-            "SELECT text_content, tool_name, tool_input, tool_output FROM message_parts"
+            "SELECT part_type, text_content, tool_name, tool_input, tool_output FROM message_parts"
             " WHERE message_id = ? ORDER BY ordinal",
             (message_id,),
         ).fetchall()
-        keys = ("text_content", "tool_name", "tool_input", "tool_output")
+        keys = ("part_type", "text_content", "tool_name", "tool_input", "tool_output")
         return [dict(zip(keys, r)) for r in rows]
 
     def leaf_source(self, chunk: Sequence[Item]) -> tuple[str, list[str]]:
@@ -674,11 +674,14 @@ class Compactor:
         force: bool = False,
         manual: bool = False,
         current_token_count: int | None = None,
+        until_under_target: bool = False,
     ) -> dict[str, Any]:
         """The engine's ``compact`` routing (§4.8), without breaker and spend guard.
 
-        ``manual`` (an operator's `lcm compact --apply`) and ``target="threshold"`` run
-        chained full sweeps; otherwise ``compactUntilUnder`` against the budget.
+        ``manual`` (an operator's `lcm compact --manual`) runs one full sweep, as the
+        reference; ``target="threshold"`` chains sweeps while they make progress and the
+        context is over the target. ``until_under_target`` (our option) chains a manual
+        run's sweeps the same way. Otherwise ``compactUntilUnder`` against the budget.
         """
         s = self.settings
         budget = s.budget(token_budget)
@@ -720,6 +723,8 @@ class Compactor:
                 break
             if not progressed or tokens + overhead <= target_tokens:
                 break
+            if target != "threshold" and not until_under_target:
+                break  # the reference chains threshold sweeps only
             if rounds >= s.max_sweep_iterations or self.clock() >= deadline:
                 break
         over = tokens + overhead > target_tokens
@@ -736,13 +741,27 @@ class Compactor:
             spend = last.failure.startswith("summary spend")
             reason = "summary spend backoff open" if spend else "summarizer failed"
             return finish(False, bool(passes), reason, last.failure)
+        threshold_sweep = target == "threshold"
         if not passes:
-            if over:
-                exhausted = finish(False, False, "live context still exceeds target")
-                exhausted["exhausted"] = not last.stopped_at_budget
-                return exhausted
-            return finish(True, False, "nothing to compact" if manual else "already under target")
-        return finish(True, True, "compacted but still over target" if over else "compacted")
+            rounds = 0  # the reference reports rounds only when a sweep acted
+            if not over:
+                return finish(True, False, "already under target")
+            exhausted = threshold_sweep and not last.stopped_at_budget
+            if exhausted and observed:
+                reason = (
+                    "stored compaction exhausted but live context still exceeds target;"
+                    " transcript reset required"
+                )
+            else:
+                reason = "nothing to compact" if manual else "live context still exceeds target"
+            result = finish(False, False, reason)
+            if exhausted:
+                result["exhausted"] = True
+            return result
+        if over and threshold_sweep:
+            # The reference keeps the pending work: a threshold sweep is ok only under target.
+            return finish(False, True, "compacted but still over target")
+        return finish(True, True, "compacted")
 
 
 def _route_result(

@@ -309,6 +309,7 @@ def compact(ctx: Context, req: Request) -> Result:
             force=force,
             manual=manual,
             current_token_count=_option_int(req, "current_token_count"),
+            until_under_target=bool(extra.get("until_under_target")),
         )
         after = _snapshot(compactor)
     if breaker is not None:

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.jsvalues import stringify, trim
 from lcm_cli.engine.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
 from lcm_cli.engine.tokens import estimate_tokens
 
@@ -29,6 +30,7 @@ class Item(NamedTuple):
     tokens: int  # leaf-source tokens (messages) or summary tokens (§4.1)
     depth: int | None  # summaries only
     created_at: str | None
+    stored: int = 0  # the stored token_count (NULL as 0), what the threshold counts (§1.5)
 
 
 _ITEMS_SQL = """
@@ -61,10 +63,19 @@ def speaker_line(sender_metadata: str | None) -> str:
         return ""
     if not isinstance(parsed, dict):
         return ""
-    fields = {k: parsed[k] for k in ("senderId", "senderName", "senderUsername") if parsed.get(k)}
+    fields = {
+        k: parsed[k]
+        for k in ("senderId", "senderName", "senderUsername")
+        if isinstance(parsed.get(k), str) and trim(parsed[k])
+    }
     if not fields:
         return ""
-    return " | speaker (untrusted metadata): " + json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+    return " | " + sender_label(fields)
+
+
+def sender_label(fields: dict[str, Any]) -> str:
+    """``speaker (untrusted metadata): {...}``, the part of the header a leaf source costs."""
+    return "speaker (untrusted metadata): " + stringify(fields)
 
 
 def _item(row: Sequence[Any]) -> Item | None:
@@ -74,15 +85,20 @@ def _item(row: Sequence[Any]) -> Item | None:
         if role is None:
             return None
         tokens = m_tokens if m_tokens and m_tokens > 0 else estimate_tokens(m_content or "")
-        if sender:
+        if sender and role == "user":
             line = speaker_line(sender)
             if line:
-                tokens += estimate_tokens(line)
-        return Item(ordinal, True, mid, None, role, tokens, None, m_created)
+                # The leaf source costs the speaker label only, not the " | " joining it.
+                tokens += estimate_tokens(line[3:])
+        return Item(
+            ordinal, True, mid, None, role, tokens, None, m_created, m_tokens if m_tokens is not None else 0
+        )
     if depth is None:
         return None
     tokens = s_tokens if s_tokens and s_tokens > 0 else estimate_tokens(s_content or "")
-    return Item(ordinal, False, None, sid, None, tokens, depth, s_created)
+    return Item(
+        ordinal, False, None, sid, None, tokens, depth, s_created, s_tokens if s_tokens is not None else 0
+    )
 
 
 def _query(
@@ -180,8 +196,11 @@ def tail_boundary(
 
 
 def stored_context_tokens(items: Sequence[Item]) -> int:
-    """Σ message tokens + Σ summary tokens over the context (§1.5)."""
-    return sum(i.tokens for i in items)
+    """Σ stored ``token_count`` of the context's messages and summaries (§1.5).
+
+    No estimates and no sender lines: the reference sums the columns as stored.
+    """
+    return sum(i.stored for i in items)
 
 
 def chunk_is_intact(conn: sqlite3.Connection, conversation_id: int, chunk: Sequence[Item]) -> bool:

@@ -82,6 +82,28 @@ _MEDIA_HEADER = re.compile(r"\[media attached[^\]]*?:\s*([^\]\n]*)\]")
 _MIN_INLINE_IMAGE_TOKENS = 100
 
 
+_TOP_CALL_KEYS = ("toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id", "id")
+_BLOCK_CALL_KEYS = ("tool_use_id", "toolUseId", "tool_call_id", "toolCallId", "call_id", "id")
+_IMAGE_REFERENCE = re.compile(
+    r"^\[(?:(?:User|System|Tool|Assistant) image|Image): [^\]]*LCM file: file_[a-f0-9]{16}\]$"
+)
+
+
+def _first_str(record: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first string value among ``keys`` (JavaScript ``??``: an empty string counts)."""
+    for key in keys:
+        value = record.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _js_trim(text: str) -> str:
+    from lcm_cli.engine.jsvalues import trim
+
+    return trim(text)
+
+
 def new_file_id() -> str:
     """``file_`` + the first 16 hex digits of a random UUID."""
     return "file_" + uuid.uuid4().hex[:16]
@@ -393,57 +415,77 @@ class Interceptor:
         }
 
     def _tool_results(self, message: dict[str, Any]) -> dict[str, Any]:
+        from lcm_cli.migrate.transcript import _structured_text
+
         content = message.get("content")
-        tool = message.get("toolName") or message.get("tool_name")
         if isinstance(content, str):
             blocks: list[Any] = [{"type": "text", "text": content}]
         elif isinstance(content, list):
             blocks = list(content)
         else:
             return message
+        top_call = _first_str(message, _TOP_CALL_KEYS)
+        top_name = _first_str(message, ("toolName", "tool_name"))
+        top_error = message.get("isError", message.get("is_error"))
         changed = False
         out: list[Any] = []
         for block in blocks:
             kind = block.get("type") if isinstance(block, dict) else None
-            if kind not in _RESULT_TYPES and kind != "text":
+            plain_text = (
+                kind == "text" and isinstance(block.get("text"), str) if isinstance(block, dict) else False
+            )
+            if kind not in _RESULT_TYPES and not plain_text:
                 out.append(block)
                 continue
             assert isinstance(block, dict)
-            name = block.get("name") or tool or "tool"
-            if kind == "text":
-                value: Any = block.get("text")
+            if plain_text:
+                source: Any = block["text"]
+            elif "output" in block:
+                source = block.get("output")
+            elif "content" in block:
+                source = block.get("content")
             else:
-                value = block.get("output") if "output" in block else block.get("content", block)
-            text = _text_of(value)
-            if (
-                name == "lcm_describe"
-                or "| LCM file: file_" in text
-                or estimate_tokens(text) < self.threshold
-            ):
+                source = block
+            text = _structured_text(source)
+            if text is None or _IMAGE_REFERENCE.match(_js_trim(text)):
+                out.append(block)
+                continue
+            name = _first_str(block, ("name",))
+            name = name if name is not None else (top_name if top_name is not None else "tool-result")
+            call_id = _first_str(block, _BLOCK_CALL_KEYS)
+            call_id = call_id if call_id is not None else top_call
+            if name == "lcm_describe" or estimate_tokens(text) < self.threshold:
                 out.append(block)
                 continue
             data = text.encode("utf-8", "surrogatepass")
             file_name = f"{name}.txt"
             summary = exploration_summary(text, file_name, "text/plain")
             file_id = self._store(data, file_name, "text/plain", summary, "large_tool_result", True)
-            reference = tool_output_reference(file_id, str(name), len(data), summary)
-            call_id = (
-                block.get("tool_use_id")
-                or block.get("call_id")
-                or message.get("toolCallId")
-                or message.get("tool_call_id")
+            reference = tool_output_reference(file_id, name, len(data), summary)
+            raw_type = "function_call_output" if kind == "function_call_output" else "tool_result"
+            # The reference's compact block: a text block stays a text block (its type
+            # remembered in rawType), any other result becomes {type, output}.
+            compact: dict[str, Any] = (
+                {"type": "text", "text": reference, "rawType": raw_type}
+                if plain_text
+                else {"type": raw_type, "output": reference}
             )
-            compact: dict[str, Any] = {"type": kind if kind != "text" else "tool_result"}
-            if kind == "function_call_output":
-                compact["call_id"] = call_id
-                compact["output"] = reference
-            else:
-                compact["tool_use_id"] = call_id
-                compact["content"] = reference
-            error = block.get("is_error", block.get("isError", message.get("isError")))
-            if isinstance(error, bool):
-                compact["is_error"] = error
-            compact.update(name=name, toolOutputExternalized=True, externalizationReason="large_tool_result")
+            compact.update(
+                externalizedFileId=file_id,
+                originalByteSize=len(data),
+                toolOutputExternalized=True,
+                externalizationReason="large_tool_result",
+            )
+            if call_id:
+                compact["call_id" if raw_type == "function_call_output" else "tool_use_id"] = call_id
+            if isinstance(block.get("is_error"), bool):
+                compact["is_error"] = block["is_error"]
+            elif isinstance(block.get("isError"), bool):
+                compact["isError"] = block["isError"]
+            elif isinstance(top_error, bool):
+                compact["isError"] = top_error
+            if name:
+                compact["name"] = name
             out.append(compact)
             changed = True
         return {**message, "content": out} if changed else message

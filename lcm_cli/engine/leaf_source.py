@@ -42,13 +42,60 @@ def _local(stamp: str | None, zone: tzinfo) -> datetime | None:
     return None if moment is None else moment.astimezone(zone)
 
 
+# en-US (CLDR) has short names for the North American metazones only; every other
+# zone is spelled from its offset ("GMT+9", "GMT+5:30", "GMT" at zero).
+_US_SHORT_NAMES = frozenset(
+    {"EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT", "AKST", "AKDT", "HST", "HDT", "AST", "ADT"}
+)
+_NOT_US_METAZONE = frozenset(
+    {
+        "America/Havana",
+        "Cuba",
+        "America/Dawson",
+        "America/Whitehorse",
+        "Canada/Yukon",
+        "America/Hermosillo",
+        "America/Mazatlan",
+        "Mexico/BajaSur",
+    }
+)
+_ALEUTIAN = frozenset({"America/Adak", "America/Atka", "US/Aleutian"})
+_UTC_KEYS = frozenset(
+    {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"}
+    | {"Etc/GMT", "GMT", "Etc/Greenwich", "Greenwich", "Etc/GMT0", "GMT0"}
+    | {"Etc/GMT+0", "Etc/GMT-0", "GMT+0", "GMT-0"}
+)
+
+
+def zone_abbreviation(moment: datetime, zone: tzinfo) -> str:
+    """The zone as JavaScript's ``Intl.DateTimeFormat("en-US", {timeZoneName: "short"})`` spells it."""
+    key = getattr(zone, "key", None)
+    if zone is timezone.utc or key in _UTC_KEYS:
+        return "UTC"
+    name = moment.tzname() or ""
+    if (
+        name in _US_SHORT_NAMES
+        and isinstance(key, str)
+        and key.startswith(("America/", "US/", "Canada/", "Pacific/Honolulu", "Atlantic/Bermuda"))
+        and key not in _NOT_US_METAZONE
+    ):
+        return ("HA" + name[1:]) if key in _ALEUTIAN else name
+    offset = moment.utcoffset()
+    minutes = round(offset.total_seconds() / 60) if offset is not None else 0
+    if minutes == 0:
+        return "GMT" if name == "GMT" or key == "Antarctica/Troll" else "GMT+0"
+    sign = "+" if minutes > 0 else "-"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"GMT{sign}{hours}" + (f":{rest:02d}" if rest else "")
+
+
 def header_time(stamp: str | None, zone: tzinfo) -> str:
-    """``YYYY-MM-DD HH:mm <tz abbr>`` (``UTC`` literal for UTC); ``unknown`` when unreadable."""
+    """``YYYY-MM-DD HH:mm <zone>`` with the zone spelled as the reference's ``Intl`` does
+    (``UTC`` for UTC, ``PDT``, ``GMT+9``, ...); ``unknown`` when unreadable."""
     moment = _local(stamp, zone)
     if moment is None:
         return "unknown"
-    abbr = "UTC" if zone is timezone.utc else (moment.tzname() or "UTC")
-    return moment.strftime("%Y-%m-%d %H:%M ") + abbr
+    return moment.strftime("%Y-%m-%d %H:%M ") + zone_abbreviation(moment, zone)
 
 
 def xml_time(stamp: str | None, zone: tzinfo) -> str | None:
@@ -76,6 +123,8 @@ def _tool_sections(parts: Sequence[Mapping[str, Any]]) -> str:
     """Text rebuilt from parts when the stored content has none (tool calls and results)."""
     out: list[str] = []
     for part in parts:
+        if part.get("part_type") == "reasoning":
+            continue  # private thinking never reaches the summarizer, as in the reference
         name = part.get("tool_name") or "unknown"
         if part.get("text_content"):
             out.append(str(part["text_content"]))

@@ -212,6 +212,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "compaction_target",
             "force",
             "manual",
+            "until_under_target",
             "current_token_count",
             "model",
         ),

@@ -156,6 +156,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
     },
     "manual": {"type": "boolean", "default": False, "description": "an operator's compaction: always sweep"},
+    "until_under_target": {
+        "type": "boolean",
+        "default": False,
+        "description": "with manual: chain sweeps while they make progress until under the target (ours)",
+    },
     "current_token_count": {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
     "model": {
         "type": "string",
