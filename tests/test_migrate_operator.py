@@ -5,6 +5,7 @@ runtime honours them, `updatedAt` from the last message, dry-run totals."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,12 @@ def test_keep_prunes_migrate_backups_with_backup_retention(tmp_path: Path) -> No
     assert len(data["prunedBackups"]) == 2
     assert not any(Path(p).exists() or Path(p + ".manifest.json").exists() for p in data["prunedBackups"])
     assert Path(other.json["data"]["backupPath"]).exists()
+    # retention also runs when there is nothing to import (and so no new backup)
+    older = state / "lcm.db.migrate-sessions-20200101T000000000Z.bak"
+    shutil.copyfile(data["backupPath"], older)
+    idle = _migrate(state, "--apply", "--keep", "1")
+    assert idle["backupPath"] is None and idle["prunedBackups"] == [str(older)]
+    assert [p.name for p in _backups(state)] == [Path(data["backupPath"]).name]
 
 
 def test_keep_needs_apply(tmp_path: Path) -> None:

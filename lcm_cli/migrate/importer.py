@@ -134,7 +134,8 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
             files.append(StoreSource(source, snapshot_dir))
         if apply:
             reports, backup_path = _apply(ctx, files, keys, policy)
-            if backup_path is not None and keep is not None:
+            # Retention applies on every --apply run, also one with nothing to import.
+            if keep is not None:
                 from lcm_cli.engine.backup import prune_backups
 
                 pruned = prune_backups(ctx.database_path, keep, label=MIGRATE_BACKUP_LABEL)
