@@ -79,6 +79,17 @@ def stamp(minutes: float) -> str:
     return (START + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M:%S")
 
 
+# The live main session, whose transcript LCM has ingested (entry ids main_entry_id(i)).
+MAIN_SESSION = "9b1f0c2e-0000-4000-8000-000000000002"
+# Where the host recorded that transcript; lcm finds it again in a copied state dir.
+MAIN_TRANSCRIPT_RECORDED = f"/home/agent/.openclaw/agents/main/sessions/{MAIN_SESSION}.jsonl"
+
+
+def main_entry_id(index: int) -> str:
+    """The transcript entry id of DEBUG_TURNS[index] (as _Transcript numbers entries)."""
+    return f"{MAIN_SESSION[-2:]}{index + 1:06x}"
+
+
 # Transcripts from before LCM was installed (the database has neither session).
 CI_SHARDS_SESSION = "9b1f0c2e-0000-4000-8000-0000000000a1"
 TELEGRAM_SESSION = "9b1f0c2e-0000-4000-8000-0000000000a2"
@@ -222,8 +233,18 @@ def write_transcripts(out_dir: Path) -> Path:
     )
     chat.write(sessions / f"{TELEGRAM_SESSION}.jsonl", cut_last_line=True)
 
+    # The live session LCM holds (conversation 2): its transcript, as the host wrote it.
+    main = _Transcript(MAIN_SESSION, START)
+    for i, (role, text) in enumerate(DEBUG_TURNS):
+        if role == "tool":
+            body = {"role": "toolResult", "toolCallId": f"call_{i:02d}", "toolName": "exec"}
+            main.message(120 * i, {**body, "content": [{"type": "text", "text": text}], "isError": False})
+        else:
+            main.message(120 * i, _user(text) if role == "user" else _reply(text))
+    main.write(sessions / f"{MAIN_SESSION}.jsonl")
+
     index = {
-        "agent:main:main": {"sessionId": "9b1f0c2e-0000-4000-8000-000000000002", "updatedAt": 1780390800000},
+        "agent:main:main": {"sessionId": MAIN_SESSION, "updatedAt": 1780390800000},
         TELEGRAM_KEY: {"sessionId": TELEGRAM_SESSION, "updatedAt": 1779906935000, "chatType": "direct"},
     }
     (sessions / "sessions.json").write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
@@ -249,7 +270,8 @@ def build(out_dir: Path) -> Path:
         },
     }
     (out_dir / "openclaw.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    write_transcripts(out_dir)
+    sessions = write_transcripts(out_dir)
+    main_size = (sessions / f"{MAIN_SESSION}.jsonl").stat().st_size
 
     with Store.open(db_path) as store:
         old = store.create_conversation(
@@ -289,7 +311,12 @@ def build(out_dir: Path) -> Path:
         ids = store.add_messages(
             main,
             [
-                {"role": role, "content": text, "created_at": stamp(2 * i)}
+                {
+                    "role": role,
+                    "content": text,
+                    "created_at": stamp(2 * i),
+                    "transcript_entry_id": main_entry_id(i),
+                }
                 for i, (role, text) in enumerate(DEBUG_TURNS)
             ],
         )
@@ -338,10 +365,12 @@ def build(out_dir: Path) -> Path:
         )
         store.upsert_bootstrap_state(
             main,
-            session_file_path="/home/agent/.openclaw/agents/main/sessions/9b1f0c2e-0000-4000-8000-000000000002.jsonl",
-            last_seen_size=18342,
+            session_file_path=MAIN_TRANSCRIPT_RECORDED,
+            last_seen_size=main_size,
             last_seen_mtime_ms=1780387200000,
-            last_processed_offset=18342,
+            last_processed_offset=main_size,
+            last_processed_entry_id=main_entry_id(len(DEBUG_TURNS) - 1),
+            session_header_id=MAIN_SESSION,
             updated_at=stamp(44),
         )
 

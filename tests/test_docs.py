@@ -158,8 +158,10 @@ def test_command_has_a_valid_example(path: tuple[str, ...]) -> None:
     ]
     assert examples, f"`{_title(path)}` has no `Example:` line in its docstring"
     for example in examples:
-        tokens = shlex.split(example)
-        assert tokens[0] == "lcm", f"example of `{_title(path)}` does not start with lcm: {example}"
+        # `echo '{...}' | lcm ...` feeds stdin: the command is the last segment
+        segments = _lcm_segments([example])
+        assert segments, f"example of `{_title(path)}` runs no lcm command: {example}"
+        tokens = segments[-1]
         resolved, problems = parse_command_line(tokens)
         assert not problems, "\n".join(problems)
         assert resolved == path, f"example of `{_title(path)}` runs `{_title(resolved)}`: {example}"

@@ -119,7 +119,8 @@ def test_demo_backfill_of_the_bundled_transcripts(tmp_path: Path) -> None:
     assert again["importedMessages"] == 0
     assert {f["status"] for f in again["files"]} == {"up-to-date"}
     verified = lcm(*base, "migrate-sessions", "--verify").json["data"]
-    assert verified["completeFiles"] == 2 and verified["incompleteFiles"] == 0
+    # the two old transcripts, and the live session LCM already held
+    assert verified["completeFiles"] == 3 and verified["incompleteFiles"] == 0
 
     made = lcm(*base, "backup").json["data"]
     checked = lcm(*base, "backup", "verify", made["backupPath"])
@@ -128,3 +129,14 @@ def test_demo_backfill_of_the_bundled_transcripts(tmp_path: Path) -> None:
     table = lcm(*base, "migrate-sessions", "--verify", "--format", "table")
     assert f"{SHARDS}.jsonl" in table.stdout and "complete" in table.stdout
     assert str(work) not in table.stdout.split("files")[-1]  # rows name the file, not its path
+
+
+def test_a_fresh_copy_of_the_example_is_healthy(tmp_path: Path) -> None:
+    """doctor passes on it, and rotate finds the main session's transcript in the copy."""
+    work = tmp_path / "copy"
+    shutil.copytree(EXAMPLE, work)
+    doctor = lcm("--openclaw-dir", str(work), "doctor")
+    assert doctor.code == 0, doctor.stdout
+    rotate = lcm("--openclaw-dir", str(work), "rotate", "--session-key", "agent:main:main")
+    assert rotate.code == 0, rotate.stderr
+    assert rotate.json["data"]["transcript"]["sessionFile"].startswith(str(work))

@@ -195,10 +195,10 @@ def test_a_scanning_child_killed_fails_its_files_in_a_dry_run(
     real = importer._read_one
     victim = str(state / "agents" / "main" / "sessions" / "p2.jsonl")
 
-    def read_one(conn: Any, path: str, keys: dict[str, str], *, verify: bool) -> Any:
+    def read_one(conn: Any, path: str, *args: Any, **kwargs: Any) -> Any:
         if path == victim:
             os.kill(os.getpid(), signal.SIGKILL)
-        return real(conn, path, keys, verify=verify)
+        return real(conn, path, *args, **kwargs)
 
     order = [r["file"] for r in migrate(state, tmp_path / "lcm.db", monkeypatch, "0")["files"]]
     monkeypatch.setattr(importer, "_read_one", read_one)

@@ -127,7 +127,9 @@ def test_rerun_imports_nothing_and_a_grown_transcript_adds_only_new_entries(stat
     again = migrate(state, "--apply")
     assert again["importedMessages"] == 0 and again["importedFiles"] == 0
     assert {f["status"] for f in again["files"]} == {"up-to-date"}
-    assert again["backupPath"] and Path(again["backupPath"]).name.startswith("lcm.db.migrate-sessions-")
+    # nothing would be written, so no backup is taken (issue 16)
+    assert again["backupPath"] is None and again["backupSkippedReason"] == "nothing-to-write"
+    assert not list(state.glob("lcm.db.migrate-sessions-*.bak"))[1:]  # only the first run's
     assert rows(db, "SELECT COUNT(*) FROM messages")[0][0] == before
     # the transcript grows: only the new entries are added, after the existing seq
     path = state / "agents/main/sessions/s0.jsonl"
@@ -146,6 +148,7 @@ def test_rerun_imports_nothing_and_a_grown_transcript_adds_only_new_entries(stat
     )
     grown = migrate(state, "--apply")
     assert grown["importedMessages"] == 1
+    assert grown["backupPath"] and Path(grown["backupPath"]).name.startswith("lcm.db.migrate-sessions-")
     (cid,) = rows(db, "SELECT conversation_id FROM conversations WHERE session_id = 's0'")[0]
     assert (
         rows(

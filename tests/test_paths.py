@@ -93,3 +93,18 @@ def test_resolver_functions_directly(tmp_path: Path) -> None:
     assert paths.resolve_database_path(None, env, {"dbPath": "  "}, state) == str(
         tmp_path / ".openclaw" / "lcm.db"
     )
+
+
+def test_locate_transcript_finds_a_moved_state_dirs_transcript(tmp_path: Path) -> None:
+    from lcm_cli.engine.paths import locate_transcript
+
+    moved = tmp_path / "agents" / "main" / "sessions" / "s.jsonl"
+    moved.parent.mkdir(parents=True)
+    moved.write_text("{}\n")
+    recorded = "/home/gone/.openclaw/agents/main/sessions/s.jsonl"
+    assert locate_transcript(recorded, str(tmp_path)) == str(moved)
+    assert locate_transcript("/home/gone/.openclaw/agents/other/sessions/s.jsonl", str(tmp_path)).startswith(
+        "/home/gone"
+    )
+    assert locate_transcript(str(moved), None) == str(moved)
+    assert locate_transcript("/elsewhere/s.jsonl", str(tmp_path)) == "/elsewhere/s.jsonl"

@@ -143,7 +143,7 @@ def after_turn(
     compacted now (proactiveThresholdCompactionMode inline) or one threshold debt row is
     recorded for `lcm maintain` (deferred, the default).
 
-    Example: lcm after-turn --session-id s1 --session-key agent:main:main --pre-prompt-message-count 40 --file live.json
+    Example: echo '[{"role": "user", "content": "Is the nightly green?"}]' | lcm after-turn --session-id 9b1f0c2e-0000-4000-8000-000000000002 --session-key agent:main:main --pre-prompt-message-count 0
     """
     run(
         ctx,

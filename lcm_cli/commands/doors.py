@@ -39,7 +39,7 @@ def hook(
     stdin means {}, e.g. {"sessionKey": "agent:main:main", "count": 5}. Errors go to
     stderr with the usual exit statuses.
 
-    Example: lcm hook messages.tail
+    Example: echo '{"sessionKey": "agent:main:main", "count": 5}' | lcm hook messages.tail
     """
     _route(ctx, ["hook"] + (["--list"] if list else []) + ([operation] if operation else []))
 

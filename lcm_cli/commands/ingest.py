@@ -46,7 +46,7 @@ def ingest(
     the reason. Bad JSON or invalid UTF-8 is an INVALID_INPUT error naming the line, and
     nothing is written. Ingest never compacts.
 
-    Example: lcm ingest --session-id s1 --session-key agent:main:main --file turn.jsonl
+    Example: echo '{"role": "user", "content": "Is the nightly green now?"}' | lcm ingest --session-id 9b1f0c2e-0000-4000-8000-000000000002 --session-key agent:main:main
     """
     run(
         ctx,
@@ -90,7 +90,7 @@ def session_bootstrap(
     session is read from the host's SQLite store (--host-store, else the agent's
     openclaw-agent.sqlite under the state dir), once, when lcm has no conversation for it.
 
-    Example: lcm session bootstrap --session-id s1 --session-file ~/.openclaw/agents/main/sessions/s1.jsonl
+    Example: lcm session bootstrap --session-id 9b1f0c2e-0000-4000-8000-0000000000a1 --session-file ~/.openclaw/agents/main/sessions/9b1f0c2e-0000-4000-8000-0000000000a1.jsonl
     """
     run(
         ctx,

@@ -40,11 +40,23 @@ def migrate_sessions(
     ] = None,
     apply: Annotated[
         bool,
-        typer.Option("--apply", help="Write: back up the database, then import (one transaction per file)."),
+        typer.Option(
+            "--apply",
+            help="Write: back up the database if anything would be imported, then import (one "
+            "transaction per file).",
+        ),
     ] = False,
     verify: Annotated[
         bool, typer.Option("--verify", help="Read-only: check every transcript entry is in the database.")
     ] = False,
+    keep: Annotated[
+        Optional[int],
+        typer.Option(
+            "--keep",
+            metavar="N",
+            help="With --apply, afterwards keep only the newest N `migrate-sessions` backups.",
+        ),
+    ] = None,
     json: Annotated[
         bool, typer.Option("--json", help="Accepted for compatibility; JSON is the default output.")
     ] = False,
@@ -80,6 +92,7 @@ def migrate_sessions(
             "max_files": max_files,
             "apply": apply,
             "verify": verify,
+            "keep": keep,
             "json": json,
             "verbose": verbose,
             "state_dir": state_dir,

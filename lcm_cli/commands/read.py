@@ -155,13 +155,13 @@ def summaries_list(
 def summaries_show(
     ctx: typer.Context,
     summary_id: Annotated[
-        str, typer.Argument(metavar="SUMMARY_ID", help="A summary id such as sum_0123456789abcdef.")
+        str, typer.Argument(metavar="SUMMARY_ID", help="A summary id such as sum_1b2c3d4e5f607182.")
     ],
     max_tokens: MaxTokens = None,
 ) -> None:
     """One summary with full content, its parents (summaries that consume it), its children
     (its source summaries) and its source messages.
 
-    Example: lcm summaries show sum_0123456789abcdef --format table
+    Example: lcm summaries show sum_1b2c3d4e5f607182 --format table
     """
     run(ctx, "summaries.show", {"max_tokens": max_tokens}, args=(summary_id,))

@@ -119,7 +119,7 @@ def describe(
     A summary shows its time range, parents, children, source message ids and file ids; a
     file its metadata, exploration summary and content up to --max-bytes.
 
-    Example: lcm describe sum_0123456789abcdef --max-tokens 800
+    Example: lcm describe sum_1b2c3d4e5f607182 --max-tokens 800
     """
     run(
         ctx,
@@ -149,7 +149,7 @@ def expand(
 
     Reports what was left out and a cursor that continues exactly there.
 
-    Example: lcm expand sum_0123456789abcdef --max-tokens 2000
+    Example: lcm expand sum_1b2c3d4e5f607182 --max-tokens 2000
     """
     run(
         ctx,

@@ -48,6 +48,7 @@ class ScanInput:
     agent_ids: list[str]
     now_ms: int
     memo: dict[str, Any] = field(default_factory=dict)  # facts several checks share
+    state_dir: str | None = None  # where a moved state dir's transcripts are found again
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Run one read query."""

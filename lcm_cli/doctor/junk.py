@@ -118,7 +118,9 @@ def orphaned_conversations(source: ScanInput) -> dict[int, str]:
             WHERE b.session_file_path IS NOT NULL AND trim(b.session_file_path) != ''{where}""",
         params,
     )
-    return {r[0]: r[1] for r in rows if not os.path.exists(r[1])}
+    from lcm_cli.engine.paths import locate_transcript
+
+    return {r[0]: r[1] for r in rows if not os.path.exists(locate_transcript(r[1], source.state_dir))}
 
 
 def _class_check(name: str) -> Any:

@@ -78,6 +78,7 @@ def scan_input(ctx: Context, scope: Scope, now_ms: int | None = None) -> ScanInp
         database_path=ctx.database_path,
         agent_ids=agent_ids(ctx.db, ctx.config_root, has_key),
         now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        state_dir=ctx.state_dir,
     )
 
 

@@ -68,3 +68,21 @@ def resolve_database_path(
     if chosen:
         return _expand(chosen, resolve_home(env))
     return os.path.join(state_dir, "lcm.db")
+
+
+def locate_transcript(recorded: str, state_dir: str | None) -> str:
+    """The transcript a checkpoint recorded, found again in ``state_dir`` if the state dir moved.
+
+    A state dir restored to another home or copied elsewhere keeps its checkpoints'
+    absolute paths (``<old state dir>/agents/<agent>/sessions/<file>``); when that file is
+    gone and ``<state_dir>/agents/<agent>/sessions/<file>`` exists, that one is the
+    session's transcript. Otherwise ``recorded`` is returned unchanged.
+    """
+    if not recorded or not state_dir or os.path.exists(recorded):
+        return recorded
+    parts = recorded.replace("\\", "/").split("/")
+    for index in range(len(parts) - 4, -1, -1):
+        if parts[index] == "agents" and parts[index + 2] == "sessions":
+            moved = os.path.join(state_dir, "agents", parts[index + 1], "sessions", *parts[index + 3 :])
+            return moved if os.path.isfile(moved) else recorded
+    return recorded

@@ -83,6 +83,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "max_files",
             "apply",
             "verify",
+            "keep",
             "json",
             "verbose",
             "state_dir",

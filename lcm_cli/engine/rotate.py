@@ -481,11 +481,13 @@ def _resolve(
             conversationId=cid,
         )
     path = session_file
+    recorded = False
     if not path and _has_checkpoints(conn):
         found = conn.execute(
             "SELECT session_file_path FROM conversation_bootstrap_state WHERE conversation_id = ?", (cid,)
         ).fetchone()
         path = found[0] if found is not None else None
+        recorded = bool(path)
     from lcm_cli.engine.host_store import store_for_session
 
     # OpenClaw 2026.7.2+ keeps transcripts as rows of its SQLite store, not JSONL files.
@@ -508,6 +510,10 @@ def _resolve(
             conversationId=cid,
         )
     path = os.path.abspath(os.path.expanduser(path))
+    if recorded:
+        from lcm_cli.engine.paths import locate_transcript
+
+        path = locate_transcript(path, state_dir)
     if not os.path.isfile(path):
         raise unavailable(
             "transcript_unavailable",

@@ -19,7 +19,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.errors import LcmError, invalid_argument
@@ -27,6 +27,9 @@ from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
 from lcm_cli.engine.timefilter import parse_iso_timestamp
 from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.sessions import SessionPolicy
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -42,6 +45,11 @@ APPLY_READERS = 2
 # through small files while the other is on a large one.
 STAGING_AHEAD_MIB = 64
 _STAGE_SCHEMA = "stage"
+# Backups --apply takes are `<db>.migrate-sessions-<stamp>.bak`; --keep prunes this label
+# with lcm backup's retention.
+MIGRATE_BACKUP_LABEL = "migrate-sessions"
+# Sessions the runtime would not store (SessionPolicy): skipped, with this reason.
+EXCLUSION_REASONS = ("ignored-session", "stateless-session")
 
 
 def parse_since(text: str) -> int:
@@ -101,8 +109,17 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         limit=extra.get("max_files"),
     )
     keys = session_keys(ctx.state_dir, dirs_given)
+    from lcm_cli.engine.sessions import SessionPolicy
+
+    policy = SessionPolicy.from_config(ctx.effective)
+    keep = extra.get("keep")
+    if keep is not None and not apply:
+        raise invalid_argument(
+            "--keep prunes the backups --apply takes; use it with --apply.", {"keep": keep}
+        )
     mode = "apply" if apply else "verify" if verify else "dry-run"
     backup_path = None
+    pruned: list[str] = []
     snapshot_dir = None
     files: list[Source] = []
     try:
@@ -116,9 +133,14 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
                 snapshot_dir = make_stage_dir()
             files.append(StoreSource(source, snapshot_dir))
         if apply:
-            reports, backup_path = _apply(ctx, files, keys)
+            reports, backup_path = _apply(ctx, files, keys, policy)
+            # Retention applies on every --apply run, also one with nothing to import.
+            if keep is not None:
+                from lcm_cli.engine.backup import prune_backups
+
+                pruned = prune_backups(ctx.database_path, keep, label=MIGRATE_BACKUP_LABEL)
         else:
-            reports = _read_only(ctx, files, keys, verify=verify)
+            reports = _read_only(ctx, files, keys, policy, verify=verify)
     finally:
         if snapshot_dir is not None:
             from lcm_cli.migrate.staging import remove_stage_dir
@@ -139,9 +161,25 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         "importedMessages": sum(r["importedMessages"] for r in reports),
         "skippedLines": sum(r["skippedLines"]["count"] for r in reports),
     }
+    if apply:
+        data["backupSkippedReason"] = (
+            None if backup_path is not None or not os.path.exists(ctx.database_path) else "nothing-to-write"
+        )
+        if keep is not None:
+            data["prunedBackups"] = pruned
+    elif not verify:
+        would = [r for r in reports if r["status"] == "would-import"]
+        data["wouldImportFiles"] = len(would)
+        data["wouldImportMessages"] = sum(r.get("wouldImportMessages") or 0 for r in reports)
+        data["wouldCreateConversations"] = sum(1 for r in would if r.get("conversation") == "new")
+    excluded = Counter(r["reason"] for r in reports if r.get("reason") in EXCLUSION_REASONS)
+    data["excludedSessions"] = {"count": sum(excluded.values()), "byReason": dict(sorted(excluded.items()))}
     if verify:
         data["completeFiles"] = by_status["complete"]
         data["incompleteFiles"] = by_status["incomplete"]
+        data["incompleteByReason"] = dict(
+            sorted(Counter(r["reason"] for r in reports if r["status"] == "incomplete").items())
+        )
     # As the reference importer: a file that failed (also in a dry run) makes the run exit 1,
     # with the whole report still on stdout.
     data["exitStatus"] = 1 if data["errorFiles"] else 0
@@ -180,10 +218,32 @@ def _fail(report: dict[str, Any], reason: str, error: str) -> dict[str, Any]:
     return report
 
 
+def _excluded(report: dict[str, Any], policy: SessionPolicy | None) -> bool:
+    """Mark a session the runtime would not store (ignored or stateless) as skipped, and why."""
+    if policy is None:
+        return False
+    exclusion = policy.exclusion(report.get("sessionId"), report.get("sessionKey"))
+    if exclusion is None:
+        return False
+    if exclusion == "excluded":
+        reason, why = "ignored-session", "ignoreSessionPatterns"
+    else:
+        reason, why = "stateless-session", "statelessSessionPatterns (skipStatelessSessions is on)"
+    report.update(status="skipped", reason=reason)
+    report["warnings"].append(f"not imported: the session matches {why}, as the runtime would not store it")
+    return True
+
+
 def _scan(
-    source: str | StoreSource, report: dict[str, Any], keys: dict[str, str], *, building: bool = False
+    source: str | StoreSource,
+    report: dict[str, Any],
+    keys: dict[str, str],
+    *,
+    building: bool = False,
+    policy: SessionPolicy | None = None,
 ) -> Any:
-    """Scan one transcript into ``report``; None when the file cannot be read.
+    """Scan one transcript into ``report``; None when the file cannot be read, or its
+    session is one ``policy`` excludes (the report then says why).
 
     ``building``: its rows will be built next (small files are then parsed only once).
     A store session is first written to a private JSONL snapshot (one line per event),
@@ -222,6 +282,9 @@ def _scan(
         report["sessionId"] = transcript.session_id
         report["candidateMessages"] = transcript.candidate_count
         _note_skipped_lines(report, skipped, "seq")
+        if _excluded(report, policy):
+            _forget(snap.path)
+            return None
         return transcript
     try:
         transcript = scan_transcript(source, keep_parsed=building)
@@ -232,6 +295,8 @@ def _scan(
     report["sessionKey"] = keys.get(transcript.session_id)
     report["candidateMessages"] = transcript.candidate_count
     _note_skipped_lines(report, list(transcript.skipped))
+    if _excluded(report, policy):
+        return None
     return transcript
 
 
@@ -253,7 +318,7 @@ def _snapshot_of(source: str | StoreSource, transcript: Any) -> str | None:
 
 
 def _read_only(
-    ctx: Context, files: list[Source], keys: dict[str, str], *, verify: bool
+    ctx: Context, files: list[Source], keys: dict[str, str], policy: SessionPolicy | None, *, verify: bool
 ) -> list[dict[str, Any]]:
     from lcm_cli.migrate.pipeline import ReaderDied, map_in_children, worker_count
 
@@ -265,7 +330,7 @@ def _read_only(
         reports = []
         for index, path in enumerate(files):
             ctx.report_progress(stage, index, len(files))
-            reports.append(_read_one(conn, path, keys, verify=verify))
+            reports.append(_read_one(conn, path, keys, policy, verify=verify))
         ctx.report_progress("done", len(files), len(files))
         return reports
     # Files are independent here: forked children scan them (and query their own
@@ -277,7 +342,7 @@ def _read_only(
             from lcm_cli.engine.db.connection import open_read_only
 
             opened.append(open_read_only(ctx.database_path, timeout_ms=ctx.timeout_ms))
-        return _read_one(opened[0] if opened else None, files[index], keys, verify=verify)
+        return _read_one(opened[0] if opened else None, files[index], keys, policy, verify=verify)
 
     sizes = [_size_of(path) for path in files]
     slots: list[dict[str, Any] | None] = [None] * len(files)
@@ -303,11 +368,16 @@ def _size_of(path: Source) -> int:
 
 
 def _read_one(
-    conn: sqlite3.Connection | None, path: Source, keys: dict[str, str], *, verify: bool
+    conn: sqlite3.Connection | None,
+    path: Source,
+    keys: dict[str, str],
+    policy: SessionPolicy | None,
+    *,
+    verify: bool,
 ) -> dict[str, Any]:
     """The dry-run or verify report of one file."""
     report = _report(path)
-    transcript = _scan(path, report, keys)
+    transcript = _scan(path, report, keys, policy=policy)
     if transcript is not None:
         try:
             if verify:
@@ -402,6 +472,17 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
                 missing.append({"entryId": candidate.entry_id, "line": candidate.line})
     report["conversationId"] = ids[0] if len(ids) == 1 else (ids or None)
     report["status"] = "complete" if not missing and not without_id else "incomplete"
+    if missing:
+        report["reason"] = "missing-entries"
+        report["hint"] = (
+            f"{len(missing)} transcript entries are not in the database; run migrate-sessions --apply"
+        )
+    elif without_id:
+        report["reason"] = "entries-without-id"
+        report["hint"] = (
+            f"{without_id} messages of this (legacy) transcript carry no entry id, so their presence "
+            "cannot be proven entry by entry; this is expected for transcripts older than entry ids"
+        )
     report["verifiedEntries"] = checked
     report["missingEntries"] = len(missing)
     report["missing"] = missing[:MAX_LISTED_MISSING]
@@ -412,17 +493,24 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
 
 
 def _apply(
-    ctx: Context, files: list[Source], keys: dict[str, str]
+    ctx: Context, files: list[Source], keys: dict[str, str], policy: SessionPolicy | None = None
 ) -> tuple[list[dict[str, Any]], str | None]:
     from lcm_cli.engine.store import Store
 
     backup_path = None
     if files and os.path.exists(ctx.database_path):
+        # A dry run first: when no file would import a message, nothing is written and no
+        # backup is taken (a re-run would otherwise copy the whole database every time).
+        preview = _read_only(ctx, files, keys, policy, verify=False) if _readable(ctx) else None
+        if preview is not None and not any(r["status"] == "would-import" for r in preview):
+            for report in preview:
+                report.pop("wouldImportMessages", None)
+            return preview, None
         from lcm_cli.engine.backup import create_backup
         from lcm_cli.engine.config_file import backup_stamp
 
         # The reference importer's name, through lcm backup's online copy and checks.
-        out = f"{ctx.database_path}.migrate-sessions-{backup_stamp()}.bak"
+        out = f"{ctx.database_path}.{MIGRATE_BACKUP_LABEL}-{backup_stamp()}.bak"
         backup_path = create_backup(ctx.database_path, out=out)["backupPath"]
     reports: list[dict[str, Any]] = []
     if not files:
@@ -448,7 +536,9 @@ def _apply(
         known = _known_sessions(ctx.database_path)
         for w in range(count):
             mine = [path for path, o in zip(files, owner) if o == w]
-            produce = functools.partial(_produce, files=mine, keys=keys, known=known, stage_dir=stage_dir)
+            produce = functools.partial(
+                _produce, files=mine, keys=keys, known=known, stage_dir=stage_dir, policy=policy
+            )
             readers.append(Reader(produce, credits=STAGING_AHEAD_MIB))
     try:
         store = Store.open(ctx.database_path)
@@ -472,7 +562,7 @@ def _apply(
             reader = readers[owner[index]] if readers else None
             if reader is None:
                 report = _report(path)
-                scanned = _scan(path, report, keys, building=True)
+                scanned = _scan(path, report, keys, building=True, policy=policy)
                 try:
                     reports.append(_write_file(store, scanned, report))
                 finally:
@@ -491,7 +581,7 @@ def _apply(
                 # Its conversation was created since the readers started (a live host):
                 # read the file here, against what the database now holds.
                 report = _report(path)
-                rescanned = _scan(path, report, keys, building=True)
+                rescanned = _scan(path, report, keys, building=True, policy=policy)
                 try:
                     report = _write_file(store, rescanned, report)
                 finally:
@@ -510,6 +600,15 @@ def _apply(
         store.close()
         staging.remove_stage_dir(stage_dir)
     return reports, backup_path
+
+
+def _readable(ctx: Context) -> bool:
+    """True when the database reads (else the backup or the writer reports what is wrong)."""
+    try:
+        ctx.db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except (LcmError, sqlite3.Error, OSError):
+        return False
+    return True
 
 
 def _share_out(files: list[Source], count: int) -> list[int]:
@@ -595,7 +694,13 @@ class _Handoff(NamedTuple):
 
 
 def _produce(
-    send: Any, acquire: Any, files: list[Source], keys: dict[str, str], known: set[str], stage_dir: str
+    send: Any,
+    acquire: Any,
+    files: list[Source],
+    keys: dict[str, str],
+    known: set[str],
+    stage_dir: str,
+    policy: SessionPolicy | None = None,
 ) -> None:
     """The reader process: per file, its report and scan, and for a new session its rows."""
     from lcm_cli.migrate.staging import StagingWriter, discard
@@ -611,7 +716,7 @@ def _produce(
                 fresh = read_header(path).session_id not in known
         except LcmError:
             fresh = False  # _scan reports it
-        transcript = _scan(path, report, keys, building=fresh)
+        transcript = _scan(path, report, keys, building=fresh, policy=policy)
         build = False
         if transcript is not None:
             session_id = transcript.session_id
@@ -799,10 +904,16 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         if batch:
             store.add_messages(conversation_id, batch)
     report["warnings"].extend(selection.warnings)
+    # updatedAt is the last message's time, not the import's: "most recently updated"
+    # stays the order the conversations were had in.
     conn.execute(
         """UPDATE conversations SET bootstrapped_at = COALESCE(bootstrapped_at, datetime('now')),
-           updated_at = datetime('now') WHERE conversation_id = ?""",
-        (conversation_id,),
+           updated_at = COALESCE(
+             (SELECT created_at FROM messages WHERE conversation_id = ?
+              ORDER BY julianday(created_at) DESC, seq DESC LIMIT 1),
+             datetime('now'))
+           WHERE conversation_id = ?""",
+        (conversation_id, conversation_id),
     )
     _checkpoint(store, conversation_id, transcript, selection.last, report["file"])
     report.update(
