@@ -228,3 +228,32 @@ def test_any_sequence_of_raw_writes_matches_a_recount(tmp_path_factory: Any, ops
             )
     _assert_true(conn)
     conn.close()
+
+
+_READS = [
+    ("status", {}),
+    ("conversations.list", {}),
+    ("conversations.show", {"conversation_id": 1}),
+    ("messages.tail", {"conversation_id": 1}),
+]
+
+
+def test_reads_give_the_same_figures_from_totals_and_from_a_scan(state_dir: Path) -> None:
+    from lcm_cli.engine import api
+
+    db = str(state_dir / "lcm.db")
+    fresh = [api.call(name, params, openclaw_dir=str(state_dir)) for name, params in _READS]
+    assert all("totals" not in body["meta"] for body in fresh)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TRIGGER lcm_totals_summaries_ad")  # as a table rebuild would
+    conn.close()
+    scanned = [api.call(name, params, openclaw_dir=str(state_dir)) for name, params in _READS]
+    for before, after in zip(fresh, scanned, strict=True):
+        assert after["data"] == before["data"]
+        assert after["meta"]["totals"]["source"] == "scan"
+        assert "lcm_totals_summaries_ad" in after["meta"]["totals"]["reason"]
+    # The next writer rebuilds them and says so.
+    assert Store.open(db).totals_rebuilt is not None
+    again = [api.call(name, params, openclaw_dir=str(state_dir)) for name, params in _READS]
+    assert [body["data"] for body in again] == [body["data"] for body in fresh]
+    assert all("totals" not in body["meta"] for body in again)
