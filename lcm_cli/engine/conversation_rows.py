@@ -12,7 +12,7 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.db import totals
 from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.fresh_tail import select_tail, tail_candidates_sql, tail_limits
+from lcm_cli.engine.fresh_tail import select_tail, tail_limits
 from lcm_cli.engine.request import SQLITE_MAX_INT, Selector
 
 CORE_TABLES = ("conversations", "messages", "summaries", "context_items")
@@ -203,33 +203,38 @@ def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False
     messages = {r["conversation_id"]: r for r in _message_stats(ctx, ids, fresh)}
     summary_sql = _SUMMARY_STATS_TOTALS if fresh else _SUMMARY_STATS_SCAN
     summaries = {r["conversation_id"]: r for r in ctx.query(summary_sql.format(marks=marks), ids)}
-    # Inner joins: a context item whose message or summary is gone is not counted here.
-    context = {
+    # One pass over the page's message context items, newest first per conversation,
+    # gives both the context figures and each fresh tail (no query per row). Inner
+    # joins: a context item whose message or summary is gone is not counted here.
+    message_items: dict[int, list[Any]] = {cid: [] for cid in ids}
+    for r in ctx.query(
+        f"""SELECT ci.conversation_id AS conversation_id, m.token_count AS token_count
+            FROM context_items ci JOIN messages m ON m.message_id = ci.message_id
+            WHERE ci.item_type = 'message' AND ci.conversation_id IN ({marks})
+            ORDER BY ci.conversation_id, ci.ordinal DESC""",
+        ids,
+    ):
+        message_items[r["conversation_id"]].append(r)
+    summary_items = {
         r["conversation_id"]: r
         for r in ctx.query(
-            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(tokens), 0) AS tokens FROM (
-                  SELECT ci.conversation_id, m.token_count AS tokens FROM context_items ci
-                    JOIN messages m ON m.message_id = ci.message_id
-                   WHERE ci.item_type = 'message' AND ci.conversation_id IN ({marks})
-                  UNION ALL
-                  SELECT ci.conversation_id, s.token_count AS tokens FROM context_items ci
-                    JOIN summaries s ON s.summary_id = ci.summary_id
-                   WHERE ci.item_type = 'summary' AND ci.conversation_id IN ({marks})
-                ) GROUP BY conversation_id""",
-            ids + ids,
+            f"""SELECT ci.conversation_id AS conversation_id, COUNT(*) AS n,
+                       COALESCE(SUM(s.token_count), 0) AS tokens
+                FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
+                WHERE ci.item_type = 'summary' AND ci.conversation_id IN ({marks})
+                GROUP BY ci.conversation_id""",
+            ids,
         )
     }
     count, max_tokens = tail_limits(ctx.effective)
-    tail_sql = tail_candidates_sql(
-        ctx.probe.col("messages", "large_content", prefix="m."), with_content=False
-    )
     items = []
     for row in rows:
         cid = row["conversation_id"]
         m = messages.get(cid)
         s = summaries.get(cid)
-        c = context.get(cid)
-        tail = select_tail(ctx.query(tail_sql, (cid, count)), count, max_tokens) if count else []
+        own = message_items[cid]
+        c = summary_items.get(cid)
+        tail = select_tail(own, count, max_tokens) if count else []
         item = identity_of(row)
         item.update(
             {
@@ -243,8 +248,8 @@ def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False
                 "earliestSummaryAt": s["earliest"] if s else None,
                 "latestSummaryAt": s["latest"] if s else None,
                 "maxSummaryDepth": s["max_depth"] if s else None,
-                "contextItems": c["n"] if c else 0,
-                "contextTokens": c["tokens"] if c else 0,
+                "contextItems": len(own) + (c["n"] if c else 0),
+                "contextTokens": sum(r["token_count"] or 0 for r in own) + (c["tokens"] if c else 0),
                 "freshTailMessages": len(tail),
                 "freshTailTokens": sum(t["token_count"] or 0 for t in tail),
             }
