@@ -18,7 +18,10 @@ O(1). The triggers use only SQL that any SQLite since 3.8 parses (no UPSERT), so
 older program can still load the schema.
 
 Totals can go stale when the triggers are gone (a table rebuild drops them) or when the
-file was written before they existed. :func:`staleness` detects that cheaply: every
+file was written before they existed. (One write the triggers cannot see: a row that
+``INSERT OR REPLACE`` removes on a conflict fires no DELETE trigger unless
+``recursive_triggers`` is on. Neither lcm nor lossless-claw writes ``messages`` or
+``summaries`` that way.) :func:`staleness` detects that cheaply: every
 trigger present in ``sqlite_master``, and no ``message_id`` above the stamp. A writer
 (:func:`ensure_fresh`) then rebuilds them in one transaction; a reader, which opens the
 file read-only, scans for that call instead and says so in ``meta.totals``.
