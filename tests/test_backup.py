@@ -653,11 +653,15 @@ def test_backup_while_another_process_writes_is_a_consistent_prefix(big_db: Path
     assert done["tables"]["messages"] == len(rows(restored, "messages"))
     check = sqlite3.connect(restored)
     try:
-        assert check.execute(
-            "SELECT message_count, message_tokens FROM lcm_conversation_totals WHERE conversation_id = ?", (cid,)
-        ).fetchone() == check.execute(
-            "SELECT COUNT(*), SUM(token_count) FROM messages WHERE conversation_id = ?", (cid,)
-        ).fetchone()
+        assert (
+            check.execute(
+                "SELECT message_count, message_tokens FROM lcm_conversation_totals WHERE conversation_id = ?",
+                (cid,),
+            ).fetchone()
+            == check.execute(
+                "SELECT COUNT(*), SUM(token_count) FROM messages WHERE conversation_id = ?", (cid,)
+            ).fetchone()
+        )
     finally:
         check.close()
 
