@@ -96,6 +96,11 @@ class Context:
         meta: dict[str, Any] = {"databasePath": self.database_path, "configPath": self.config_path}
         if self.database_access is not None:
             meta["databaseAccess"] = dict(self.database_access)
+        rebuilt = getattr(self._store, "totals_rebuilt", None)
+        if rebuilt:
+            # Said once: a warm `lcm serve` keeps its store open across requests.
+            meta["totals"] = {"rebuilt": True, "reason": rebuilt}
+            self._store.totals_rebuilt = None
         return meta
 
     @property

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.db import totals
 from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.fresh_tail import select_tail, tail_candidates_sql, tail_limits
+from lcm_cli.engine.fresh_tail import select_tail, tail_limits
 from lcm_cli.engine.request import SQLITE_MAX_INT, Selector
 
 CORE_TABLES = ("conversations", "messages", "summaries", "context_items")
@@ -99,10 +100,36 @@ def find_conversation(ctx: Context, selector: Selector) -> Any:
     return row
 
 
-def summary_depths(ctx: Context, conversation_id: int | None = None) -> list[dict[str, Any]]:
-    """Summary count and tokens per (kind, depth), ordered depth then kind."""
+def totals_meta(ctx: Context) -> dict[str, Any] | None:
+    """None when the trigger-maintained totals can be read; else the envelope meta saying why not.
+
+    A read opens the file read-only, so it cannot rebuild stale totals: it scans for this
+    call instead, and the next lcm writer (any write command, or `lcm doctor --apply`)
+    rebuilds them.
+    """
+    reason = totals.staleness(ctx.db)
+    if reason is None:
+        return None
+    return {"totals": {"source": "scan", "reason": reason, "rebuiltBy": "the next lcm write"}}
+
+
+def summary_depths(
+    ctx: Context, conversation_id: int | None = None, *, fresh: bool = False
+) -> list[dict[str, Any]]:
+    """Summary count and tokens per (kind, depth), ordered depth then kind.
+
+    ``fresh``: read them from the trigger-maintained totals (see :func:`totals_meta`).
+    """
     where = "" if conversation_id is None else "WHERE conversation_id = ?"
     params = () if conversation_id is None else (conversation_id,)
+    if fresh:
+        where = "WHERE summary_count > 0" + ("" if conversation_id is None else " AND conversation_id = ?")
+        rows = ctx.query(
+            f"""SELECT kind, depth, SUM(summary_count) AS count, SUM(summary_tokens) AS tokens
+                FROM {totals.SUMMARY_TOTALS} {where} GROUP BY kind, depth ORDER BY depth ASC, kind ASC""",
+            params,
+        )
+        return [dict(row) for row in rows]
     rows = ctx.query(
         f"""SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens
             FROM summaries {where} GROUP BY kind, depth ORDER BY depth ASC, kind ASC""",
@@ -120,13 +147,21 @@ def _in_clause(ids: Sequence[int]) -> str:
 MESSAGE_STATS_INDEX = "lcm_messages_conv_time_tokens_idx"
 
 
-def _message_stats(ctx: Context, ids: list[int]) -> list[Any]:
-    """Message count, tokens and time range per conversation, shaped for the indexes present.
+def _message_stats(ctx: Context, ids: list[int], fresh: bool) -> list[Any]:
+    """Message count, tokens and time range per conversation, shaped for what the file has.
 
-    With lcm's covering index: counts and sums from the index, the time range by two
-    index seeks per conversation. Without it: one grouped pass, the cheapest plan there.
+    Fresh totals: one primary-key lookup per conversation. Else, with lcm's covering
+    index: counts and sums from the index, the time range by two index seeks per
+    conversation. Without it: one grouped pass, the cheapest plan there.
     """
     marks = _in_clause(ids)
+    if fresh:
+        return ctx.query(
+            f"""SELECT conversation_id, message_count AS n, message_tokens AS tokens,
+                       earliest_at AS earliest, latest_at AS latest
+                FROM {totals.CONVERSATION_TOTALS} WHERE conversation_id IN ({marks}) AND message_count > 0""",
+            ids,
+        )
     if not ctx.probe.has_index(MESSAGE_STATS_INDEX):
         return ctx.query(
             f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
@@ -143,51 +178,63 @@ def _message_stats(ctx: Context, ids: list[int]) -> list[Any]:
     )
 
 
-def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]]:
-    """List items (identity + message/summary/context/fresh-tail figures) for ``rows``."""
+_SUMMARY_STATS_SCAN = """SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
+       COALESCE(SUM(source_message_token_count), 0) AS sources,
+       MIN(COALESCE(earliest_at, created_at)) AS earliest,
+       MAX(COALESCE(latest_at, created_at)) AS latest, MAX(depth) AS max_depth
+FROM summaries WHERE conversation_id IN ({marks}) GROUP BY conversation_id"""
+
+_SUMMARY_STATS_TOTALS = f"""SELECT conversation_id, SUM(summary_count) AS n, SUM(summary_tokens) AS tokens,
+       SUM(source_tokens) AS sources, MIN(earliest_at) AS earliest, MAX(latest_at) AS latest,
+       MAX(depth) AS max_depth
+FROM {totals.SUMMARY_TOTALS} WHERE conversation_id IN ({{marks}}) AND summary_count > 0
+GROUP BY conversation_id"""
+
+
+def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False) -> list[dict[str, Any]]:
+    """List items (identity + message/summary/context/fresh-tail figures) for ``rows``.
+
+    ``fresh``: message and summary figures come from the trigger-maintained totals.
+    """
     ids = [row["conversation_id"] for row in rows]
     if not ids:
         return []
     marks = _in_clause(ids)
-    messages = {r["conversation_id"]: r for r in _message_stats(ctx, ids)}
-    summaries = {
+    messages = {r["conversation_id"]: r for r in _message_stats(ctx, ids, fresh)}
+    summary_sql = _SUMMARY_STATS_TOTALS if fresh else _SUMMARY_STATS_SCAN
+    summaries = {r["conversation_id"]: r for r in ctx.query(summary_sql.format(marks=marks), ids)}
+    # One pass over the page's message context items, newest first per conversation,
+    # gives both the context figures and each fresh tail (no query per row). Inner
+    # joins: a context item whose message or summary is gone is not counted here.
+    message_items: dict[int, list[Any]] = {cid: [] for cid in ids}
+    for r in ctx.query(
+        f"""SELECT ci.conversation_id AS conversation_id, m.token_count AS token_count
+            FROM context_items ci JOIN messages m ON m.message_id = ci.message_id
+            WHERE ci.item_type = 'message' AND ci.conversation_id IN ({marks})
+            ORDER BY ci.conversation_id, ci.ordinal DESC""",
+        ids,
+    ):
+        message_items[r["conversation_id"]].append(r)
+    summary_items = {
         r["conversation_id"]: r
         for r in ctx.query(
-            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
-                       COALESCE(SUM(source_message_token_count), 0) AS sources,
-                       MIN(COALESCE(earliest_at, created_at)) AS earliest,
-                       MAX(COALESCE(latest_at, created_at)) AS latest, MAX(depth) AS max_depth
-                FROM summaries WHERE conversation_id IN ({marks}) GROUP BY conversation_id""",
+            f"""SELECT ci.conversation_id AS conversation_id, COUNT(*) AS n,
+                       COALESCE(SUM(s.token_count), 0) AS tokens
+                FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
+                WHERE ci.item_type = 'summary' AND ci.conversation_id IN ({marks})
+                GROUP BY ci.conversation_id""",
             ids,
         )
     }
-    # Inner joins: a context item whose message or summary is gone is not counted here.
-    context = {
-        r["conversation_id"]: r
-        for r in ctx.query(
-            f"""SELECT conversation_id, COUNT(*) AS n, COALESCE(SUM(tokens), 0) AS tokens FROM (
-                  SELECT ci.conversation_id, m.token_count AS tokens FROM context_items ci
-                    JOIN messages m ON m.message_id = ci.message_id
-                   WHERE ci.item_type = 'message' AND ci.conversation_id IN ({marks})
-                  UNION ALL
-                  SELECT ci.conversation_id, s.token_count AS tokens FROM context_items ci
-                    JOIN summaries s ON s.summary_id = ci.summary_id
-                   WHERE ci.item_type = 'summary' AND ci.conversation_id IN ({marks})
-                ) GROUP BY conversation_id""",
-            ids + ids,
-        )
-    }
     count, max_tokens = tail_limits(ctx.effective)
-    tail_sql = tail_candidates_sql(
-        ctx.probe.col("messages", "large_content", prefix="m."), with_content=False
-    )
     items = []
     for row in rows:
         cid = row["conversation_id"]
         m = messages.get(cid)
         s = summaries.get(cid)
-        c = context.get(cid)
-        tail = select_tail(ctx.query(tail_sql, (cid, count)), count, max_tokens) if count else []
+        own = message_items[cid]
+        c = summary_items.get(cid)
+        tail = select_tail(own, count, max_tokens) if count else []
         item = identity_of(row)
         item.update(
             {
@@ -201,8 +248,8 @@ def conversation_stats(ctx: Context, rows: Sequence[Any]) -> list[dict[str, Any]
                 "earliestSummaryAt": s["earliest"] if s else None,
                 "latestSummaryAt": s["latest"] if s else None,
                 "maxSummaryDepth": s["max_depth"] if s else None,
-                "contextItems": c["n"] if c else 0,
-                "contextTokens": c["tokens"] if c else 0,
+                "contextItems": len(own) + (c["n"] if c else 0),
+                "contextTokens": sum(r["token_count"] or 0 for r in own) + (c["tokens"] if c else 0),
                 "freshTailMessages": len(tail),
                 "freshTailTokens": sum(t["token_count"] or 0 for t in tail),
             }

@@ -11,6 +11,7 @@ from lcm_cli.engine.conversation_rows import (
     identity_columns,
     require_lcm_tables,
     summary_depths,
+    totals_meta,
 )
 from lcm_cli.engine.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.pagination import paginate
@@ -39,7 +40,8 @@ def list_conversations(ctx: Context, req: Request) -> Result:
     page, pagination = paginate(
         rows, req.limit, "conversations", lambda r: (r["updated_at"], r["conversation_id"])
     )
-    return Result({"items": conversation_stats(ctx, page)}, pagination)
+    stale = totals_meta(ctx)
+    return Result({"items": conversation_stats(ctx, page, fresh=stale is None)}, pagination, stale)
 
 
 @operation(
@@ -51,17 +53,20 @@ def show_conversation(ctx: Context, req: Request) -> Result:
     assert req.selector is not None
     row = find_conversation(ctx, req.selector)
     cid = row["conversation_id"]
+    stale = totals_meta(ctx)
+    fresh = stale is None
     return Result(
         {
-            "conversation": conversation_stats(ctx, [row])[0],
-            "summaryDepths": summary_depths(ctx, cid),
+            "conversation": conversation_stats(ctx, [row], fresh=fresh)[0],
+            "summaryDepths": summary_depths(ctx, cid, fresh=fresh),
             "context": _context_by_type(ctx, cid),
             "telemetry": _telemetry(ctx, cid),
             "maintenance": _maintenance(ctx, cid),
             "bootstrap": _bootstrap(ctx, cid),
             "focusBriefs": _focus_briefs(ctx, cid),
             "largeFiles": _large_files(ctx, cid),
-        }
+        },
+        meta=stale,
     )
 
 

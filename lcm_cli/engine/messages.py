@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import find_conversation, identity_of
+from lcm_cli.engine.conversation_rows import find_conversation, identity_of, totals_meta
 from lcm_cli.engine.cursor import decode_cursor, keyset_clause
+from lcm_cli.engine.db import totals as db_totals
 from lcm_cli.engine.fresh_tail import select_tail, tail_candidates_sql, tail_limits
 from lcm_cli.engine.pagination import paginate
 from lcm_cli.engine.preview import PREVIEW_SOURCE_CHARS, make_preview
@@ -89,10 +90,20 @@ def tail_messages(ctx: Context, req: Request) -> Result:
     count, max_tokens = tail_limits(ctx.effective, req.tail_count)
     sql = tail_candidates_sql(ctx.probe.col("messages", "large_content", prefix="m."), with_content=True)
     picked = select_tail(ctx.query(sql, (cid, count)), count, max_tokens) if count else []
-    totals = ctx.query_one(
-        "SELECT COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens FROM messages WHERE conversation_id = ?",
-        (cid,),
-    )
+    stale = totals_meta(ctx)
+    totals: Any
+    if stale is None:
+        row = ctx.query_one(
+            f"""SELECT message_count AS n, message_tokens AS tokens FROM {db_totals.CONVERSATION_TOTALS}
+                WHERE conversation_id = ?""",
+            (cid,),
+        )
+        totals = row if row is not None else {"n": 0, "tokens": 0}
+    else:
+        totals = ctx.query_one(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens FROM messages WHERE conversation_id = ?",
+            (cid,),
+        )
     assert totals is not None
     return Result(
         {
@@ -106,5 +117,6 @@ def tail_messages(ctx: Context, req: Request) -> Result:
             },
             "conversation": {"messages": totals["n"], "tokens": totals["tokens"]},
             "messages": [message_item(r, include_content=True) for r in picked],
-        }
+        },
+        meta=stale,
     )

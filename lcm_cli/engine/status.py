@@ -7,7 +7,8 @@ from typing import Any
 
 from lcm_cli import __version__
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import MESSAGE_STATS_INDEX, require_lcm_tables
+from lcm_cli.engine.conversation_rows import MESSAGE_STATS_INDEX, require_lcm_tables, totals_meta
+from lcm_cli.engine.db import totals as db_totals
 from lcm_cli.engine.fresh_tail import tail_limits
 from lcm_cli.engine.registry import Result, operation
 from lcm_cli.engine.request import Request
@@ -19,13 +20,15 @@ def status(ctx: Context, req: Request) -> Result:
     require_lcm_tables(ctx)
     size = os.stat(ctx.database_path).st_size
     _, max_tokens = tail_limits(ctx.effective)
+    stale = totals_meta(ctx)
     return Result(
         {
             "version": __version__,
             "databaseSizeBytes": size,
             "freshTail": {"count": ctx.effective.get("freshTailCount"), "maxTokens": max_tokens},
-            "status": global_status(ctx),
-        }
+            "status": global_status(ctx, stale is None),
+        },
+        meta=stale,
     )
 
 
@@ -39,12 +42,19 @@ def _max(values: list[Any]) -> Any:
     return max(present) if present else None
 
 
-def _message_totals(ctx: Context) -> Any:
-    """Count, tokens and raw-text time range of all messages, in one pass either way.
+def _message_totals(ctx: Context, fresh: bool) -> Any:
+    """Count, tokens and raw-text time range of all messages.
 
-    With lcm's covering index the pass reads the index, and the time range comes from
+    Fresh trigger-maintained totals answer from one row per conversation. Else one pass
+    either way: with lcm's covering index the pass reads the index, and the time range comes from
     per-conversation index seeks; without it, one scan of the table answers everything.
     """
+    if fresh:
+        return ctx.query_one(
+            f"""SELECT COALESCE(SUM(message_count), 0) AS n, COALESCE(SUM(message_tokens), 0) AS tokens,
+                       MIN(earliest_at) AS earliest, MAX(latest_at) AS latest
+                FROM {db_totals.CONVERSATION_TOTALS}"""
+        )
     if ctx.probe.has_index(MESSAGE_STATS_INDEX):
         return ctx.query_one(
             """SELECT COUNT(*) AS n, COALESCE(SUM(token_count), 0) AS tokens,
@@ -60,11 +70,12 @@ def _message_totals(ctx: Context) -> Any:
     )
 
 
-def global_status(ctx: Context) -> dict[str, Any]:
+def global_status(ctx: Context, fresh: bool = False) -> dict[str, Any]:
     """The ``status`` object: conversations, messages, summaries, context, maintenance.
 
-    Each table is read once. Earliest/latest are raw text MIN/MAX, as the reference
-    reports them; message times come from per-conversation index seeks.
+    Earliest/latest are raw text MIN/MAX, as the reference reports them. ``fresh``: the
+    message and summary figures come from the trigger-maintained totals (no scan);
+    otherwise each table is read once.
     """
     probe = ctx.probe
     active = (
@@ -87,10 +98,16 @@ def global_status(ctx: Context) -> dict[str, Any]:
         """
     )
     assert row is not None
-    messages = _message_totals(ctx)
-    # One pass over summaries: per (kind, depth) groups, totals summed from the groups.
+    messages = _message_totals(ctx, fresh)
+    # Per (kind, depth) groups, totals summed from the groups: from the totals, or one
+    # pass over summaries.
     groups = ctx.query(
-        """SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens,
+        f"""SELECT kind, depth, SUM(summary_count) AS count, SUM(summary_tokens) AS tokens,
+                  SUM(source_tokens) AS sources, MIN(earliest_at) AS earliest, MAX(latest_at) AS latest
+           FROM {db_totals.SUMMARY_TOTALS} WHERE summary_count > 0
+           GROUP BY kind, depth ORDER BY depth ASC, kind ASC"""
+        if fresh
+        else """SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens,
                   COALESCE(SUM(source_message_token_count), 0) AS sources,
                   MIN(COALESCE(earliest_at, created_at)) AS earliest,
                   MAX(COALESCE(latest_at, created_at)) AS latest

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from lcm_cli.engine import identity
-from lcm_cli.engine.db import schema
+from lcm_cli.engine.db import schema, totals
 from lcm_cli.engine.db.connection import decode_text
 from lcm_cli.engine.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
 from lcm_cli.engine.tokens import estimate_tokens
@@ -245,6 +245,8 @@ class Store:
         self._depth = 0
         self._savepoints = 0
         self.part_ids = PartIds()
+        #: Why this open rebuilt the trigger-maintained totals (None: they were fresh).
+        self.totals_rebuilt: str | None = None
         usable = schema.fts5_available(conn)
         trigram = usable and schema.trigram_available(conn)
         # Only write FTS rows when the table exists AND this build can use it:
@@ -268,7 +270,12 @@ class Store:
         conn = cls._connect(path)
         try:
             schema.migrate(conn)
-            return cls(conn, path)
+            # Stale totals (triggers dropped by a table rebuild, rows written without
+            # them) are rebuilt by the first writer that notices: a cheap check.
+            rebuilt = totals.ensure_fresh(conn)
+            store = cls(conn, path)
+            store.totals_rebuilt = rebuilt
+            return store
         except BaseException:
             conn.close()
             raise

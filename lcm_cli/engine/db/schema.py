@@ -745,12 +745,20 @@ def m004_add_durable_turn_tables(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
+def m005_add_trigger_maintained_totals(conn: sqlite3.Connection) -> None:
+    """Add the ``lcm_*_totals`` tables, the triggers that keep them, and count once."""
+    from lcm_cli.engine.db import totals
+
+    totals.install(conn)
+
+
 #: Every migration, in order. Append new ones; never reorder or edit.
 SCHEMA_MIGRATIONS: list[Migration] = [
     m001_adopt_lossless_claw_schema,
     m002_add_full_text_tables,
     m003_add_read_path_indexes,
     m004_add_durable_turn_tables,
+    m005_add_trigger_maintained_totals,
 ]
 
 
