@@ -31,10 +31,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from lcm_cli.engine.assembly import assemble  # noqa: E402
-from lcm_cli.engine.compaction import Compactor  # noqa: E402
-from lcm_cli.engine.settings import resolve_effective  # noqa: E402
-from lcm_cli.engine.store import Store  # noqa: E402
+from lcm_cli.engine.assembly.assembler import assemble  # noqa: E402
+from lcm_cli.engine.compaction.compactor import Compactor  # noqa: E402
+from lcm_cli.engine.config.resolve import resolve_effective  # noqa: E402
+from lcm_cli.engine.db.store import Store  # noqa: E402
 from lcm_cli.engine.summarize.base import Summarizer  # noqa: E402
 from lcm_cli.engine.summarize.factory import build_summarizer  # noqa: E402
 

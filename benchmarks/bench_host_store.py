@@ -8,7 +8,7 @@ half of them large enough to be zstd rows, as the host stores them. Then a write
 each commit took from the request to the end of ``COMMIT``. Three phases:
 
 1. baseline: the writer alone, for ``--baseline-s`` seconds;
-2. snapshot: :func:`lcm_cli.engine.host_store.write_snapshot` of every session, repeated
+2. snapshot: :func:`lcm_cli.engine.transcript.host_store.write_snapshot` of every session, repeated
    ``--rounds`` times (the reader's own throughput is measured here);
 3. import: ``lcm migrate-sessions --store STORE --apply`` into a new lcm.db.
 

@@ -3,7 +3,7 @@
 Builds (in a temp dir) a conversation that already holds 20,000 messages, written by
 ingest itself in batches, then times single-message ingests the way a warm host process
 makes them: the write store stays open and each call is
-:func:`lcm_cli.engine.ingest.ingest_messages` with one message (its own ``BEGIN
+:func:`lcm_cli.engine.session.ingest.ingest_messages` with one message (its own ``BEGIN
 IMMEDIATE`` transaction, dedup checks, replay guard, row, parts, FTS row, context item).
 Target: p50 <= 3 ms. A second figure times the same through the registry
 (:func:`lcm_cli.engine.api.call`), which also resolves paths and config and opens the
@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from lcm_cli.engine.api import call  # noqa: E402
-from lcm_cli.engine.ingest import IngestSettings, ingest_messages  # noqa: E402
-from lcm_cli.engine.store import Store  # noqa: E402
+from lcm_cli.engine.db.store import Store  # noqa: E402
+from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages  # noqa: E402
 
 EXISTING = 20_000
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu file path error run test".split()
@@ -64,7 +64,7 @@ def bootstrap_figures(tmp: Path, runs: int) -> dict[str, Any]:
     """Full read vs append-only fast path on a 20,000-message transcript + 10 appended lines."""
     import shutil
 
-    from lcm_cli.engine.bootstrap import bootstrap_session
+    from lcm_cli.engine.session.bootstrap import bootstrap_session
     from tests.support.transcripts import append_lines, write_transcript
 
     folder = tmp / "bootstrap"

@@ -1,7 +1,7 @@
 """Read-path benchmark for `lcm`: whole-process latency and peak memory on a large lcm.db.
 
 Builds (once, cached in ``benchmarks/data/``) a 500,000-message, 30,000-summary database
-through the project's own write path (:class:`lcm_cli.engine.store.Store`), then runs every
+through the project's own write path (:class:`lcm_cli.engine.db.store.Store`), then runs every
 read command as a separate process of the venv's ``lcm`` and reports the median wall time,
 the peak RSS and whether each meets its target. It is a report, not a test: it always
 exits 0 once it has printed its results.
@@ -256,7 +256,7 @@ def _messages_for(rng: random.Random, text: TextSource, count: int, start: datet
 
 def build_database(path: Path) -> dict[str, Any]:
     """Write the benchmark database at ``path`` through Store; return facts about it."""
-    from lcm_cli.engine.store import Store, iso_timestamp
+    from lcm_cli.engine.db.store import Store, iso_timestamp
 
     rng = random.Random(SEED)
     text = TextSource(rng)

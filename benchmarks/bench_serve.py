@@ -39,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from lcm_cli.engine.registry import OPERATIONS  # noqa: E402
+from lcm_cli.engine.core.registry import OPERATIONS  # noqa: E402
 
 MESSAGES = 20_000
 KEY = "agent:main:bench"

@@ -22,8 +22,8 @@ import random
 import time
 from typing import Any
 
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.summarize.extractive import summarize_extractive
-from lcm_cli.engine.tokens import estimate_tokens
 
 WORDS = (
     "schema migration parser invoice deploy cache token budget summary compaction context thread "

@@ -1,6 +1,6 @@
 """The `lcm` entry point: read argv, run the operation, map errors to exit statuses.
 
-JSON reads never import typer: :mod:`lcm_cli.argv` parses argv from the operation table
+JSON reads never import typer: :mod:`lcm_cli.commands.argv` parses argv from the operation table
 and the operation is called directly through :mod:`lcm_cli.engine.api`. The typer app
 (built by :func:`build_app`) serves `--help`, shell completion and `lcm commands`, and is
 itself a working door over the same operations.
@@ -15,8 +15,15 @@ import sys
 from typing import Any
 
 from lcm_cli import __version__
-from lcm_cli.argv import COMPLETION_FLAGS, GLOBAL_OPTIONS, HELP_FLAGS, VERSION_FLAGS, Parsed, parse_argv
-from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.commands.argv import (
+    COMPLETION_FLAGS,
+    GLOBAL_OPTIONS,
+    HELP_FLAGS,
+    VERSION_FLAGS,
+    Parsed,
+    parse_argv,
+)
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
 
 
 def _version_line(pretty: bool = False) -> str:
@@ -90,15 +97,15 @@ def build_app() -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `lcm`; returns the exit status (errors mapped through ``lcm_cli.errors``)."""
+    """Run `lcm`; returns the exit status (errors mapped through ``lcm_cli.engine.core.exit_codes``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from lcm_cli.output import Output
+    from lcm_cli.render.output import Output
 
     fallback = Output()
     try:
         return _run(argv, fallback)
     except LcmError as err:
-        from lcm_cli.errors import exit_status
+        from lcm_cli.engine.core.exit_codes import exit_status
 
         fallback.error(err)
         return exit_status(err.code)
@@ -147,8 +154,8 @@ def _run(argv: list[str], fallback: Any) -> int:
 
 def _validate_request(parsed: Parsed) -> None:
     """Validate the parsed command's request (the operation validates it again, cheaply)."""
-    from lcm_cli.engine.registry import OPERATIONS
-    from lcm_cli.engine.request import validate_request
+    from lcm_cli.engine.core.params import validate_request
+    from lcm_cli.engine.core.registry import OPERATIONS
 
     if parsed.command is None or parsed.command.name not in OPERATIONS:
         return
@@ -194,10 +201,10 @@ def _door_command(argv: list[str]) -> int | None:
     if any(t in HELP_FLAGS for t in rest):
         return _typer([rest[0], "--help"])
     if rest[0] == "hook":
-        from lcm_cli.hooks import main_hook
+        from lcm_cli.commands.hook import main_hook
 
         return main_hook(rest[1:], globals_)
-    from lcm_cli.serve import main_serve
+    from lcm_cli.commands.serve import main_serve
 
     return main_serve(rest[1:], globals_)
 
@@ -205,13 +212,13 @@ def _door_command(argv: list[str]) -> int | None:
 def _call(parsed: Parsed, fallback: Any) -> int:
     """Run the parsed command's operation and emit its envelope."""
     from lcm_cli.engine.api import call
-    from lcm_cli.engine.registry import OPERATIONS
+    from lcm_cli.engine.core.registry import OPERATIONS
 
     assert parsed.command is not None
     fmt = parsed.globals.get("--format", "json")
     progress = None
     if OPERATIONS[parsed.command.name].long_running:
-        from lcm_cli.progress import terminal_progress
+        from lcm_cli.render.progress import terminal_progress
 
         progress = terminal_progress()
     try:

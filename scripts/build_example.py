@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 
 START = datetime(2026, 6, 2, 8, 0, 0, tzinfo=timezone.utc)
 

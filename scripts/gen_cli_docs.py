@@ -7,7 +7,7 @@ hand-written and left alone:
 - ``<!-- BEGIN GENERATED HELP -->`` … ``<!-- END GENERATED HELP -->``: the real ``--help``
   output of every command of the typer app, captured from ``lcm`` itself;
 - ``<!-- BEGIN GENERATED CONFIG -->`` … ``<!-- END GENERATED CONFIG -->``: the plugin
-  config keys of :mod:`lcm_cli.engine.config_keys`.
+  config keys of :mod:`lcm_cli.engine.config.keys`.
 
 Help is captured from fresh ``python -m lcm_cli`` processes with a fixed environment
 (COLUMNS=100, NO_COLOR=1, TERM=dumb, no LCM_*/OPENCLAW_*/TYPER_* variables), so the
@@ -160,7 +160,7 @@ def _number(value: Any) -> str:
 
 
 def _default_of(key: Any) -> str:
-    from lcm_cli.engine.config_keys import UNSET, Derived
+    from lcm_cli.engine.config.keys import UNSET, Derived
 
     value = key.default
     if value is UNSET:
@@ -172,7 +172,7 @@ def _default_of(key: Any) -> str:
 
 def generated_config() -> str:
     """The config region: every key of ``CONFIG_KEYS`` with type, default, env and meaning."""
-    from lcm_cli.engine.config_keys import CONFIG_KEYS
+    from lcm_cli.engine.config.keys import CONFIG_KEYS
 
     lines = [
         NOTICE,

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.threshold import evaluate, resolve_threshold
+from lcm_cli.engine.compaction.threshold import evaluate, resolve_threshold
+from lcm_cli.engine.core.errors import LcmError
 from tests.support.compaction_sim import SMALL, check_invariants
 from tests.support.transcripts import write_lines
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import typer.main
 
-from lcm_cli.argv import GLOBAL_OPTIONS, command_table, is_flag
 from lcm_cli.cli import build_app
-from lcm_cli.engine.request import FIELD_SCHEMAS
+from lcm_cli.commands.argv import GLOBAL_OPTIONS, command_table, is_flag
+from lcm_cli.engine.core.params import FIELD_SCHEMAS
 
 
 def typer_leaves() -> dict[tuple[str, ...], Any]:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine import tool_pairing as tp
-from lcm_cli.engine.assembly import assemble, clamp, serialized_tokens
-from lcm_cli.engine.store import Store
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.assembly import tool_pairing as tp
+from lcm_cli.engine.assembly.assembler import assemble, clamp, serialized_tokens
+from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.db.store import Store
 from tests.support.compaction_sim import effective, new_conversation, stamp
 
 

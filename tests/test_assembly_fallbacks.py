@@ -17,12 +17,17 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.assemble_fallback import append_fork_suffix, degraded, is_volatile, strip_prefill
-from lcm_cli.engine.assembly import serialized_tokens
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.live_stubs import stub_file_id
-from lcm_cli.engine.prompt_recall import identifiers, projection_epoch
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.assembly.assembler import serialized_tokens
+from lcm_cli.engine.assembly.fallback import (
+    append_fork_suffix,
+    degraded,
+    is_volatile,
+    strip_prefill,
+)
+from lcm_cli.engine.assembly.live_stubs import stub_file_id
+from lcm_cli.engine.assembly.prompt_recall import identifiers, projection_epoch
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 from tests.support.compaction_sim import SMALL, stamp, turn_rows
 

@@ -1,4 +1,4 @@
-"""lcm_cli.engine.backup on real SQLite files: create, list, verify, restore, prune, and
+"""lcm_cli.engine.maintenance.backup on real SQLite files: create, list, verify, restore, prune, and
 the hard cases (full disk, read-only directory, a writer in another process, SIGKILL)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine import backup
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.maintenance import backup
 from tests.conftest import REPO
 from tests.support.sample import build_sample
 
@@ -306,8 +306,8 @@ def test_disk_filling_up_mid_copy_leaves_nothing(
 
 FSIZE_LIMITED = """
 import json, resource, signal, sys
-from lcm_cli.engine.backup import create_backup
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.maintenance.backup import create_backup
+from lcm_cli.engine.core.errors import LcmError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
 limit = int(sys.argv[3])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
@@ -506,7 +506,7 @@ def test_restore_over_a_non_sqlite_file_keeps_its_bytes(db_path: Path, tmp_path:
 
 HOLDER = """
 import sys, time
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 store = Store.open(sys.argv[1])
 if sys.argv[2] == "transaction":
     store.conn.execute("BEGIN IMMEDIATE")
@@ -570,7 +570,7 @@ def test_prune_keeps_the_newest_of_a_label(db_path: Path) -> None:
 
 WRITER = """
 import sys
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 store = Store.open(sys.argv[1])
 cid = store.create_conversation("numbered")
 print(cid, flush=True)
@@ -724,7 +724,7 @@ def test_rollback_journal_source_that_keeps_changing_gives_up_cleanly(tmp_path: 
 
 KILLED = """
 import sys, time
-from lcm_cli.engine.backup import create_backup
+from lcm_cli.engine.maintenance.backup import create_backup
 print("start", flush=True)
 started = time.monotonic()
 create_backup(sys.argv[1], pages_per_step=32, sleep_ms=0.5)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm_cli.engine import config_file
+from lcm_cli.engine.config import file as config_file
 from tests.conftest import lcm
 from tests.support.sample import build_sample
 

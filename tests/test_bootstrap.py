@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.bootstrap import import_cap, trim_to_budget
+from lcm_cli.engine.session.bootstrap import import_cap, trim_to_budget
 from tests.support.transcripts import append_lines, write_transcript
 
 
@@ -132,7 +132,7 @@ def test_excluded_sessions_and_missing_files(tmp_path: Path) -> None:
     assert boot(home, path, session_key="cron:x:y")["reason"] == "session excluded by pattern"
     import pytest
 
-    from lcm_cli.engine.errors import LcmError
+    from lcm_cli.engine.core.errors import LcmError
 
     with pytest.raises(LcmError) as err:
         boot(home, tmp_path / "missing.jsonl")

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lcm_cli.engine.bootstrap import bootstrap_session
-from lcm_cli.engine.ingest import IngestSettings
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.bootstrap import bootstrap_session
+from lcm_cli.engine.session.ingest import IngestSettings
 from tests.support.transcripts import append_garbage, append_lines, write_transcript
 
 BIG = 10_000_000
@@ -246,7 +246,7 @@ def test_fast_path_over_the_import_cap_falls_back_and_chunks(tmp_path: Path) -> 
 
 
 def test_slice_already_stored_by_runtime_ingest_is_adopted_not_duplicated(tmp_path: Path) -> None:
-    from lcm_cli.engine.ingest import ingest_messages
+    from lcm_cli.engine.session.ingest import ingest_messages
 
     full = tmp_path / "whole.jsonl"
     write_transcript(full, session_id="s1", messages=20, seed=8, entry_every=0)

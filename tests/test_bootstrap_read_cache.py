@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-import lcm_cli.migrate.transcript as transcript_module
-from lcm_cli.engine.bootstrap import bootstrap_session
-from lcm_cli.engine.ingest import IngestSettings, ingest_messages
-from lcm_cli.engine.store import Store
+import lcm_cli.engine.transcript.reader as transcript_module
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.bootstrap import bootstrap_session
+from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages
 from tests.support.transcripts import append_lines, write_transcript
 
 

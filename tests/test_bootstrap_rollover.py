@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.rollover import AMBIGUOUS_REASON
+from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON
 from tests.support.transcripts import write_transcript
 
 KEY = "agent:main:main"

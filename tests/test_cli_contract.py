@@ -312,7 +312,7 @@ def test_doctor_reads_the_database_and_never_creates_it(tmp_path: Path) -> None:
 
 
 def test_internal_errors_are_json(monkeypatch: pytest.MonkeyPatch, state_dir: Path) -> None:
-    import lcm_cli.engine.status as status_module
+    import lcm_cli.engine.read.status as status_module
 
     def explode(*args: object) -> None:
         raise RuntimeError("boom")

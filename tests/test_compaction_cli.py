@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.compaction import Compactor
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.compaction.compactor import Compactor
+from lcm_cli.engine.db.store import Store
 from tests.conftest import REPO, lcm
 from tests.support.compaction_sim import (
     SMALL,
@@ -144,8 +144,8 @@ def test_engine_written_dag_reads_back_through_the_read_commands(tmp_path: Path)
 KILLED = """
 import sys
 sys.path.insert(0, sys.argv[4])
-from lcm_cli.engine.compaction import Compactor
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.compaction.compactor import Compactor
+from lcm_cli.engine.db.store import Store
 from tests.support.compaction_sim import HeadSummarizer, effective, turn_rows
 
 store = Store.open(sys.argv[1])
@@ -322,7 +322,7 @@ def test_locked_database_is_database_busy_and_nothing_is_written(
 
 
 def test_maintain_drains_recorded_debt(tmp_path: Path) -> None:
-    from lcm_cli.engine.compaction import record_debt
+    from lcm_cli.engine.compaction.compactor import record_debt
 
     root, cid = _state(tmp_path, messages=400)
     with Store.open(root / "lcm.db") as store:

@@ -297,7 +297,7 @@ def test_set_refuses_symlink_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_set_backup_collision_is_refused_cleanly(cfg_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lcm_cli.engine import config_file
+    from lcm_cli.engine.config import file as config_file
 
     monkeypatch.setattr(config_file, "backup_stamp", lambda now=None: "20260101T000000000Z")
     (cfg_dir / "openclaw.json.lcm-backup-20260101T000000000Z").write_text("occupied")
@@ -310,7 +310,7 @@ def test_set_backup_collision_is_refused_cleanly(cfg_dir: Path, monkeypatch: pyt
 def test_set_write_failure_removes_temp_and_keeps_original(
     cfg_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lcm_cli.engine.config_file as config_file
+    import lcm_cli.engine.config.file as config_file
 
     def fail_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")

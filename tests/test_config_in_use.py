@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.config_schema import allowed_text, config_problems
+from lcm_cli.engine.config.schema import allowed_text, config_problems
 from tests.conftest import lcm
 
 # (key, stored value, allowed text): one per key class.

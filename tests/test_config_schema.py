@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.config_keys import CONFIG_KEYS, UNSET, Coercion, Derived
-from lcm_cli.engine.config_schema import (
+from lcm_cli.engine.config.keys import CONFIG_KEYS, UNSET, Coercion, Derived
+from lcm_cli.engine.config.schema import (
     MANIFEST_SCHEMA,
     MAX_ERRORS,
     build_manifest_schema,

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lcm_cli.engine.cursor import Cursor, decode_cursor, encode_cursor
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.core.cursor import Cursor, decode_cursor, encode_cursor
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 
 RESOURCES = ("conversations", "messages", "summaries")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.errors import EXIT_STATUS
+from lcm_cli.engine.core.exit_codes import EXIT_STATUS
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "cli.md"
@@ -178,7 +178,9 @@ def test_every_error_code_is_documented_with_its_exit_status(doc: Path) -> None:
     missing = sorted(set(EXIT_STATUS) - set(rows))
     assert not missing, f"{doc.relative_to(REPO)} has no error-table row for {missing}"
     unknown = sorted(set(rows) - set(EXIT_STATUS))
-    assert not unknown, f"{doc.relative_to(REPO)} documents codes lcm_cli/errors.py does not have: {unknown}"
+    assert not unknown, (
+        f"{doc.relative_to(REPO)} documents codes lcm_cli/engine/core/exit_codes.py does not have: {unknown}"
+    )
     wrong = {code: (rows[code], status) for code, status in EXIT_STATUS.items() if rows[code] != status}
     assert not wrong, f"{doc.relative_to(REPO)}: documented vs real exit status: {wrong}"
 
@@ -372,7 +374,7 @@ def test_skill_front_matter() -> None:
 
 
 def test_inventory_lists_every_command() -> None:
-    from lcm_cli.inventory import build_inventory
+    from lcm_cli.commands.catalog import build_inventory
 
     inventory = build_inventory(ROOT)
     assert [c["command"] for c in inventory["commands"]] == [" ".join(p) for p in LEAVES]
@@ -384,7 +386,7 @@ def test_inventory_lists_every_command() -> None:
 
 
 def test_every_config_key_is_documented() -> None:
-    from lcm_cli.engine.config_keys import CONFIG_KEYS
+    from lcm_cli.engine.config.keys import CONFIG_KEYS
 
     docs = "\n".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "docs").rglob("*.md")))
     missing = [key.path for key in CONFIG_KEYS if f"`{key.path}`" not in docs]

@@ -104,7 +104,7 @@ def test_unknown_class_and_nothing_to_do(seeded: tuple[list[str], dict[str, set[
 
 KILL_MID_CLEAN = """
 import sys, time
-import lcm_cli.engine.prune as prune
+import lcm_cli.engine.maintenance.prune as prune
 original = prune.delete_staged
 def slow(conn):
     result = original(conn)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.doctor.markers import ALL_MARKERS, contains_marker
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 from tests.support.doctor_seed import TRUNCATION, build_seeded, conversation
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.registry import OPERATIONS
+from lcm_cli.engine.core.registry import OPERATIONS
 
 LCM = [str(Path(sys.executable).with_name("lcm"))]
 if not Path(LCM[0]).exists():
@@ -42,7 +42,7 @@ READS: list[tuple[str, dict[str, Any]]] = [
 
 def in_process(state_dir: Path, name: str, params: dict[str, Any]) -> dict[str, Any]:
     """The envelope the Python door returns for the same call."""
-    from lcm_cli.dispatch import split_params
+    from lcm_cli.commands.dispatch import split_params
 
     fields, args = split_params(name, params)
     return call(name, fields, args=args, openclaw_dir=str(state_dir))
@@ -399,8 +399,8 @@ def test_every_operation_refuses_a_bad_parameter_identically_through_every_door(
     state_dir: Path, name: str
 ) -> None:
     """Whatever the operation, hook, serve and the Python door give the same structured error."""
-    from lcm_cli.dispatch import split_params
-    from lcm_cli.engine.errors import LcmError
+    from lcm_cli.commands.dispatch import split_params
+    from lcm_cli.engine.core.errors import LcmError
 
     params = {"noSuchParameter": 1}
     with pytest.raises(LcmError) as raised:

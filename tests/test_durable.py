@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine import durable
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.core import files as durable
+from lcm_cli.engine.core.errors import LcmError
 from tests.conftest import lcm, lcm_process
 from tests.support.sample import build_sample
 
@@ -59,7 +59,7 @@ def _backup_out(root: Path) -> list[str]:
 
 
 def _rolling_backup(root: Path) -> list[str]:
-    from lcm_cli.engine.backup import create_rolling_backup
+    from lcm_cli.engine.maintenance.backup import create_rolling_backup
 
     data = create_rolling_backup(str(root / "lcm.db"), label="rotate")
     return [data["backupPath"], data["manifestPath"]]
@@ -104,8 +104,8 @@ def _restore_pre_backup(root: Path) -> list[str]:
 
 
 def _large_file(root: Path) -> list[str]:
-    from lcm_cli.engine.large_files import write_large_file
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
+    from lcm_cli.engine.session.large_files import write_large_file
 
     with Store.open(root / "lcm.db") as store, store.transaction() as conn:
         path = write_large_file(
@@ -226,7 +226,7 @@ def test_a_symlink_at_the_final_name_is_refused(tmp_path: Path, writer: str) -> 
 def test_config_backup_name_taken_by_a_link_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lcm_cli.engine import config_file
+    from lcm_cli.engine.config import file as config_file
 
     root = _state(tmp_path)
     victim = tmp_path / "victim.txt"
@@ -240,7 +240,7 @@ def test_config_backup_name_taken_by_a_link_is_refused(
 
 
 def test_serve_lock_file_refuses_a_planted_symlink(tmp_path: Path) -> None:
-    from lcm_cli.serve import _claim_socket
+    from lcm_cli.commands.serve import _claim_socket
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
@@ -369,7 +369,7 @@ def test_backup_killed_mid_copy_leaves_an_orphan_the_next_backup_removes(tmp_pat
 
 CREATE = """
 import sys
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 Store.open(sys.argv[1]).close()
 """
 

@@ -154,7 +154,7 @@ def test_final_clamp_keeps_the_last_reply_when_the_host_delivers_the_turn_separa
 
 
 def test_prefill_stripping_stops_at_a_substantive_reply_and_keeps_an_assistant_only_suffix() -> None:
-    from lcm_cli.engine.assembly import clamp, strip_trailing_assistants
+    from lcm_cli.engine.assembly.assembler import clamp, strip_trailing_assistants
 
     reply = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
     call_only = {
@@ -177,8 +177,8 @@ def test_prefill_stripping_stops_at_a_substantive_reply_and_keeps_an_assistant_o
 
 
 def test_threshold_counts_stored_tokens_and_a_leaf_source_pays_the_bare_speaker_label(home: Path) -> None:
-    from lcm_cli.engine import context_items as ci
-    from lcm_cli.engine.tokens import estimate_tokens
+    from lcm_cli.engine.compaction import context_items as ci
+    from lcm_cli.engine.core.tokens import estimate_tokens
 
     ingest(
         home,
@@ -207,8 +207,8 @@ def test_threshold_counts_stored_tokens_and_a_leaf_source_pays_the_bare_speaker_
 
 
 def test_threshold_compaction_over_target_is_not_ok_and_keeps_its_pending_work(tmp_path: Path) -> None:
-    from lcm_cli.engine.compaction import Compactor
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.compaction.compactor import Compactor
+    from lcm_cli.engine.db.store import Store
     from tests.support.compaction_sim import HeadSummarizer, effective, new_conversation, turn_rows
 
     with Store.open(tmp_path / "lcm.db") as store:
@@ -246,8 +246,8 @@ def test_threshold_compaction_over_target_is_not_ok_and_keeps_its_pending_work(t
 
 
 def test_manual_compaction_runs_one_sweep_unless_until_under_target(tmp_path: Path) -> None:
-    from lcm_cli.engine.compaction import Compactor
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.compaction.compactor import Compactor
+    from lcm_cli.engine.db.store import Store
     from tests.support.compaction_sim import HeadSummarizer, effective, new_conversation, turn_rows
 
     outcomes = {}
@@ -291,8 +291,8 @@ def test_session_compact_takes_until_under_target_through_the_registry(home: Pat
 
 
 def test_leaf_source_leaves_out_the_thinking_of_a_tool_call_only_step(home: Path) -> None:
-    from lcm_cli.engine.compaction import Compactor
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.compaction.compactor import Compactor
+    from lcm_cli.engine.db.store import Store
     from tests.support.compaction_sim import HeadSummarizer, effective
 
     ingest(
@@ -337,6 +337,6 @@ def test_leaf_source_leaves_out_the_thinking_of_a_tool_call_only_step(home: Path
 def test_header_times_spell_the_zone_as_intl_en_us_does(zone: str, stamp: str, spelled: str) -> None:
     # Values from Node 24's Intl.DateTimeFormat("en-US", {timeZoneName: "short"}), which the
     # reference's formatTimestamp uses (858 of 858 zone/date pairs agreed when this was written).
-    from lcm_cli.engine.leaf_source import header_time, zone_of
+    from lcm_cli.engine.compaction.leaf_source import header_time, zone_of
 
     assert header_time(stamp, zone_of(zone)) == spelled

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.registry import OPERATIONS
-from lcm_cli.errors import EXIT_STATUS
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.exit_codes import EXIT_STATUS
+from lcm_cli.engine.core.registry import OPERATIONS
 from tests.conftest import lcm
 
 FUZZED: dict[str, int] = {"argv": 0, "hook": 0, "serve": 0}
@@ -114,8 +114,8 @@ def payloads() -> st.SearchStrategy[bytes]:
 @given(method=st.sampled_from(READS), data=payloads())
 @settings(FUZZ)
 def test_fuzz_hook_stdin(db_path: Path, method: str, data: bytes) -> None:
-    from lcm_cli.errors import exit_status
-    from lcm_cli.hooks import run_hook
+    from lcm_cli.commands.hook import run_hook
+    from lcm_cli.engine.core.exit_codes import exit_status
 
     before = digest(db_path)
     out, err = io.StringIO(), io.StringIO()
@@ -137,7 +137,7 @@ def test_fuzz_hook_stdin(db_path: Path, method: str, data: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from lcm_cli.serve import Server
+    from lcm_cli.commands.serve import Server
     from tests.support.sample import build_sample
 
     root = tmp_path_factory.mktemp("fuzz-serve")

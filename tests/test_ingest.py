@@ -15,10 +15,15 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.ingest import RUNTIME_CONTEXT_SENTINEL, IngestSettings, ingest_messages, stable_event_key
-from lcm_cli.engine.sessions import SessionPolicy
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.ingest import (
+    RUNTIME_CONTEXT_SENTINEL,
+    IngestSettings,
+    ingest_messages,
+    stable_event_key,
+)
+from lcm_cli.engine.session.sessions import SessionPolicy
 from tests.conftest import lcm, lcm_process
 
 
@@ -64,7 +69,7 @@ def test_ingest_creates_the_database_and_reports_each_message(home: Path) -> Non
 
 
 def test_the_same_functions_as_the_importer_build_rows(home: Path) -> None:
-    from lcm_cli.migrate.transcript import build_message
+    from lcm_cli.engine.transcript.reader import build_message
 
     message = {
         "role": "assistant",

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.heartbeat import prune_heartbeat_turns
-from lcm_cli.engine.ingest import IngestSettings, ingest_messages
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.heartbeat import prune_heartbeat_turns
+from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages
 
 PROMPT = "Read HEARTBEAT.md if it exists (workspace context). Follow it strictly."
 

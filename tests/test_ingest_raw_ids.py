@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lcm_cli.engine.ingest import RAW_ID_SQL, RAW_ID_WINDOW, IngestSettings, ingest_messages
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.ingest import RAW_ID_SQL, RAW_ID_WINDOW, IngestSettings, ingest_messages
 
 
 def _call(call_id: str, text: str = "run it") -> dict[str, Any]:

@@ -48,7 +48,7 @@ def test_config_set_killed_at_random_moments_leaves_old_or_new_file(tmp_path: Pa
 
 WRITER = """
 import sys
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 store = Store.open(sys.argv[1])
 with store.transaction():
     cid = store.create_conversation("killed")
@@ -60,7 +60,7 @@ with store.transaction():
 
 def test_store_transaction_killed_midway_leaves_nothing_half_written(tmp_path: Path) -> None:
     db = tmp_path / "lcm.db"
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     with Store.open(db) as store:
         before = store.create_conversation("kept")

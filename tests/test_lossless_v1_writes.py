@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lcm_cli.engine.heartbeat import prune_heartbeat_turns
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.heartbeat import prune_heartbeat_turns
 from tests.conftest import lcm
 from tests.support.lossless_v1 import (
     ARCHIVED_ID,
@@ -74,7 +74,7 @@ def test_compaction_marks_open_batches_stale_in_its_transaction(v1_db: Path) -> 
 
 
 def test_replace_range_marks_stale_and_a_rolled_back_pass_does_not(v1_db: Path) -> None:
-    from lcm_cli.engine import context_items as ci
+    from lcm_cli.engine.compaction import context_items as ci
 
     conn = sqlite3.connect(v1_db, isolation_level=None)
     try:
@@ -202,7 +202,7 @@ def test_doctor_clean_removes_the_durable_rows_of_cleaned_conversations(v1_db: P
 
 KILL_MID_DELETE = """
 import sys, time
-import lcm_cli.engine.prune as prune
+import lcm_cli.engine.maintenance.prune as prune
 original = prune.delete_staged
 def slow(conn):
     result = original(conn)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.store import Store
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 
 WORDS = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "

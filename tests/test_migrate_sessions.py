@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm, lcm_process
 from tests.support.transcripts import (
     GARBAGE,
@@ -161,7 +161,7 @@ def test_rerun_imports_nothing_and_a_grown_transcript_adds_only_new_entries(stat
 
 
 def test_rows_the_live_plugin_stored_are_adopted_not_duplicated(tmp_path: Path) -> None:
-    from lcm_cli.migrate.transcript import scan_transcript
+    from lcm_cli.engine.transcript.reader import scan_transcript
 
     generated = write_transcript(tmp_path / "live.jsonl", session_id="live", messages=10, seed=5)
     messages = list(scan_transcript(str(generated.path)).iter_messages())

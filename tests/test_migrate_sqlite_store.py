@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine import host_store
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.transcript import host_store
 from tests.conftest import lcm, lcm_process
 from tests.support.host_store import add_session, compress, create_store, jsonl_events, store_from_jsonl
 from tests.support.transcripts import write_lines, write_transcript

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.store import PART_ID_SQL, PartIds, Store
-from lcm_cli.migrate import pipeline, staging, transcript
-from lcm_cli.migrate.transcript import _SpanReader, scan_transcript
+from lcm_cli.engine.db.store import PART_ID_SQL, PartIds, Store
+from lcm_cli.engine.transcript import reader as transcript
+from lcm_cli.engine.transcript.reader import _SpanReader, scan_transcript
+from lcm_cli.migrate import pipeline, staging
 from tests.support.processes import process_gone
 from tests.support.transcripts import append_garbage, append_truncated, write_transcript
 

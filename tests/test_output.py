@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lcm_cli.output import js_numbers, to_json
+from lcm_cli.render.output import js_numbers, to_json
 
 
 def reference(value: Any, pretty: bool) -> str:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 
 BASE = datetime(2026, 7, 1, 9, 0, 0, tzinfo=timezone.utc)

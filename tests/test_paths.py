@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lcm_cli.engine import paths
+from lcm_cli.engine.config import paths
 from tests.conftest import lcm
 from tests.support.sample import build_sample
 
@@ -96,7 +96,7 @@ def test_resolver_functions_directly(tmp_path: Path) -> None:
 
 
 def test_locate_transcript_finds_a_moved_state_dirs_transcript(tmp_path: Path) -> None:
-    from lcm_cli.engine.paths import locate_transcript
+    from lcm_cli.engine.config.paths import locate_transcript
 
     moved = tmp_path / "agents" / "main" / "sessions" / "s.jsonl"
     moved.parent.mkdir(parents=True)

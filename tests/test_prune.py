@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.prune import ARCHIVED_TABLES
+from lcm_cli.engine.maintenance.prune import ARCHIVED_TABLES
 from tests.conftest import lcm
 from tests.support.sample import build_sample
 
@@ -178,7 +178,7 @@ def test_max_db_size_takes_oldest_first(db: Path) -> None:
 def test_changes_during_archiving_abort_the_delete(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lcm_cli.engine.prune as prune
+    import lcm_cli.engine.maintenance.prune as prune
 
     original = prune.write_archive
 
@@ -206,7 +206,7 @@ def test_changes_during_archiving_abort_the_delete(
 
 KILL_MID_DELETE = """
 import sys, time
-import lcm_cli.engine.prune as prune
+import lcm_cli.engine.maintenance.prune as prune
 original = prune.delete_staged
 def slow(conn):
     result = original(conn)

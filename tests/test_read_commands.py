@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 from tests.support.sample import stamp
 

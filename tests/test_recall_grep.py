@@ -358,7 +358,7 @@ def test_recall_commands_stay_light(corpus_dir: tuple[Path, dict[str, Any]], wor
 
 @pytest.mark.parametrize("mode", ["full_text", "regex", "like"])
 def test_walk_with_ties_and_rows_inserted_during_the_walk(tmp_path: Path, mode: str) -> None:
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     db = tmp_path / "ties.db"
     with Store.open(db) as store:
@@ -442,7 +442,7 @@ def random_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """600 messages in 6 conversations, random words and times (ids not in time order)."""
     import random
 
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     rng = random.Random(7)
     db = tmp_path_factory.mktemp("recall-random") / "lcm.db"

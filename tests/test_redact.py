@@ -1,4 +1,4 @@
-"""Secrets never appear in output: one helper (lcm_cli.engine.redact), every place routed through it."""
+"""Secrets never appear in output: one helper (lcm_cli.engine.core.redact), every place routed through it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.redact import MASK, is_secret_key, redact, redact_value
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.redact import MASK, is_secret_key, redact, redact_value
 from lcm_cli.engine.summarize.base import SummarizerError
 from lcm_cli.engine.summarize.factory import describe_choice
 from tests.conftest import lcm

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.rotate import configured_tail, plan_rewrite
+from lcm_cli.engine.maintenance.rotate import configured_tail, plan_rewrite
 from tests.conftest import lcm
 from tests.support.rotation import SESSION_KEY, Session, seed_session, write_config
 from tests.support.transcripts import append_lines
@@ -187,7 +187,7 @@ def test_dry_run_counts_raw_messages_to_compact(tmp_path: Path) -> None:
 
 
 def test_apply_rewrites_transcript_and_refreshes_frontier(tmp_path: Path) -> None:
-    from lcm_cli.migrate.transcript import scan_transcript
+    from lcm_cli.engine.transcript.reader import scan_transcript
 
     session = seed_session(tmp_path / "oc", messages=80, branches=True)
     old_bytes = session.transcript.read_bytes()
@@ -219,7 +219,7 @@ def test_apply_rewrites_transcript_and_refreshes_frontier(tmp_path: Path) -> Non
         info.st_size,
     )
     assert (header_id, entry_id) == ("sess-rotate", ids[-1])
-    from lcm_cli.engine.identity import entry_hash as hash_of
+    from lcm_cli.engine.core.identity import entry_hash as hash_of
 
     conn = sqlite3.connect(session.db)
     role, content = conn.execute("SELECT role, content FROM messages ORDER BY seq DESC LIMIT 1").fetchone()
@@ -325,7 +325,7 @@ def test_sessions_without_lcm_state_are_refused(tmp_path: Path) -> None:
     session = seed_session(tmp_path / "oc", messages=30)
     details = _refused(session, "--session-key", "agent:main:other")
     assert (details["reasonCode"], details["reason"]) == ("conversation_unavailable", "no-conversation")
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     with Store.open(session.db) as store:
         empty = store.create_conversation("sess-empty", session_key="agent:main:empty")

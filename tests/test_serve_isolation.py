@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.limits import LIMITS, MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, nests_deeper
+from lcm_cli.engine.core.limits import LIMITS, MAX_JSON_DEPTH, JsonTooDeep, loads_bounded, nests_deeper
 from lcm_cli.engine.recall import regex_worker
 from tests.conftest import REPO, lcm
 from tests.support.recall_corpus import build_recall_corpus
@@ -168,7 +168,7 @@ def test_a_handler_that_raises_is_answered_and_serving_goes_on(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import lcm_cli.engine.api as api
-    from lcm_cli.serve import Server as Engine
+    from lcm_cli.commands.serve import Server as Engine
 
     real = api.call
 
@@ -191,8 +191,8 @@ def test_a_handler_that_raises_is_answered_and_serving_goes_on(
 
 
 def test_a_transport_that_dies_exits_non_zero() -> None:
-    from lcm_cli.serve import Server as Engine
-    from lcm_cli.serve import _exit_status, _transport
+    from lcm_cli.commands.serve import Server as Engine
+    from lcm_cli.commands.serve import _exit_status, _transport
 
     engine = Engine()
 

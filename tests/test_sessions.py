@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.sessions import compile_session_pattern, get_or_create, queue_key, session_lock
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.session.sessions import compile_session_pattern, get_or_create, queue_key, session_lock
 
 
 def op(home: Path, name: str, **params: Any) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def test_reset_archives_and_starts_fresh_and_end_follows_its_reason(tmp_path: Pa
 
 
 def test_concurrent_writers_of_one_session_are_serialized(tmp_path: Path) -> None:
-    from lcm_cli.engine.ingest import IngestSettings, ingest_messages
+    from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages
 
     db = tmp_path / "lcm.db"
     Store.open(db).close()

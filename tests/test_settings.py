@@ -13,15 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lcm_cli.engine.config_keys import (
+from lcm_cli.engine.config.keys import (
     CONFIG_KEYS,
     EFFECTIVE_KEY_ORDER,
     Coercion,
     effective_fields,
     env_var_names,
 )
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.settings import (
+from lcm_cli.engine.config.model import LcmSettings, load_settings
+from lcm_cli.engine.config.resolve import (
     MISSING,
     ConfigRuntimeError,
     effective_value,
@@ -30,7 +30,7 @@ from lcm_cli.engine.settings import (
     system_timezone,
     validate_runtime,
 )
-from lcm_cli.engine.settings_model import LcmSettings, load_settings
+from lcm_cli.engine.core.errors import LcmError
 
 STATE = "/state"
 
@@ -1095,7 +1095,7 @@ def test_settings_model_matches_the_resolver(
 def test_plain_modules_do_not_import_pydantic() -> None:
     code = (
         "import json, sys\n"
-        "import lcm_cli.engine.settings as s, lcm_cli.engine.config_schema as c\n"
+        "import lcm_cli.engine.config.resolve as s, lcm_cli.engine.config.schema as c\n"
         "s.resolve_effective({'contextThresholdOverrides': []}, {}, '/x')\n"
         "c.validate({}, c.MANIFEST_SCHEMA)\n"
         "heavy = ('pydantic', 'pydantic_core', 'pydantic_settings', 'typer', 'rich',"

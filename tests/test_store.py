@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lcm_cli.engine import store as store_module
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db import schema
-from lcm_cli.engine.store import Store, fts_message_text, parse_timestamp
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.db import store as store_module
+from lcm_cli.engine.db.store import Store, fts_message_text, parse_timestamp
 from tests.support.legacy_schema import make_legacy_db
 
 SQLITE_TS = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
@@ -664,7 +664,7 @@ def test_part_ids_are_unique_sorted_v4_uuids() -> None:
     """Part ids count upwards from a random v4 start (index locality) and stay valid v4 text."""
     import uuid
 
-    from lcm_cli.engine.store import PartIds
+    from lcm_cli.engine.db.store import PartIds
 
     first, second = PartIds(), PartIds()
     ids = [first.next() for _ in range(1000)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.summarize.base import (
     SpendLimitError,
     SummarizerAuthError,
@@ -22,7 +23,6 @@ from lcm_cli.engine.summarize.fallback import (
     summarizer_fallback,
 )
 from lcm_cli.engine.summarize.sanitize import remove_directives, strip_injected_context_tags, strip_reasoning
-from lcm_cli.engine.tokens import estimate_tokens
 
 SOURCE = "[2026-01-01 10:00 UTC | user]\n" + "The migration of the billing tables finished. " * 40
 

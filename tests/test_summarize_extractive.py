@@ -7,10 +7,10 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.summarize.base import Summarizer, SummaryRequest
 from lcm_cli.engine.summarize.escalation import summarize_with_escalation
 from lcm_cli.engine.summarize.extractive import ExtractiveSummarizer, summarize_extractive
-from lcm_cli.engine.tokens import estimate_tokens
 
 FILLER = (
     "We talked for a while about the weather in the mountains and whether the hiking trail near the "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lcm_cli.engine.settings import resolve_effective
+from lcm_cli.engine.config.resolve import resolve_effective
 from lcm_cli.engine.summarize.base import ChatModel, Summarizer
 from lcm_cli.engine.summarize.extractive import ExtractiveSummarizer
 from lcm_cli.engine.summarize.factory import (

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.summarize.base import ChatModel, SummarizerAuthError, SummarizerError, SummaryRequest
 from lcm_cli.engine.summarize.escalation import summarize_with_escalation
 from lcm_cli.engine.summarize.factory import build_chat_model, build_summarizer
 from lcm_cli.engine.summarize.openai_compat import Candidate, OpenAICompatSummarizer, backoff_ms
-from lcm_cli.engine.tokens import estimate_tokens
 
 SOURCE = (
     "[2026-01-01 10:00 UTC | user]\n"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 
 BASE = datetime(2026, 7, 1, 9, 0, 0, tzinfo=timezone.utc)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from lcm_cli.engine.tokens import estimate_tokens, token_quarters
+from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
 
 CJK_RANGES = [
     (0x4E00, 0x9FFF),

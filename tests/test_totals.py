@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lcm_cli.engine.db import schema, totals
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 
 
 def _new_db(path: Path) -> sqlite3.Connection:

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.migrate import transcript as reader
-from lcm_cli.migrate.transcript import (
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.transcript import reader
+from lcm_cli.engine.transcript.reader import (
     TranscriptMessage,
     canonical_identity_content,
     read_header,
@@ -917,7 +917,7 @@ def test_memory_stays_flat(big_transcripts: dict[int, Path]) -> None:
 
 def test_candidates_agree_with_built_messages(tmp_path: Path) -> None:
     """Dry run and --verify read candidates from the scan; they must match the full build."""
-    from lcm_cli.migrate.transcript import scan_transcript
+    from lcm_cli.engine.transcript.reader import scan_transcript
     from tests.support.transcripts import append_garbage, write_transcript
 
     for index, options in enumerate([{}, {"branches": True}, {"with_ids": False}, {"style": "bare"}]):

@@ -1,6 +1,6 @@
 """`lcm hook` and `lcm serve`: declared here for --help and completion only.
 
-Both doors read their own arguments (see :mod:`lcm_cli.hooks` and :mod:`lcm_cli.serve`);
+Both doors read their own arguments (see :mod:`lcm_cli.commands.hook` and :mod:`lcm_cli.commands.serve`);
 `lcm_cli.cli` routes to them before typer is imported.
 """
 

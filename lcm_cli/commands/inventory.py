@@ -12,7 +12,7 @@ def commands(ctx: typer.Context) -> None:
 
     Example: lcm commands --pretty
     """
-    from lcm_cli.inventory import build_inventory
+    from lcm_cli.commands.catalog import build_inventory
 
     emit(
         ctx, {"ok": True, "command": "commands", "data": build_inventory(ctx.find_root().command), "meta": {}}

@@ -1,6 +1,6 @@
 """Shared option aliases, defined once so every command spells and documents them alike.
 
-Values are taken as strings and validated by the engine (``lcm_cli.engine.request``), so
+Values are taken as strings and validated by the engine (``lcm_cli.engine.core.params``), so
 the error order and codes are the same from every door.
 """
 

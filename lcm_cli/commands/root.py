@@ -53,6 +53,6 @@ def root(
 
     JSON on stdout by default; errors as one JSON object on stderr.
     """
-    from lcm_cli.output import Output
+    from lcm_cli.render.output import Output
 
     ctx.obj = GlobalState(db, config, openclaw_dir, format, pretty, Output(format, pretty))

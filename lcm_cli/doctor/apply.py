@@ -24,11 +24,11 @@ from lcm_cli.doctor.resummarize import repair_order, resummarize
 from lcm_cli.doctor.scan import resolve_scope, scan_input, select_checks
 from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.db.pending_state import invalidate_open_batches, stale_batches
 from lcm_cli.engine.db.probe import SchemaProbe
-from lcm_cli.engine.errors import LcmError, invalid_argument
-from lcm_cli.engine.pending_state import invalidate_open_batches, stale_batches
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
 
 REPAIRABLE = (
     "summaries.markers",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from lcm_cli.doctor.base import Outcome, ScanInput, skipped
-from lcm_cli.engine.pending_state import (
+from lcm_cli.engine.db.pending_state import (
     ANCHOR_TRUST,
     BATCHES,
     EPOCHS,

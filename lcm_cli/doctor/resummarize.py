@@ -20,9 +20,9 @@ from typing import Any
 from lcm_cli.doctor.base import ScanInput
 from lcm_cli.doctor.markers import ALL_MARKERS, contains_marker, marked_summaries
 from lcm_cli.doctor.writer import is_busy, unit_of_work
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.store import parse_timestamp
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.db.store import parse_timestamp
 
 
 def strip_markers(text: str) -> str:

@@ -17,13 +17,13 @@ from typing import Any
 
 from lcm_cli.doctor.base import Outcome, ScanInput, Scope, severity_rank
 from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
-from lcm_cli.doctor.junk import agent_ids
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import find_conversation, require_lcm_tables
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import is_corruption
-from lcm_cli.engine.errors import LcmError, invalid_argument
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
+from lcm_cli.engine.maintenance.junk import agent_ids
+from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
 FINDINGS_EXIT_STATUS = 6
 FAIL_ON = ("info", "warn", "error", "none")

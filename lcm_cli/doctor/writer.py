@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.connection import decode_text, require_sqlite_file, translate_sqlite_error
-from lcm_cli.engine.errors import LcmError
 
 
 def open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
@@ -51,7 +51,7 @@ def is_busy(exc: BaseException) -> bool:
 
 def backup_first(database_path: str, label: str) -> dict[str, Any]:
     """An online backup (``<db>.<label>-<stamp>-<rand>.bak`` + manifest) before any write."""
-    from lcm_cli.engine.backup import create_backup
+    from lcm_cli.engine.maintenance.backup import create_backup
 
     result = create_backup(database_path, label=label, quick=True)
     return {"backupPath": result["backupPath"], "manifestPath": result["manifestPath"]}

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import invalid_argument
+from lcm_cli.engine.core.params import validate_request
+from lcm_cli.engine.core.registry import get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
-from lcm_cli.engine.errors import invalid_argument
-from lcm_cli.engine.registry import get_operation
-from lcm_cli.engine.request import validate_request
 
 
 def call(

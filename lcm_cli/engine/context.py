@@ -7,11 +7,11 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from lcm_cli.engine import paths as path_rules
-from lcm_cli.engine.config_file import plugin_config_of, read_config_root
+from lcm_cli.engine.config import paths as path_rules
+from lcm_cli.engine.config.file import plugin_config_of, read_config_root
+from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access, translate_database_failure
 from lcm_cli.engine.db.probe import SchemaProbe
-from lcm_cli.engine.errors import LcmError
 
 
 class Context:
@@ -58,7 +58,7 @@ class Context:
             self.config_root = read_config_root(self.config_path)
             self.plugin_config = plugin_config_of(self.config_root, self.config_path)
         if read_config and self.config_root is not None:
-            from lcm_cli.engine.settings import validate_runtime
+            from lcm_cli.engine.config.resolve import validate_runtime
 
             try:
                 validate_runtime(self.plugin_config)
@@ -107,8 +107,8 @@ class Context:
     def effective(self) -> dict[str, Any]:
         """The effective Lossless config (environment > plugin config > defaults)."""
         if self._effective is None:
-            from lcm_cli.engine.config_schema import check_config_in_use
-            from lcm_cli.engine.settings import resolve_effective
+            from lcm_cli.engine.config.resolve import resolve_effective
+            from lcm_cli.engine.config.schema import check_config_in_use
 
             # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
             # is refused rather than used.
@@ -160,7 +160,7 @@ class Context:
         a warm `lcm serve` worker, so repeated writes skip the open and migration check.
         """
         if self._store is None:
-            from lcm_cli.engine.store import Store
+            from lcm_cli.engine.db.store import Store
 
             try:
                 store = Store.open(self.database_path)

@@ -3,7 +3,7 @@
 Discovery follows the reference importer: every ``--file``; every ``*.jsonl`` directly in
 each ``--sessions-dir``; and only when neither is given, ``<state dir>/agents/*/sessions/*.jsonl``.
 Paths are de-duplicated and sorted as the reference sorts them, with JavaScript's
-``localeCompare`` (:mod:`lcm_cli.engine.collation`), so conversation and message ids come
+``localeCompare`` (:mod:`lcm_cli.engine.core.collation`), so conversation and message ids come
 out in the same order; ``--since`` keeps files modified at or after the instant
 (unreadable files are kept so they are reported); ``--limit`` caps the files kept.
 Symbolic links found while listing a directory (a linked ``*.jsonl``, or a linked agent
@@ -27,9 +27,9 @@ import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from lcm_cli.engine import host_store
-from lcm_cli.engine.collation import sort_key
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.core.collation import sort_key
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.transcript import host_store
 
 SESSIONS_INDEX = "sessions.json"
 
@@ -113,7 +113,7 @@ def is_side_file(path: str) -> bool:
     known = name.endswith(SIDE_SUFFIXES)
     if not known and not os.path.isfile(os.path.join(os.path.dirname(path), prefix + ".jsonl")):
         return False
-    from lcm_cli.migrate.transcript import read_session_header
+    from lcm_cli.engine.transcript.reader import read_session_header
 
     try:
         return read_session_header(path) is None
@@ -193,7 +193,7 @@ def discover_sources(
             reports.append(report)
             continue
         if in_store:
-            from lcm_cli.migrate.transcript import read_header
+            from lcm_cli.engine.transcript.reader import read_header
 
             try:
                 session_id = read_header(path).session_id

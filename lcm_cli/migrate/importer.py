@@ -22,14 +22,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.errors import LcmError, invalid_argument
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
-from lcm_cli.engine.timefilter import parse_iso_timestamp
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.core.timefilter import parse_iso_timestamp
 from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
 
 if TYPE_CHECKING:
-    from lcm_cli.engine.sessions import SessionPolicy
+    from lcm_cli.engine.session.sessions import SessionPolicy
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -96,7 +96,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
                 {"sessionsDir": os.path.abspath(directory)},
             )
     for store in stores_given:
-        from lcm_cli.engine.host_store import open_store
+        from lcm_cli.engine.transcript.host_store import open_store
 
         open_store(store).close()  # a named store that cannot be read fails the command
     since = extra.get("since")
@@ -109,7 +109,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         limit=extra.get("max_files"),
     )
     keys = session_keys(ctx.state_dir, dirs_given)
-    from lcm_cli.engine.sessions import SessionPolicy
+    from lcm_cli.engine.session.sessions import SessionPolicy
 
     policy = SessionPolicy.from_config(ctx.effective)
     keep = extra.get("keep")
@@ -136,7 +136,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
             reports, backup_path = _apply(ctx, files, keys, policy)
             # Retention applies on every --apply run, also one with nothing to import.
             if keep is not None:
-                from lcm_cli.engine.backup import prune_backups
+                from lcm_cli.engine.maintenance.backup import prune_backups
 
                 pruned = prune_backups(ctx.database_path, keep, label=MIGRATE_BACKUP_LABEL)
         else:
@@ -249,10 +249,10 @@ def _scan(
     A store session is first written to a private JSONL snapshot (one line per event),
     which is what is scanned; :func:`_forget` deletes it once the session is done.
     """
-    from lcm_cli.migrate.transcript import SkippedLine, scan_transcript
+    from lcm_cli.engine.transcript.reader import SkippedLine, scan_transcript
 
     if isinstance(source, StoreSource):
-        from lcm_cli.engine.host_store import snapshot
+        from lcm_cli.engine.transcript.host_store import snapshot
 
         try:
             snap = snapshot(source.session.store, source.session.session_id, source.stage_dir)
@@ -495,7 +495,7 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
 def _apply(
     ctx: Context, files: list[Source], keys: dict[str, str], policy: SessionPolicy | None = None
 ) -> tuple[list[dict[str, Any]], str | None]:
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     backup_path = None
     if files and os.path.exists(ctx.database_path):
@@ -506,8 +506,8 @@ def _apply(
             for report in preview:
                 report.pop("wouldImportMessages", None)
             return preview, None
-        from lcm_cli.engine.backup import create_backup
-        from lcm_cli.engine.config_file import backup_stamp
+        from lcm_cli.engine.config.file import backup_stamp
+        from lcm_cli.engine.maintenance.backup import create_backup
 
         # The reference importer's name, through lcm backup's online copy and checks.
         out = f"{ctx.database_path}.{MIGRATE_BACKUP_LABEL}-{backup_stamp()}.bak"
@@ -703,8 +703,8 @@ def _produce(
     policy: SessionPolicy | None = None,
 ) -> None:
     """The reader process: per file, its report and scan, and for a new session its rows."""
+    from lcm_cli.engine.transcript.reader import read_header
     from lcm_cli.migrate.staging import StagingWriter, discard
-    from lcm_cli.migrate.transcript import read_header
 
     seen: set[str] = set()
     for number, path in enumerate(files):
@@ -884,7 +884,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         return
 
     if staged:
-        from lcm_cli.engine.store import sqlite_timestamp
+        from lcm_cli.engine.db.store import sqlite_timestamp
         from lcm_cli.migrate.staging import copy_staged
 
         selection = handoff.selection

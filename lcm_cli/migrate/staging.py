@@ -12,7 +12,7 @@ A staging file holds rows for a conversation that does not exist yet, so the num
 writer assigns are offsets: message ``k`` (rowid ``k`` of ``m``, from 1) becomes
 ``message_id = first_id + k - 1``, ``seq = k`` and context ordinal ``k - 1``. The values
 themselves are exactly what :meth:`Store.add_messages` would store for the same
-:class:`~lcm_cli.migrate.transcript.TranscriptMessage` (tested row for row).
+:class:`~lcm_cli.engine.transcript.reader.TranscriptMessage` (tested row for row).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import sqlite3
 import tempfile
 from typing import Any
 
-from lcm_cli.engine.store import PART_ID_SQL, fts_message_text, message_identity_hash
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.db.store import PART_ID_SQL, fts_message_text, message_identity_hash
 
 # Staging directories are named lcm-import-<pid>-<random> in the temp dir (TMPDIR).
 _DIR_PREFIX = "lcm-import-"

@@ -11,7 +11,7 @@ import json
 import random
 from pathlib import Path
 
-from lcm_cli.engine import collation
+from lcm_cli.engine.core import collation
 
 GOLDEN = json.loads((Path(__file__).parent / "goldens" / "localecompare_node24.json").read_text("utf-8"))
 

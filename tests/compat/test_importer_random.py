@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.collation import sort_key
+from lcm_cli.engine.core.collation import sort_key
 from tests.compat.gen import add_symlink, build_state_dir
 from tests.conftest import lcm
 

@@ -94,7 +94,7 @@ def test_error_details_as_the_reference(db_path: Path, tmp_path: Path) -> None:
 def test_a_huge_conversation_id_is_not_found_as_in_the_reference(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     Store.open(tmp_path / "lcm.db").close()
     for huge in ("9223372036854775808", "99999999999999999999999", "9" * 300):
@@ -103,7 +103,7 @@ def test_a_huge_conversation_id_is_not_found_as_in_the_reference(
 
 
 def test_a_recency_past_the_earliest_javascript_date_is_a_time_filter_error(tmp_path: Path) -> None:
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     Store.open(tmp_path / "lcm.db").close()
     out = lcm("--db", str(tmp_path / "lcm.db"), "summaries", "list", "--recency", "99999999999w")

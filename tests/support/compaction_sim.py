@@ -7,8 +7,8 @@ import sqlite3
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lcm_cli.engine.settings import resolve_effective
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.config.resolve import resolve_effective
+from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.summarize.base import SummarizerAuthError, SummarizerError, SummaryRequest
 
 BASE = datetime(2026, 7, 1, 9, 0, 0, tzinfo=timezone.utc)
@@ -170,7 +170,7 @@ def check_invariants(conn: sqlite3.Connection, conversation_id: int) -> None:
     consumed: list[str] = []
     for sid, row in summaries.items():
         _, kind, depth, tokens, desc, desc_tokens, source_tokens, content = row
-        from lcm_cli.engine.tokens import estimate_tokens
+        from lcm_cli.engine.core.tokens import estimate_tokens
 
         assert tokens == estimate_tokens(content)
         if kind == "leaf":

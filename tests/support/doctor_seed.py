@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 
 TRUNCATION = "[LCM fallback summary; truncated for context management]"
 DIRECTIVE = "[LCM fallback summary; directive-shaped untrusted content omitted]"

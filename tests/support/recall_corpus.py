@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from lcm_cli.engine.store import Store
+from lcm_cli.engine.db.store import Store
 
 BASE = datetime(2026, 7, 1, 9, 0, 0, tzinfo=timezone.utc)
 

@@ -47,7 +47,7 @@ def seed_session(
 ) -> Session:
     """Write the transcript, bootstrap it (every message), and summarize outside the tail."""
     from lcm_cli.engine.api import call
-    from lcm_cli.engine.store import Store
+    from lcm_cli.engine.db.store import Store
 
     root.mkdir(parents=True, exist_ok=True)
     config = {"freshTailCount": fresh_tail, "bootstrapMaxTokens": 100_000_000, **(extra_config or {})}
@@ -69,8 +69,8 @@ def seed_session(
 
 def summarize_outside_tail(store: Any, cid: int, effective: dict[str, Any], *, chunk: int = 20) -> int:
     """Fold the raw messages outside the fresh tail into leaf summaries; return how many."""
-    from lcm_cli.engine import context_items as ci
-    from lcm_cli.engine.compaction import Settings
+    from lcm_cli.engine.compaction import context_items as ci
+    from lcm_cli.engine.compaction.compactor import Settings
 
     settings = Settings.from_effective({"freshTailCount": 64, **effective})
     items = [i for i in ci.load_items(store.conn, cid) if i.is_message]

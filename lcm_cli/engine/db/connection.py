@@ -20,7 +20,7 @@ import stat
 from functools import partial
 from urllib.parse import quote
 
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.core.errors import LcmError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_MS = 5000

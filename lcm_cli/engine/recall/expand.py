@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
 
 DEFAULT_MAX_EXPAND_TOKENS = 4000
 

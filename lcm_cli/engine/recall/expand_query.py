@@ -17,15 +17,15 @@ import re
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.errors import invalid_argument
+from lcm_cli.engine.core.errors import invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import grep as grep_mod
 from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.deadline import Deadline
 from lcm_cli.engine.recall.expand import default_cap, find_summary
 from lcm_cli.engine.recall.scope import Scope, resolve_scope
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
 from lcm_cli.engine.summarize.base import ChatModel
 
 DEFAULT_ANSWER_TOKENS = 2000

@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import find_conversation, identity_of
-from lcm_cli.engine.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of
 from lcm_cli.engine.recall.scope import choice
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
 
 BATCH = 1_000
 _ROLE_OUT = {"tool": "toolResult"}
@@ -295,7 +295,7 @@ def export(ctx: Context, req: Request) -> Result:
 
 
 def _export_mode(ctx: Context) -> int:
-    from lcm_cli.engine.durable import private_mode
+    from lcm_cli.engine.core.files import private_mode
 
     try:
         return private_mode(os.stat(ctx.database_path).st_mode)
@@ -305,7 +305,7 @@ def _export_mode(ctx: Context) -> int:
 
 def _write_file(ctx: Context, conv: Any, target: str, writer: Any, with_summaries: bool) -> dict[str, Any]:
     """Write to a sibling temp file, fsync, then rename into place (never over a file)."""
-    from lcm_cli.engine.durable import atomic_writer, remove_orphans
+    from lcm_cli.engine.core.files import atomic_writer, remove_orphans
 
     if os.path.lexists(target):
         raise LcmError(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.core.errors import LcmError
 
 # CJK ideographs, kana, Hangul and fullwidth forms: the runs tokenizers cannot split.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ebef"

@@ -20,16 +20,16 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.errors import LcmError, invalid_argument
-from lcm_cli.engine.limits import loads_bounded
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.limits import loads_bounded
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
 from lcm_cli.engine.recall.regex_worker import ScanAbandoned, ScanTimedOut
 from lcm_cli.engine.recall.regex_worker import scan as scan_texts
 from lcm_cli.engine.recall.scope import Scope, choice, not_in_scope, resolve_scope
-from lcm_cli.engine.registry import Result, operation
-from lcm_cli.engine.request import Request
 
 SCOPES = {
     "messages": ("messages",),

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.conversation_rows import find_conversation, require_lcm_tables
-from lcm_cli.engine.errors import LcmError, invalid_argument
-from lcm_cli.engine.request import FIELD_SCHEMAS, Request, option_name
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import FIELD_SCHEMAS, Request, option_name
+from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
 
 class Scope(NamedTuple):

@@ -14,9 +14,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lcm_cli.engine.errors import LcmError
-from lcm_cli.engine.limits import loads_bounded
-from lcm_cli.engine.tokens import estimate_tokens
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.limits import loads_bounded
+from lcm_cli.engine.core.tokens import estimate_tokens
 
 #: What a budget report with its continuation cursors costs, at most: reserved up front so
 #: that --max-tokens caps everything printed, not only the items.
@@ -118,7 +118,7 @@ def fit_page(
     """Cut a keyset page to ``max_tokens``: keep the leading items that fit (at least one),
     and point ``pagination.nextCursor`` at the last item kept, so the next page starts
     with the first item left out. Updates ``pagination`` in place."""
-    from lcm_cli.engine.cursor import encode_cursor
+    from lcm_cli.engine.core.cursor import encode_cursor
 
     kept, used = fit_items(items, max_tokens)
     kept = max(kept, 1) if items else 0  # never an empty page that cannot make progress

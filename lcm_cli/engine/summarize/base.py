@@ -61,7 +61,7 @@ class SummarizerError(Exception):
     """
 
     def __init__(self, message: str = "") -> None:
-        from lcm_cli.engine.redact import redact
+        from lcm_cli.engine.core.redact import redact
 
         super().__init__(redact(message))
 

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
 from lcm_cli.engine.summarize.base import (
     SpendLimitError,
     Summarizer,
@@ -27,7 +28,6 @@ from lcm_cli.engine.summarize.fallback import (
     summarizer_fallback,
 )
 from lcm_cli.engine.summarize.sanitize import strip_reasoning, truncate_to_quarters
-from lcm_cli.engine.tokens import estimate_tokens, token_quarters
 
 __all__ = [
     "EscalationResult",

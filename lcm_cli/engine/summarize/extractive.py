@@ -33,9 +33,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
+from lcm_cli.engine.core.tokens import token_quarters
 from lcm_cli.engine.summarize.base import SummaryRequest
 from lcm_cli.engine.summarize.sanitize import is_directive, truncate_to_quarters
-from lcm_cli.engine.tokens import token_quarters
 
 EXTRACTIVE_MODEL = "extractive"
 FOOTER_PREFIX = "Expand for details about: "

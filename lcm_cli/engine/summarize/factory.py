@@ -176,7 +176,7 @@ def build_chat_model(
 
 def describe_choice(effective: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """What :func:`build_summarizer` would pick and why, for status output and docs."""
-    from lcm_cli.engine.redact import redact
+    from lcm_cli.engine.core.redact import redact
 
     summarizer = build_summarizer(effective, env)
     candidates = model_candidates(effective, env)

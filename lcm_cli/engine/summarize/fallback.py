@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
 from lcm_cli.engine.summarize.base import SummaryRequest
 from lcm_cli.engine.summarize.sanitize import (
     DIRECTIVE_NOTE,
@@ -23,7 +24,6 @@ from lcm_cli.engine.summarize.sanitize import (
     remove_directives,
     truncate_to_quarters,
 )
-from lcm_cli.engine.tokens import estimate_tokens, token_quarters
 
 SUMMARIZER_FALLBACK_NOTE = "[LCM fallback summary; truncated for context management]"
 EMERGENCY_MODEL = "emergency-fallback"

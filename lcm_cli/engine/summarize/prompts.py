@@ -16,7 +16,7 @@ from pathlib import Path
 from string import Template
 from typing import NamedTuple
 
-from lcm_cli.engine.errors import LcmError
+from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.summarize.base import SummaryRequest
 
 SYSTEM = "system"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from lcm_cli.engine.tokens import token_quarters
+from lcm_cli.engine.core.tokens import token_quarters
 
 # --- reasoning leak guard ---------------------------------------------------------------
 

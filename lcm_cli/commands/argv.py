@@ -1,0 +1,194 @@
+"""Reading argv the way the reference `lcm` does, from the operation table alone.
+
+The reference accepts options anywhere (before, between or after the command words) and
+reports problems in a fixed order: unknown option or missing value, then unknown command
+or wrong argument count, then an option the command does not take. This module does that
+without importing typer, so a JSON read costs no more than its query; typer is loaded
+only for help, completion and `lcm commands`. A test keeps this table and the typer app
+in step.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import FIELD_SCHEMAS, option_name
+from lcm_cli.engine.core.registry import OPERATIONS, command_words
+
+VERSION_FLAGS = ("--version", "-v")
+HELP_FLAGS = ("--help", "-h")
+COMPLETION_FLAGS = ("--show-completion", "--install-completion")
+# Global option -> takes a value?
+GLOBAL_OPTIONS: dict[str, bool] = {
+    "--db": True,
+    "--config": True,
+    "--openclaw-dir": True,
+    "--format": True,
+    "--pretty": False,
+    "--version": False,
+    "-v": False,
+    "--help": False,
+    "-h": False,
+}
+# Commands that belong to the door, not to an operation: words -> (arguments, options).
+DOOR_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("commands",): ((), ()),
+    ("hook",): (("operation",), ("list",)),
+    ("serve",): ((), ("stdio", "socket", "max_request_bytes")),
+}
+
+
+def is_flag(field: str) -> bool:
+    """True for request fields given as bare flags."""
+    return FIELD_SCHEMAS.get(field, {}).get("type") == "boolean"
+
+
+class CommandShape(NamedTuple):
+    """What argv may hold for one command: its options (name -> field) and argument names."""
+
+    name: str
+    options: dict[str, str]
+    args: tuple[str, ...]
+
+
+def command_table() -> dict[tuple[str, ...], CommandShape]:
+    """Every command's words mapped to its shape, from the operation registry."""
+    table = {
+        command_words(name, spec): CommandShape(name, {option_name(f): f for f in spec.options}, spec.args)
+        for name, spec in OPERATIONS.items()
+    }
+    for words, (args, fields) in DOOR_COMMANDS.items():
+        table[words] = CommandShape(".".join(words), {option_name(f): f for f in fields}, args)
+    return table
+
+
+class Parsed(NamedTuple):
+    """argv, read: the command, its request values and arguments, and the global options."""
+
+    command: CommandShape | None
+    words: tuple[str, ...]
+    params: dict[str, Any]
+    args: tuple[str, ...]
+    globals: dict[str, Any]
+    help: bool = False
+    version: bool = False
+
+
+def _is_json_number(token: str) -> bool:
+    try:
+        value = json.loads(token)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_argv(argv: list[str]) -> Parsed:
+    """Read ``argv`` against the command table; raise the reference's first error."""
+    table = command_table()
+    every_option: dict[str, bool] = dict(GLOBAL_OPTIONS)
+    for shape in table.values():
+        every_option.update({name: not is_flag(field) for name, field in shape.options.items()})
+
+    positionals: list[tuple[int, str]] = []
+    negatives: list[tuple[int, str]] = []
+    options: list[tuple[str, Any]] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token == "--":
+            positionals.extend((index + i, t) for i, t in enumerate(argv[index:]))
+            break
+        if not token.startswith("-") or token == "-":
+            positionals.append((index, token))
+            continue
+        name, eq, inline = token.partition("=")
+        if name not in every_option:
+            if not token.startswith("--") and _is_json_number(token):
+                negatives.append((index, token))
+                continue
+            raise invalid_argument(f"Unknown option '{name}'. Run `lcm --help` for the options.")
+        if not every_option[name]:
+            if eq:
+                raise invalid_argument(f"Option '{name}' does not take a value.")
+            options.append((name, True))
+            continue
+        if eq:
+            options.append((name, inline))
+            continue
+        if index >= len(argv) or (argv[index].startswith("-") and argv[index] != "-"):
+            raise invalid_argument(
+                f"Option '{name} <value>' needs a value; for a value starting with '-' use {name}=VALUE."
+            )
+        options.append((name, argv[index]))
+        index += 1
+
+    # A negative JSON number is a value only as the fourth word of `config set`.
+    if negatives:
+        merged = sorted(positionals + negatives)
+        words_with = [t for _, t in merged]
+        if (
+            len(negatives) == 1
+            and words_with[:2] == ["config", "set"]
+            and len(merged) == 4
+            and merged[3] == negatives[0]
+        ):
+            positionals = merged
+        else:
+            raise invalid_argument(f"Unknown option '{negatives[0][1]}'. Run `lcm --help` for the options.")
+
+    words = [t for _, t in positionals]
+    names = {n for n, _ in options}
+    version = bool(names & set(VERSION_FLAGS))
+    help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
+    globals_ = {
+        n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")
+    }
+
+    command: CommandShape | None = None
+    path: tuple[str, ...] = ()
+    for depth in (2, 1):
+        if tuple(words[:depth]) in table:
+            path = tuple(words[:depth])
+            command = table[path]
+            break
+    if not words:
+        return Parsed(None, (), {}, (), globals_, help=not version, version=version)
+    if command is None:
+        groups = {p[0] for p in table if len(p) > 1}
+        if words[0] in groups:
+            if help_:
+                return Parsed(None, (words[0],), {}, (), globals_, help=True)
+            if len(words) == 1:
+                raise LcmError(
+                    "INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`."
+                )
+        raise LcmError(
+            "INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+        )
+    if help_:
+        return Parsed(command, path, {}, (), globals_, help=True)
+    args = tuple(words[len(path) :])
+    if len(args) != len(command.args):
+        raise LcmError(
+            "INVALID_COMMAND",
+            f"`lcm {' '.join(path)}` takes {len(command.args)} argument(s), got {len(args)}. "
+            f"Run `lcm {' '.join(path)} --help`.",
+        )
+    params: dict[str, Any] = {}
+    for name, value in options:
+        if name in GLOBAL_OPTIONS:
+            continue
+        field = command.options.get(name)
+        if field is None:
+            raise invalid_argument(
+                f"{name} is not supported by `{command.name}`; see `lcm {' '.join(path)} --help`.",
+                {"option": name.lstrip("-"), "command": command.name},
+            )
+        if FIELD_SCHEMAS.get(field, {}).get("type") == "array":
+            params.setdefault(field, []).append(value)
+        else:
+            params[field] = value  # a repeated option: the last one wins
+    return Parsed(command, path, params, args, globals_, version=version)

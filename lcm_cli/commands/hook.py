@@ -1,0 +1,105 @@
+"""`lcm hook <operation>`: the one-shot door the host spawns per lifecycle call.
+
+The parameters are one JSON object on stdin (empty stdin means ``{}``); the result
+envelope goes to stdout and a failure to stderr with the usual exit statuses, exactly as
+the matching `lcm` command would print them. `lcm hook --list` prints every operation
+with the JSON Schema of its parameters.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any
+
+from lcm_cli.engine.core.errors import LcmError
+
+
+def read_params(stream: IO[bytes]) -> Any:
+    """The JSON object on ``stream`` (``{}`` when empty), or ``INVALID_REQUEST``.
+
+    At most ``LCM_MAX_HOOK_BYTES`` (64 MiB) are read; past it, ``REQUEST_TOO_LARGE``.
+    JSON nested deeper than 200 levels is ``INVALID_REQUEST`` (reason ``too-deep``).
+    """
+    from lcm_cli.engine.core.limits import LIMITS, JsonTooDeep, limit, loads_bounded, too_large
+
+    cap = limit("hook_bytes")
+    raw = stream.read(cap + 1)
+    if len(raw) > cap:
+        raise too_large("Hook input", cap, LIMITS["hook_bytes"].env, "REQUEST_TOO_LARGE")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LcmError(
+            "INVALID_REQUEST",
+            f"Hook input is not UTF-8 (byte {exc.start}). Send the parameters as one UTF-8 JSON object.",
+            {"offset": exc.start},
+        ) from None
+    if not text.strip():
+        return {}
+    try:
+        value = loads_bounded(text)
+    except JsonTooDeep as exc:
+        raise LcmError(
+            "INVALID_REQUEST",
+            f"Hook input nests deeper than {exc.max_depth} levels. Send the parameters as one flat JSON object.",
+            {"maxDepth": exc.max_depth, "reason": "too-deep"},
+        ) from None
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        column = getattr(exc, "colno", None)
+        raise LcmError(
+            "INVALID_REQUEST",
+            f"Hook input is not valid JSON ({exc}). Send the parameters as one JSON object.",
+            {"line": line, "column": column},
+        ) from None
+    return value
+
+
+def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], stdin: IO[bytes]) -> int:
+    """Run one hook call; returns the exit status (errors raise ``LcmError``)."""
+    from lcm_cli.render.output import Output
+
+    out = Output(pretty=globals_.get("--pretty") is True)
+    if list_only:
+        from lcm_cli.commands.dispatch import operation_list
+
+        out.emit({"ok": True, "command": "hook.list", "data": {"operations": operation_list()}, "meta": {}})
+        return 0
+    if not method:
+        raise LcmError(
+            "INVALID_COMMAND",
+            "`lcm hook` needs an operation name, e.g. `lcm hook status`; see `lcm hook --list`.",
+        )
+    from lcm_cli.commands.dispatch import operation_spec, split_params
+    from lcm_cli.engine.api import call
+
+    operation_spec(method)  # an unknown name fails before stdin is read
+    fields, args = split_params(method, read_params(stdin))
+    envelope = call(
+        method,
+        fields,
+        args=args,
+        db=globals_.get("--db"),
+        config=globals_.get("--config"),
+        openclaw_dir=globals_.get("--openclaw-dir"),
+    )
+    out.emit(envelope)
+    return 0
+
+
+def main_hook(argv: list[str], globals_: dict[str, Any]) -> int:
+    """Parse `hook` arguments (after the global options) and run it."""
+    list_only = False
+    method: str | None = None
+    for token in argv:
+        if token == "--list":
+            list_only = True
+        elif token.startswith("-"):
+            raise LcmError(
+                "INVALID_ARGUMENT", f"Unknown option '{token}' for `lcm hook`; see `lcm hook --help`."
+            )
+        elif method is None:
+            method = token
+        else:
+            raise LcmError("INVALID_COMMAND", "`lcm hook` takes one operation name.")
+    return run_hook(method, list_only=list_only, globals_=globals_, stdin=sys.stdin.buffer)

@@ -1,0 +1,1 @@
+"""Context assembly: what the model sees each turn."""

@@ -1,0 +1,634 @@
+"""Context assembly: what the model sees this turn (compat/engine.md §6.2–§6.8).
+
+Summaries become XML-wrapped ``user`` messages marked ``trust="untrusted"``; raw
+messages are rebuilt from their parts; the fresh tail is always kept; older items fill
+the remaining budget newest first (or by prompt relevance with ``promptAwareEviction``);
+tool calls and results are made consistent; a final clamp keeps the serialized estimate
+within the budget.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import tzinfo
+from typing import Any, NamedTuple
+
+from lcm_cli.engine.assembly import tool_pairing as tp
+from lcm_cli.engine.compaction import leaf_source as src
+from lcm_cli.engine.compaction.context_items import tail_boundary
+from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
+
+DEFAULT_TOKEN_BUDGET = 128000
+_TERM = re.compile(r"[a-z0-9]{2,}")
+
+
+class Resolved(NamedTuple):
+    """One context item turned into a model message, with its assembly token cost."""
+
+    ordinal: int
+    is_message: bool
+    role: str  # stored role for messages, "summary" for summaries
+    message: dict[str, Any]
+    tokens: int
+    text: str  # for prompt-aware scoring
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _attr(value: Any) -> str:
+    return str(value).replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _text(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def summary_xml(row: Mapping[str, Any], sources: Sequence[str], zone: tzinfo) -> str:
+    """The ``<summary …>`` wrapper of §6.3 for one summary row."""
+    head = (
+        f'<summary id="{_attr(row["summary_id"])}" kind="{_attr(row["kind"])}" depth="{row["depth"]}"'
+        f' descendant_count="{row["descendant_count"]}" trust="untrusted"'
+    )
+    earliest = src.xml_time(row["earliest_at"], zone)
+    latest = src.xml_time(row["latest_at"], zone)
+    if earliest:
+        head += f' earliest_at="{earliest}"'
+    if latest:
+        head += f' latest_at="{latest}"'
+    lines = [head + ">"]
+    if row["kind"] == "condensed" and sources:
+        lines.append("  <parents>")
+        lines.extend(f'    <summary_ref id="{_attr(s)}" />' for s in sources)
+        lines.append("  </parents>")
+    lines += ["  <content>", _text(row["content"] or ""), "  </content>", "</summary>"]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Raw messages from parts (§6.4)
+# --------------------------------------------------------------------------
+
+_CALL_SHAPES = {"tool_use": "input", "toolUse": "input", "tool-use": "input"}
+_RESULT_TYPES = frozenset({"tool_result", "toolResult", "function_call_output"})
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+_UNDEFINED: Any = object()
+
+
+def _stored_value(text: Any) -> Any:
+    """A stored JSON column as the reference reads it: absent or empty is undefined."""
+    if not isinstance(text, str) or not text:
+        return _UNDEFINED
+    return _loads(text)
+
+
+def _result_block(
+    part: Mapping[str, Any], raw_type: Any, raw: dict[str, Any] | None, name: Any, cid: Any
+) -> dict[str, Any]:
+    """A tool result block rebuilt from its part, as the reference's assembler does.
+
+    A result stored as a text block (e.g. an externalized ``[LCM Tool Output: ...]``
+    placeholder) comes back as that text block; otherwise the output comes from the
+    stored output, else the part's text, else the raw block.
+    """
+    text = part["text_content"]
+    if (
+        raw is not None
+        and isinstance(raw.get("text"), str)
+        and "output" not in raw
+        and "content" not in raw
+        and not part["tool_output"]
+        and (text is None or text == raw["text"])
+    ):
+        return {"type": "text", "text": raw["text"]}
+    kind = raw_type if raw_type in _RESULT_TYPES else "tool_result"
+    block: dict[str, Any] = {"type": kind}
+    if isinstance(name, str) and name:
+        block["name"] = name
+    output = _stored_value(part["tool_output"])
+    if output is not _UNDEFINED:
+        block["output"] = output
+    elif isinstance(text, str):
+        block["output"] = text
+    elif raw is not None and "output" in raw:
+        block["output"] = raw["output"]
+    elif raw is not None and "content" in raw:
+        block["content"] = raw["content"]
+    else:
+        block["output"] = ""
+    if raw is not None and isinstance(raw.get("is_error"), bool):
+        block["is_error"] = raw["is_error"]
+    elif raw is not None and isinstance(raw.get("isError"), bool):
+        block["isError"] = raw["isError"]
+    if isinstance(cid, str) and cid:
+        block["call_id" if kind == "function_call_output" else "tool_use_id"] = cid
+    return block
+
+
+def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str) -> dict[str, Any] | None:
+    raw = meta.get("raw")
+    raw_type = meta.get("rawType") or (raw.get("type") if isinstance(raw, dict) else None)
+    if part["part_type"] == "tool":
+        name = part["tool_name"] or meta.get("toolName") or "unknown"
+        cid = part["tool_call_id"] or meta.get("toolCallId")
+        if raw_type in _RESULT_TYPES or (raw_type is None and role == "tool"):
+            # The reference names the block only from the part (backfilled from raw).
+            name = part["tool_name"]
+            if isinstance(raw, dict):
+                raw_id = raw.get("id") or raw.get("call_id")
+                cid = part["tool_call_id"] or (raw_id if isinstance(raw_id, str) else None) or cid
+                raw_name = raw.get("name")
+                name = name or (raw_name if isinstance(raw_name, str) else None)
+            return _result_block(part, raw_type, raw if isinstance(raw, dict) else None, name, cid)
+        arguments = _loads(part["tool_input"])
+        if raw_type == "function_call":
+            return {"type": raw_type, "call_id": cid, "name": name, "arguments": arguments}
+        key = _CALL_SHAPES.get(str(raw_type), "arguments")
+        return {"type": raw_type or "toolCall", "id": cid, "name": name, key: arguments}
+    if isinstance(raw, dict):
+        return dict(raw)
+    if part["part_type"] == "reasoning":
+        return {"type": "thinking", "thinking": part["text_content"] or ""}
+    if part["text_content"] is not None:
+        return {"type": "text", "text": part["text_content"]}
+    return None
+
+
+def rebuild_message(
+    row: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any], int] | None:
+    """A stored message as the model sees it, and its resolved token estimate (§6.4)."""
+    stored = row["role"]
+    content_text = row["content"] or ""
+    metas = [_loads(p["metadata"]) for p in parts]
+    metas = [m if isinstance(m, dict) else {} for m in metas]
+    first = metas[0] if metas else {}
+    original = first.get("originalRole")
+    if isinstance(original, str) and original:
+        role = "user" if original == "system" else original
+    else:
+        role = {"tool": "toolResult", "assistant": "assistant"}.get(stored, "user")
+    if role not in ("user", "assistant", "toolResult"):
+        role = "user"
+    if stored == "assistant" and not content_text.strip() and not parts:
+        return None
+    blocks = [b for b in (_block_from_part(p, m, stored) for p, m in zip(parts, metas)) if b is not None]
+    call = None
+    if role == "toolResult":
+        call = next((p["tool_call_id"] for p in parts if p["tool_call_id"]), None) or first.get("toolCallId")
+        if not call:
+            role = "assistant"
+    content: Any
+    if blocks:
+        content = blocks
+        if role == "user" and len(blocks) == 1 and blocks[0].get("type") == "text":
+            content = blocks[0].get("text") or ""
+    elif role == "user":
+        content = content_text
+    else:
+        content = [{"type": "text", "text": content_text}] if content_text else []
+    message: dict[str, Any] = {"role": role, "content": content}
+    pieces = [content if isinstance(content, str) else _json(content)]
+    if role == "toolResult":
+        name = (
+            next((p["tool_name"] for p in parts if p["tool_name"]), None)
+            or first.get("toolName")
+            or "unknown"
+        )
+        message.update({"toolCallId": call, "toolName": name, "isError": bool(first.get("isError", False))})
+    elif role == "user" and row["sender"]:
+        sender = _loads(row["sender"])
+        if isinstance(sender, dict):
+            message["__openclaw"] = sender
+            pieces.append(_json(sender))
+    elif role == "assistant":
+        identity = [first.get(k) for k in ("modelProvider", "modelApi", "modelId")]
+        if all(isinstance(v, str) for v in identity):
+            message.update({"provider": identity[0], "api": identity[1], "model": identity[2]})
+            if isinstance(first.get("responseModelId"), str):
+                message["responseModel"] = first["responseModelId"]
+        reasoning = first.get("topLevelReasoningContent")
+        if isinstance(reasoning, str) and reasoning.strip():
+            message["reasoning_content"] = reasoning
+            pieces.append(reasoning)
+    tokens = estimate_tokens("\n".join(pieces))
+    if role == "assistant":
+        message["usage"] = {
+            "input": 0,
+            "output": tokens,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": tokens,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        }
+    return message, tokens
+
+
+# --------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------
+
+_ITEMS = """
+SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id,
+       m.role, m.content AS m_content, {sender} AS sender,
+       s.kind, s.depth, s.content AS s_content, s.earliest_at, s.latest_at, s.descendant_count
+FROM context_items ci
+LEFT JOIN messages m ON m.message_id = ci.message_id
+LEFT JOIN summaries s ON s.summary_id = ci.summary_id
+WHERE ci.conversation_id = ? ORDER BY ci.ordinal
+"""
+_PARTS = """
+SELECT p.message_id, p.part_type, p.text_content, p.tool_call_id, p.tool_name, p.tool_input,
+       p.tool_output, p.metadata
+FROM context_items ci CROSS JOIN message_parts p ON p.message_id = ci.message_id
+WHERE ci.conversation_id = ? AND ci.item_type = 'message'
+ORDER BY p.message_id, p.ordinal
+"""
+_SOURCES = """
+SELECT sp.summary_id, sp.parent_summary_id
+FROM context_items ci CROSS JOIN summary_parents sp ON sp.summary_id = ci.summary_id
+WHERE ci.conversation_id = ? AND ci.item_type = 'summary'
+ORDER BY sp.summary_id, sp.ordinal
+"""
+_PART_KEYS = (
+    "message_id",
+    "part_type",
+    "text_content",
+    "tool_call_id",
+    "tool_name",
+    "tool_input",
+    "tool_output",
+    "metadata",
+)
+
+
+# A warm `lcm serve` assembles the same conversation every turn: the rebuilt messages and
+# summary wrappers are pure functions of their stored rows, so they are memoized by those
+# rows (never by id alone: a repair may rewrite a summary under the same id). The cached
+# messages are shared, so nothing downstream may mutate them; the assembler and pairing
+# steps copy before they change a message.
+_SUMMARY_KEYS = ("summary_id", "kind", "depth", "s_content", "earliest_at", "latest_at", "descendant_count")
+_MEMO_SIZE = 8192
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _summary_message(values: tuple[Any, ...], sources: tuple[str, ...], zone: tzinfo) -> tuple[str, int]:
+    row = dict(zip(_SUMMARY_KEYS, values))
+    row["content"] = row["s_content"]
+    xml = summary_xml(row, sources, zone)
+    return xml, estimate_tokens(xml)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _rebuilt(
+    role: str, content: str | None, sender: str | None, parts: tuple[tuple[Any, ...], ...]
+) -> tuple[dict[str, Any], int] | None:
+    return rebuild_message(
+        {"role": role, "content": content, "sender": sender}, [dict(zip(_PART_KEYS, p)) for p in parts]
+    )
+
+
+def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) -> list[Resolved]:
+    """Every context item as a model message; deleted rows are skipped."""
+    # Databases older than sender metadata (lossless-claw < 0.15.2) lack the column.
+    message_columns = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
+    sender = "m.openclaw_sender_metadata" if "openclaw_sender_metadata" in message_columns else "NULL"
+    cursor = conn.execute(_ITEMS.format(sender=sender), (conversation_id,))
+    columns = [d[0] for d in cursor.description]
+    rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
+    parts: dict[int, list[tuple[Any, ...]]] = {}
+    sources: dict[str, list[str]] = {}
+    if any(r["item_type"] == "message" for r in rows):
+        for p in conn.execute(_PARTS, (conversation_id,)):
+            parts.setdefault(p[0], []).append(tuple(p))
+    if any(r["kind"] == "condensed" for r in rows):
+        for sid, source in conn.execute(_SOURCES, (conversation_id,)):
+            sources.setdefault(sid, []).append(source)
+    out: list[Resolved] = []
+    for r in rows:
+        if r["item_type"] == "summary":
+            if r["kind"] is None:
+                continue
+            xml, tokens = _summary_message(
+                tuple(r[k] for k in _SUMMARY_KEYS), tuple(sources.get(r["summary_id"], ())), zone
+            )
+            out.append(
+                Resolved(r["ordinal"], False, "summary", {"role": "user", "content": xml}, tokens, xml)
+            )
+            continue
+        if r["role"] is None:
+            continue
+        rebuilt = _rebuilt(r["role"], r["m_content"], r["sender"], tuple(parts.get(r["message_id"], ())))
+        if rebuilt is None:
+            continue
+        message, tokens = rebuilt
+        out.append(Resolved(r["ordinal"], True, r["role"], message, tokens, r["m_content"] or ""))
+    return out
+
+
+_STORED_STUBS = """
+SELECT ci.ordinal, lf.file_id, lf.byte_size, lf.exploration_summary
+FROM context_items ci
+JOIN messages m ON m.message_id = ci.message_id
+JOIN large_files lf ON lf.file_id = m.large_content
+WHERE ci.conversation_id = ? AND ci.item_type = 'message' AND m.role = 'tool'
+  AND m.large_content IS NOT NULL
+"""
+
+
+def stub_stored_results(
+    conn: sqlite3.Connection, conversation_id: int, items: Sequence[Resolved]
+) -> list[Resolved]:
+    """§6.2 step 3: evictable tool results whose ``large_content`` names a stored file become its reference.
+
+    The content keeps its shape (a one-text-block array when it was an array) and the
+    item is re-estimated. Files older than ``large_content`` or ``large_files`` are left as they are.
+    """
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
+    has_files = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'large_files'"
+    ).fetchone()
+    if "large_content" not in columns or has_files is None:
+        return list(items)
+    from lcm_cli.engine.session.large_files import tool_output_reference
+
+    stubs = {r[0]: r[1:] for r in conn.execute(_STORED_STUBS, (conversation_id,))}
+    if not stubs:
+        return list(items)
+    out: list[Resolved] = []
+    for item in items:
+        found = stubs.get(item.ordinal)
+        if found is None or item.message.get("role") != "toolResult":
+            out.append(item)
+            continue
+        file_id, size, summary = found
+        reference = tool_output_reference(
+            file_id, str(item.message.get("toolName") or "tool"), int(size or 0), summary
+        )
+        content: Any = (
+            [{"type": "text", "text": reference}]
+            if isinstance(item.message.get("content"), list)
+            else reference
+        )
+        message = {**item.message, "content": content}
+        tokens = estimate_tokens(content if isinstance(content, str) else _json(content))
+        out.append(item._replace(message=message, tokens=tokens, text=reference))
+    return out
+
+
+# --------------------------------------------------------------------------
+# Budget fill (§6.5), clamp (§6.7)
+# --------------------------------------------------------------------------
+
+
+def prompt_terms(prompt: str | None) -> list[str]:
+    """Unique lowercase ``[a-z0-9]`` runs longer than one character, in order."""
+    return list(dict.fromkeys(_TERM.findall((prompt or "").lower())))
+
+
+def _score(text: str, terms: Sequence[str]) -> float:
+    words = _TERM.findall(text.lower())
+    if not words:
+        return 0.0
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return sum(counts.get(t, 0) / len(words) for t in terms)
+
+
+def select_evictable(items: Sequence[Resolved], room: int, terms: Sequence[str]) -> list[Resolved]:
+    """Evictable items that fit in ``room``: chronological, or by prompt relevance with terms."""
+    if sum(i.tokens for i in items) <= room:
+        return list(items)
+    if terms:
+        ranked = sorted(range(len(items)), key=lambda k: (-_score(items[k].text, terms), -k))
+        kept: list[int] = []
+        used = 0
+        for k in ranked:
+            if used + items[k].tokens <= room:
+                kept.append(k)
+                used += items[k].tokens
+        return [items[k] for k in sorted(kept)]
+    picked: list[Resolved] = []
+    used = 0
+    for item in reversed(items):
+        if used + item.tokens > room:
+            break
+        picked.append(item)
+        used += item.tokens
+    picked.reverse()
+    return picked
+
+
+_BIG_KEYS = frozenset({"data", "image", "imageData", "image_data", "base64", "bytes", "source"})
+_BASE64ISH = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+
+
+def _serialized_quarters(value: Any, key: str | None = None) -> int:
+    """Quarter-token estimate of ``value``'s JSON, with large media strings at a flat 1600 tokens."""
+    if isinstance(value, str):
+        if len(value) >= 4096 and (
+            value.startswith("data:") or (key in _BIG_KEYS and _BASE64ISH.match(value[:4096]) is not None)
+        ):
+            return 1600 * 4
+        return token_quarters(_json(value))
+    if isinstance(value, dict):
+        total = 2 + max(0, len(value) - 1)
+        for k, v in value.items():
+            total += token_quarters(_json(k)) + 1 + _serialized_quarters(v, k)
+        return total
+    if isinstance(value, list):
+        return 2 + max(0, len(value) - 1) + sum(_serialized_quarters(v) for v in value)
+    return token_quarters(_json(value))
+
+
+def serialized_tokens(message: Mapping[str, Any]) -> int:
+    """The serialized estimate of one whole message (§6.7)."""
+    text = _json(message)
+    if len(text) < 4096:
+        # No string inside can reach the 4096-character media rule.
+        return (token_quarters(text) + 3) // 4
+    return (_serialized_quarters(dict(message)) + 3) // 4
+
+
+_TOOL_CALL_TYPES = frozenset(
+    {"tool_use", "toolUse", "tool-use", "toolCall", "tool_call", "functionCall", "function_call"}
+)
+_NESTED_KEYS = ("content", "output", "result", "payload", "data", "value")
+_ARRAY_KEYS = ("segments", "utterances", "paragraphs", "alternatives", "words", "items", "results")
+
+
+def _has_tool_call_block(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_tool_call_block(v) for v in value)
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    if not isinstance(kind, str):
+        kind = value.get("rawType")
+    if isinstance(kind, str) and kind in _TOOL_CALL_TYPES:
+        return True
+    return any(_has_tool_call_block(value.get(k)) for k in (*_NESTED_KEYS, *_ARRAY_KEYS))
+
+
+def substantive_assistant(message: Mapping[str, Any]) -> bool:
+    """An assistant message with visible text or a replayable tool call (the reference's rule)."""
+    from lcm_cli.engine.core.jscompat import trim
+    from lcm_cli.engine.transcript.reader import _structured_text
+
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        return True
+    content = message.get("content")
+    text = _structured_text(content)
+    return bool(text and trim(text)) or _has_tool_call_block(content)
+
+
+def strip_trailing_assistants(
+    messages: Sequence[dict[str, Any]], preserve_substantive: bool = False
+) -> list[dict[str, Any]]:
+    """Drop trailing assistant messages (a prefill seed).
+
+    With ``preserve_substantive`` (the host delivers the current turn separately: it
+    passed ``prompt`` and ``availableTools``) stripping stops at an assistant that says
+    something: that is the completed previous reply.
+    """
+    out = list(messages)
+    while out and out[-1].get("role") == "assistant":
+        if preserve_substantive and substantive_assistant(out[-1]):
+            break
+        out.pop()
+    return out
+
+
+def clamp(
+    messages: list[dict[str, Any]],
+    budget: int,
+    costs: list[int] | None = None,
+    *,
+    preserve_assistant_tail: bool = False,
+) -> list[dict[str, Any]]:
+    """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7).
+
+    Leading orphaned tool results go, the newest evicted user turn comes back if none is
+    left, and trailing assistants are stripped as :func:`strip_trailing_assistants` does;
+    without ``preserve_assistant_tail`` a suffix of assistants only is kept unstripped.
+    """
+    if costs is None:
+        costs = [serialized_tokens(m) for m in messages]
+    if sum(costs) <= max(1, math.floor(budget)) or not messages:
+        return messages
+    target = max(1, math.floor(budget * 0.9))
+    start = len(messages) - 1
+    used = costs[start]
+    while start > 0 and used + costs[start - 1] <= target:
+        start -= 1
+        used += costs[start]
+    kept = messages[start:]
+    evicted = messages[:start]
+    while len(kept) > 1 and kept[0].get("role") == "toolResult":
+        kept = kept[1:]
+    if not any(m.get("role") == "user" for m in kept):
+        latest_user = next((m for m in reversed(evicted) if m.get("role") == "user"), None)
+        if latest_user is not None:
+            kept = [latest_user, *kept]
+    stripped = strip_trailing_assistants(kept, preserve_assistant_tail)
+    return stripped if stripped or preserve_assistant_tail else kept
+
+
+# --------------------------------------------------------------------------
+# The assembler
+# --------------------------------------------------------------------------
+
+
+def resolve_budget(effective: Mapping[str, Any], token_budget: int | None) -> int:
+    """A positive ``token_budget``, else 128000, capped by ``maxAssemblyTokenBudget`` (§1.5)."""
+    budget = token_budget if token_budget and token_budget > 0 else DEFAULT_TOKEN_BUDGET
+    cap = effective.get("maxAssemblyTokenBudget")
+    if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
+        budget = min(budget, math.floor(cap))
+    return budget
+
+
+def assemble(
+    conn: sqlite3.Connection,
+    conversation_id: int,
+    effective: Mapping[str, Any],
+    *,
+    token_budget: int | None = None,
+    prompt: str | None = None,
+    fresh_tail_count: int | None = None,
+    stub_large_tool_payloads: bool | None = None,
+    preserve_assistant_tail: bool = False,
+) -> dict[str, Any]:
+    """Assemble a conversation's context within the token budget.
+
+    Returns ``{messages, estimatedTokens, systemPromptAddition, details}``; ``details``
+    (our addition) counts the items kept and dropped and the fresh-tail size.
+    """
+    budget = resolve_budget(effective, token_budget)
+    zone = src.zone_of(str(effective.get("timezone") or "UTC"))
+    items = resolve_items(conn, conversation_id, zone)
+    count = fresh_tail_count if fresh_tail_count is not None else int(effective.get("freshTailCount") or 0)
+    max_tail = effective.get("freshTailMaxTokens")
+    max_tail_tokens = math.floor(max_tail) if isinstance(max_tail, (int, float)) and max_tail >= 0 else None
+    edge = tail_boundary(items, count, max_tail_tokens)
+    evictable = [i for i in items if i.ordinal < edge]
+    tail = [i for i in items if i.ordinal >= edge]
+    if stub_large_tool_payloads is None:
+        stub_large_tool_payloads = effective.get("stubLargeToolPayloads") is True
+    if stub_large_tool_payloads and evictable:
+        evictable = stub_stored_results(conn, conversation_id, evictable)
+    tail_tokens = sum(i.tokens for i in tail)
+    room = max(0, budget - tail_tokens)
+    terms = prompt_terms(prompt) if effective.get("promptAwareEviction") is True else []
+    chosen = select_evictable(evictable, room, terms)
+    selected = chosen + tail
+    estimated_pre = sum(i.tokens for i in selected)
+    known_results = {rid for rid in (tp.result_id(i.message) for i in items) if rid}
+    messages = tp.drop_unpaired_calls(
+        [i.message for i in selected], [i.ordinal >= edge for i in selected], known_results
+    )
+    messages = tp.normalize(messages)
+    messages = tp.sanitize_pairing(messages)
+    costs = [serialized_tokens(m) for m in messages]
+    clamped = clamp(messages, budget, costs, preserve_assistant_tail=preserve_assistant_tail)
+    if clamped is messages:
+        estimated = sum(costs)
+    else:
+        estimated = sum(serialized_tokens(m) for m in clamped)
+    messages = clamped
+    return {
+        "messages": messages,
+        "estimatedTokens": estimated,
+        "systemPromptAddition": None,
+        "details": {
+            "tokenBudget": budget,
+            "contextItems": len(items),
+            "freshTailItems": len(tail),
+            "freshTailTokens": tail_tokens,
+            "evictableItems": len(evictable),
+            "keptEvictableItems": len(chosen),
+            "droppedItems": len(evictable) - len(chosen),
+            "summaryItems": sum(1 for i in selected if not i.is_message),
+            "storedSummaryItems": sum(1 for i in items if not i.is_message),
+            "resolvedTokens": estimated_pre,
+            "promptAware": bool(terms),
+        },
+    }

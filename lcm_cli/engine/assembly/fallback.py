@@ -1,0 +1,160 @@
+"""Live-message fallbacks of `assemble` (compat/engine.md §6.1 steps 1, 8-10, 12, 13, 15).
+
+When the stored context cannot (or should not) be used, the host's own live messages
+are returned instead, bounded by the same serialized estimate as the assembled context:
+the newest suffix that fits, never an unbounded list once a conversation exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lcm_cli.engine.assembly.assembler import clamp, serialized_tokens, strip_trailing_assistants
+
+
+def strip_prefill(messages: Sequence[dict[str, Any]], host_delivers_turn: bool) -> list[dict[str, Any]]:
+    """Step 1: trailing assistant messages (prefill) are stripped from a live fallback.
+
+    When the host delivers the current turn separately (``prompt`` given and
+    ``availableTools`` passed), stripping stops at an assistant with substantive content:
+    it is a real reply and stays.
+    """
+    return strip_trailing_assistants(messages, host_delivers_turn)
+
+
+def total_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    """The serialized estimate of a whole message list (§6.8 ``estimatedTokens``)."""
+    return sum(serialized_tokens(m) for m in messages)
+
+
+def bounded_live(
+    messages: Sequence[dict[str, Any]], budget: int, preserve_assistant_tail: bool = False
+) -> list[dict[str, Any]]:
+    """The bounded live fallback: live messages through the final serialized clamp (§6.7)."""
+    return clamp(list(messages), budget, preserve_assistant_tail=preserve_assistant_tail)
+
+
+def _suffix_within(messages: Sequence[dict[str, Any]], room: int) -> list[dict[str, Any]]:
+    """The newest suffix whose serialized estimate fits ``room``; at least the last message."""
+    if not messages:
+        return []
+    start = len(messages) - 1
+    used = serialized_tokens(messages[start])
+    while start > 0:
+        cost = serialized_tokens(messages[start - 1])
+        if used + cost > room:
+            break
+        start -= 1
+        used += cost
+    return list(messages[start:])
+
+
+def degraded(messages: Sequence[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """Step 8's degraded result: leading system/developer messages, then the newest suffix that fits."""
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
+        lead += 1
+    head = list(messages[:lead])
+    room = max(0, budget - total_tokens(head))
+    return head + _suffix_within(messages[lead:], room)
+
+
+def fork_suffix(live: Sequence[dict[str, Any]], source_count: int) -> list[dict[str, Any]]:
+    """The child's live messages after the copied parent prefix (§3.4)."""
+    return list(live[max(0, source_count) :])
+
+
+def append_fork_suffix(
+    assembled: Sequence[dict[str, Any]], suffix: Sequence[dict[str, Any]], budget: int
+) -> list[dict[str, Any]]:
+    """Step 12: the live suffix after the assembled parent context, within the budget.
+
+    Oldest assembled messages are evicted first, then oldest suffix messages; the newest
+    suffix message always stays.
+    """
+    head = list(assembled)
+    tail = list(suffix)
+    head_costs = [serialized_tokens(m) for m in head]
+    tail_costs = [serialized_tokens(m) for m in tail]
+    total = sum(head_costs) + sum(tail_costs)
+    while total > budget and head:
+        total -= head_costs.pop(0)
+        head.pop(0)
+    while total > budget and len(tail) > 1:
+        total -= tail_costs.pop(0)
+        tail.pop(0)
+    return head + tail
+
+
+def has_user(messages: Sequence[dict[str, Any]]) -> bool:
+    """True when some message has the ``user`` role."""
+    return any(m.get("role") == "user" for m in messages)
+
+
+# --------------------------------------------------------------------------
+# Volatile live inputs (§6.7): turns the host never stores but the model must see
+# --------------------------------------------------------------------------
+
+RETRY_MARKER = "[Retry after the previous model attempt failed or timed out]"
+INTERNAL_BEGIN = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+INTERNAL_END = "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+INTER_SESSION = "[inter-session message]"
+TASK_COMPLETION = "[internal task completion event]"
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A message's text: the string content, or its text blocks joined by newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text")) for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return ""
+
+
+def is_volatile(message: dict[str, Any]) -> bool:
+    """A live user/system message with a retry marker line or a complete internal-context block.
+
+    The block counts when the text starts with an inter-session message header, or starts
+    with the block itself and carries a task-completion event.
+    """
+    if message.get("role") not in ("user", "system"):
+        return False
+    text = message_text(message).lstrip()
+    if not text.strip():
+        return False
+    if any(line.strip() == RETRY_MARKER for line in text.splitlines()):
+        return True
+    begin = text.find(INTERNAL_BEGIN)
+    if begin < 0 or text.find(INTERNAL_END, begin + len(INTERNAL_BEGIN)) < 0:
+        return False
+    normalized = " ".join(text.split()).lower()
+    if normalized.startswith(INTER_SESSION):
+        return True
+    return text.startswith(INTERNAL_BEGIN) and TASK_COMPLETION in normalized
+
+
+def uncovered_volatile(
+    live: Sequence[dict[str, Any]], assembled: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Volatile live inputs that no assembled message already shows word for word, in live order.
+
+    A summary never covers one: it summarizes a past occurrence, not this turn's input.
+    """
+    shown: dict[str, int] = {}
+    for message in assembled:
+        text = message_text(message)
+        shown[text] = shown.get(text, 0) + 1
+    out: list[dict[str, Any]] = []
+    for message in live:
+        if not is_volatile(message):
+            continue
+        text = message_text(message)
+        if shown.get(text, 0) > 0:
+            shown[text] -= 1
+            continue
+        out.append({**message, "role": "user"} if message.get("role") == "system" else message)
+    return out

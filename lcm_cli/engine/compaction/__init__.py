@@ -1,0 +1,1 @@
+"""Compaction: folding messages into the summary DAG, and its operations."""

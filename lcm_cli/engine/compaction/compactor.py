@@ -1,0 +1,929 @@
+"""Compaction: fold old raw messages into leaf summaries and leaves into condensed nodes.
+
+Follows compat/engine.md §4: leaf chunks outside the fresh tail (§4.4), leaf passes
+(§4.5), condensation with fan-outs and a pressure phase (§4.6), the bounded full sweep
+(§4.7), the host ``compact`` routing reduced to what a CLI or host call needs (§4.8),
+``compactUntilUnder`` (§4.9), and the deferred-debt row (§4.12).
+
+Every pass calls the summarizer first, outside any transaction, then writes in one
+``BEGIN IMMEDIATE`` transaction that re-checks the chunk is still in place. A summarizer
+failure skips the pass: nothing is written and the failure is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Any, NamedTuple
+
+from lcm_cli.engine.compaction import context_items as ci
+from lcm_cli.engine.compaction import leaf_source as src
+from lcm_cli.engine.compaction.context_items import Item
+from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.db.store import Store, iso_timestamp, parse_timestamp
+from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer
+
+DEFAULT_TOKEN_BUDGET = 128000
+UNTIL_UNDER_MAX_ROUNDS = 10
+
+
+def _int(effective: Mapping[str, Any], key: str, default: int) -> int:
+    value = effective.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return math.floor(value)
+    return default
+
+
+class Settings(NamedTuple):
+    """The config keys compaction reads, resolved once per call."""
+
+    fresh_tail_count: int
+    fresh_tail_max_tokens: int | None
+    leaf_chunk_tokens: int
+    leaf_min_fanout: int
+    condensed_min_fanout: int
+    condensed_min_fanout_hard: int
+    leaf_target_tokens: int
+    condensed_target_tokens: int
+    sweep_max_depth: int
+    max_sweep_iterations: int
+    sweep_deadline_ms: int
+    until_under_deadline_ms: int
+    context_threshold: float
+    summary_prefix_target_tokens: int | None
+    max_assembly_token_budget: int | None
+    custom_instructions: str
+    strip_tags: tuple[str, ...]
+    zone: tzinfo
+
+    @classmethod
+    def from_effective(cls, effective: Mapping[str, Any]) -> Settings:
+        """Read the effective config (reference key names, defaults already applied)."""
+        cap = effective.get("freshTailMaxTokens")
+        prefix = effective.get("summaryPrefixTargetTokens")
+        budget_cap = effective.get("maxAssemblyTokenBudget")
+        threshold = effective.get("contextThreshold")
+        return cls(
+            fresh_tail_count=_int(effective, "freshTailCount", 64),
+            fresh_tail_max_tokens=math.floor(cap) if isinstance(cap, (int, float)) and cap >= 0 else None,
+            leaf_chunk_tokens=max(1, _int(effective, "leafChunkTokens", 20000)),
+            leaf_min_fanout=max(1, _int(effective, "leafMinFanout", 8)),
+            condensed_min_fanout=max(1, _int(effective, "condensedMinFanout", 4)),
+            condensed_min_fanout_hard=max(1, _int(effective, "condensedMinFanoutHard", 2)),
+            leaf_target_tokens=max(1, _int(effective, "leafTargetTokens", 2400)),
+            condensed_target_tokens=max(1, _int(effective, "condensedTargetTokens", 2000)),
+            sweep_max_depth=_int(effective, "sweepMaxDepth", 1),
+            max_sweep_iterations=max(1, _int(effective, "maxSweepIterations", 12)),
+            sweep_deadline_ms=max(1, _int(effective, "sweepDeadlineMs", 120000)),
+            until_under_deadline_ms=max(1, _int(effective, "compactUntilUnderDeadlineMs", 300000)),
+            context_threshold=float(threshold) if isinstance(threshold, (int, float)) else 0.75,
+            summary_prefix_target_tokens=math.floor(prefix)
+            if isinstance(prefix, (int, float)) and prefix > 0
+            else None,
+            max_assembly_token_budget=math.floor(budget_cap)
+            if isinstance(budget_cap, (int, float)) and budget_cap > 0
+            else None,
+            custom_instructions=str(effective.get("customInstructions") or ""),
+            strip_tags=tuple(str(t) for t in effective.get("stripInjectedContextTags") or ()),
+            zone=src.zone_of(str(effective.get("timezone") or "UTC")),
+        )
+
+    def budget(self, requested: int | None) -> int:
+        """The token budget: the requested one (default 128000), capped by ``maxAssemblyTokenBudget``."""
+        budget = requested if requested and requested > 0 else DEFAULT_TOKEN_BUDGET
+        if self.max_assembly_token_budget is not None:
+            budget = min(budget, self.max_assembly_token_budget)
+        return budget
+
+    def threshold(self, budget: int) -> int:
+        """``floor(contextThreshold × budget)`` (§4.2)."""
+        return math.floor(self.context_threshold * budget)
+
+    def prefix_target(self, budget: int) -> int:
+        """The summarized-prefix target P of §4.7 step 4."""
+        if self.summary_prefix_target_tokens is not None:
+            return self.summary_prefix_target_tokens
+        half = math.floor(max(1, self.threshold(budget)) * 0.5)
+        return max(self.condensed_target_tokens, min(self.leaf_chunk_tokens, half))
+
+
+# --------------------------------------------------------------------------
+# Summarizer call
+# --------------------------------------------------------------------------
+
+
+class Summary(NamedTuple):
+    """What one summarizer call produced."""
+
+    content: str
+    level: str  # normal | aggressive | capped | fallback
+    auth_failure: bool
+
+
+def summarize(
+    summarizer: Summarizer,
+    source_text: str,
+    *,
+    depth: int,
+    effective: Mapping[str, Any],
+    previous_context: str | None,
+    custom_instructions: str | None,
+) -> Summary:
+    """One summarization with the reference's escalation (§5.1); auth failures come back flagged.
+
+    An endpoint that fails without an auth error yields the deterministic fallback;
+    :class:`SpendLimitError` and unexpected exceptions propagate to the pass, which
+    then writes nothing.
+    """
+    from lcm_cli.engine.summarize.escalation import summarize_with_escalation
+
+    result = summarize_with_escalation(
+        summarizer,
+        source_text,
+        depth=depth,
+        effective=effective,
+        previous_context=previous_context,
+        custom_instructions=custom_instructions,
+    )
+    return Summary(result.content, result.level, bool(result.auth_failure))
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+
+class SweepResult(NamedTuple):
+    """One full sweep: what it did and why it stopped."""
+
+    action_taken: bool
+    tokens_before: int
+    tokens_after: int
+    passes: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    auth_failure: bool = False
+    stopped_at_budget: bool = False
+    failure: str | None = None
+    no_progress: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (camelCase keys, like the rest of the envelope)."""
+        return {
+            "actionTaken": self.action_taken,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "passes": self.passes,
+            "skipped": self.skipped,
+            "authFailure": self.auth_failure,
+            "stoppedAtBudget": self.stopped_at_budget,
+            "failure": self.failure,
+        }
+
+
+class _PassOutcome(NamedTuple):
+    status: str  # done | empty-source | chunk-changed | auth-failure | failed
+    removed: int = 0
+    added: int = 0
+    content: str = ""
+    record: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def _failed(exc: Exception) -> _PassOutcome:
+    if isinstance(exc, SpendLimitError):
+        return _PassOutcome("failed", error=f"summary spend backoff open: {exc}")
+    return _PassOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------
+# The compactor
+# --------------------------------------------------------------------------
+
+
+class Compactor:
+    """Compaction of one conversation through one writable :class:`Store`."""
+
+    def __init__(
+        self,
+        store: Store,
+        conversation_id: int,
+        effective: Mapping[str, Any],
+        summarizer: Summarizer,
+        *,
+        custom_instructions: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Bind a conversation, its effective config and the summarizer to use."""
+        self.store = store
+        self.conn = store.conn
+        self.cid = conversation_id
+        self.effective = effective
+        self.settings = Settings.from_effective(effective)
+        self.summarizer = summarizer
+        self.custom = (
+            custom_instructions if custom_instructions is not None else self.settings.custom_instructions
+        )
+        self.clock = clock
+
+    # -- reading -----------------------------------------------------------
+
+    def items(self) -> list[Item]:
+        """The current context items (light rows)."""
+        return ci.load_items(self.conn, self.cid)
+
+    def boundary(self, items: Sequence[Item]) -> int:
+        """The fresh-tail boundary ordinal for these items (configured tail settings)."""
+        s = self.settings
+        return ci.tail_boundary(items, s.fresh_tail_count, s.fresh_tail_max_tokens)
+
+    def current_boundary(self) -> int:
+        """The fresh-tail boundary read from the database, newest items only."""
+        s = self.settings
+        return ci.find_boundary(self.conn, self.cid, s.fresh_tail_count, s.fresh_tail_max_tokens)
+
+    def raw_tokens_outside_tail(self, items: Sequence[Item]) -> int:
+        """Leaf-source tokens of raw messages before the fresh-tail boundary."""
+        edge = self.boundary(items)
+        return sum(i.tokens for i in items if i.is_message and i.ordinal < edge)
+
+    # -- leaf ----------------------------------------------------------------
+
+    def leaf_chunk(self, items: Iterable[Item], boundary: int, scan_after: int) -> list[Item]:
+        """The oldest contiguous raw run outside the tail, capped at ``leafChunkTokens`` (§4.4)."""
+        cap = self.settings.leaf_chunk_tokens
+        chunk: list[Item] = []
+        total = 0
+        for item in items:
+            if item.ordinal >= boundary:
+                break
+            if item.ordinal <= scan_after:
+                continue
+            if not item.is_message:
+                if chunk:
+                    break
+                continue
+            if chunk and total + item.tokens > cap:
+                break
+            chunk.append(item)
+            total += item.tokens
+            if total >= cap:
+                break
+        return chunk
+
+    def _message_rows(self, ids: Sequence[int]) -> dict[int, Any]:
+        rows = self.conn.execute(
+            "SELECT message_id, role, content, created_at, openclaw_sender_metadata FROM messages"
+            " WHERE message_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        ).fetchall()
+        return {r[0]: r for r in rows}
+
+    def _parts(self, message_id: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT part_type, text_content, tool_name, tool_input, tool_output FROM message_parts"
+            " WHERE message_id = ? ORDER BY ordinal",
+            (message_id,),
+        ).fetchall()
+        keys = ("part_type", "text_content", "tool_name", "tool_input", "tool_output")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def leaf_source(self, chunk: Sequence[Item]) -> tuple[str, list[str]]:
+        """The leaf source text of a chunk and the cleaned texts (for file ids)."""
+        rows = self._message_rows([i.message_id for i in chunk if i.message_id is not None])
+        blocks: list[str] = []
+        texts: list[str] = []
+        for item in chunk:
+            row = rows.get(item.message_id or -1)
+            if row is None:
+                continue
+            _, role, content, created_at, sender = row
+            text = src.message_text(content or "", (), self.settings.strip_tags)
+            if not text:
+                text = src.message_text("", self._parts(row[0]), self.settings.strip_tags)
+            if not text:
+                continue
+            speaker = ci.speaker_line(sender) if role == "user" else ""
+            blocks.append(src.leaf_block(created_at, role, speaker, text, self.settings.zone))
+            texts.append(text)
+        return "\n\n".join(blocks), texts
+
+    def leaf_pass(self, chunk: Sequence[Item], previous_context: str | None) -> _PassOutcome:
+        """Summarize one leaf chunk and write it (§4.5)."""
+        source_text, texts = self.leaf_source(chunk)
+        if not source_text.strip():
+            return _PassOutcome("empty-source")
+        message_ids = [i.message_id for i in chunk if i.message_id is not None]
+        return self._summarize_and_replace(
+            chunk,
+            source_text,
+            0,
+            previous_context,
+            lambda summary, removed: self.store.add_leaf_summary(
+                self.cid,
+                message_ids,
+                summary.content,
+                model=self.summarizer.model,
+                file_ids=src.find_file_ids(texts),
+                source_message_token_count=removed,
+            ),
+        )
+
+    def _summarize_and_replace(
+        self,
+        chunk: Sequence[Item],
+        source_text: str,
+        depth: int,
+        previous_context: str | None,
+        insert: Callable[[Summary, int], str],
+    ) -> _PassOutcome:
+        """One pass: summarize outside any transaction, then write it and swap the chunk out.
+
+        ``insert(summary, removed_tokens)`` writes the summary row and its links inside the
+        pass's transaction and returns the new id. The chunk is re-checked first: if
+        another writer changed it meanwhile, nothing is written.
+        """
+        try:
+            summary = summarize(
+                self.summarizer,
+                source_text,
+                depth=depth,
+                effective=self.effective,
+                previous_context=previous_context,
+                custom_instructions=self.custom,
+            )
+        except Exception as exc:  # any summarizer failure skips the pass; nothing is written
+            return _failed(exc)
+        if summary.auth_failure:
+            return _PassOutcome("auth-failure", error="provider auth failure")
+        removed = sum(i.tokens for i in chunk)
+        with self.store.transaction() as conn:
+            if not ci.chunk_is_intact(conn, self.cid, chunk):
+                return _PassOutcome("chunk-changed")
+            summary_id = insert(summary, removed)
+            ci.replace_range(conn, self.cid, chunk[0].ordinal, chunk[-1].ordinal, summary_id)
+        added = estimate_tokens(summary.content)
+        return _PassOutcome(
+            "done",
+            removed,
+            added,
+            summary.content,
+            {
+                "kind": "leaf" if depth == 0 else "condensed",
+                "depth": depth,
+                "summaryId": summary_id,
+                "level": summary.level,
+                "sourceCount": len(chunk),
+                "sourceTokens": removed,
+                "summaryTokens": added,
+                "ordinals": [chunk[0].ordinal, chunk[-1].ordinal],
+            },
+        )
+
+    # -- condensed -------------------------------------------------------------
+
+    def _summary_rows(self, ids: Sequence[str]) -> dict[str, Any]:
+        rows = self.conn.execute(
+            "SELECT summary_id, content, earliest_at, latest_at, created_at, file_ids FROM summaries"
+            " WHERE summary_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        ).fetchall()
+        return {r[0]: r for r in rows}
+
+    def condensed_chunk(
+        self, items: Sequence[Item], boundary: int, depth: int, fanout: int
+    ) -> list[Item] | None:
+        """The oldest contiguous run of depth-``depth`` summaries, if eligible (§4.6)."""
+        run: list[Item] = []
+        for item in items:
+            if item.ordinal >= boundary:
+                break
+            if not item.is_message and item.depth == depth:
+                run.append(item)
+            elif run:
+                break
+        if not run:
+            return None
+        contents = self._summary_rows([i.summary_id for i in run if i.summary_id])
+        cap = self.settings.leaf_chunk_tokens
+        chunk: list[Item] = []
+        counted = 0
+        meaningful = 0
+        for item in run:
+            text = src.sanitize_summary(contents[item.summary_id][1]) if item.summary_id in contents else ""
+            if not text:
+                if chunk:
+                    chunk.append(item)  # carried along, not counted
+                continue
+            if chunk and counted + item.tokens > cap:
+                break
+            chunk.append(item)
+            counted += item.tokens
+            meaningful += 1
+            if counted >= cap:
+                break
+        minimum = max(self.settings.condensed_target_tokens, math.floor(cap * 0.1))
+        if meaningful < fanout or counted < minimum:
+            return None
+        return chunk
+
+    def condensed_candidate(self, items: Sequence[Item], boundary: int, *, hard: bool) -> list[Item] | None:
+        """The shallowest eligible condensation chunk before the tail, or None."""
+        s = self.settings
+        depths = sorted(
+            {i.depth for i in items if not i.is_message and i.ordinal < boundary and i.depth is not None}
+        )
+        for depth in depths:
+            if hard:
+                fanout = s.condensed_min_fanout_hard
+            else:
+                fanout = s.leaf_min_fanout if depth == 0 else s.condensed_min_fanout
+            chunk = self.condensed_chunk(items, boundary, depth, fanout)
+            if chunk:
+                return chunk
+        return None
+
+    def condensed_pass(self, chunk: Sequence[Item], previous_context: str | None) -> _PassOutcome:
+        """Summarize one run of same-depth summaries into a depth+1 node and write it."""
+        ids = [i.summary_id for i in chunk if i.summary_id is not None]
+        rows = self._summary_rows(ids)
+        blocks: list[str] = []
+        seeds: list[str] = []
+        for sid in ids:
+            row = rows[sid]
+            seeds.extend(_json_list(row[5]))
+            text = src.sanitize_summary(row[1])
+            if text:
+                blocks.append(
+                    src.condensed_block(row[2] or row[4], row[3] or row[4], text, self.settings.zone)
+                )
+        return self._summarize_and_replace(
+            chunk,
+            "\n\n".join(blocks),
+            (chunk[0].depth or 0) + 1,
+            previous_context,
+            lambda summary, removed: self.store.add_condensed_summary(
+                self.cid,
+                ids,
+                summary.content,
+                model=self.summarizer.model,
+                file_ids=src.find_file_ids([rows[s][1] for s in ids], seed=seeds),
+            ),
+        )
+
+    def _nearest_summaries(self, items: Sequence[Item], before: int, depth: int | None) -> str | None:
+        """Up to two nearest preceding summaries (optionally of one depth), oldest first (§5.4)."""
+        picked: list[str] = []
+        candidates = [
+            i
+            for i in items
+            if not i.is_message and i.ordinal < before and (depth is None or i.depth == depth)
+        ]
+        rows = self._summary_rows([i.summary_id for i in candidates[-8:] if i.summary_id])
+        for item in reversed(candidates[-8:]):
+            row = rows.get(item.summary_id or "")
+            text = src.sanitize_summary(row[1]) if row else ""
+            if text:
+                picked.append(text)
+            if len(picked) == 2:
+                break
+        return "\n\n".join(reversed(picked)) if picked else None
+
+    # -- the sweep ---------------------------------------------------------------
+
+    def full_sweep(
+        self,
+        *,
+        token_budget: int,
+        force: bool = False,
+        stop_at_tokens: int | None = None,
+        deadline: float | None = None,
+    ) -> SweepResult:
+        """Leaf passes over every eligible chunk, then condensation while under pressure (§4.7)."""
+        s = self.settings
+        items = self.items()
+        before = ci.stored_context_tokens(items)
+        threshold = s.threshold(token_budget)
+        over_stop = stop_at_tokens is not None and before > stop_at_tokens
+        if not items or not (force or before > threshold or over_stop):
+            return SweepResult(False, before, before, [], [])
+        end = self.clock() + s.sweep_deadline_ms / 1000
+        if deadline is not None:
+            end = min(end, deadline)
+        running = before
+        passes: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        iterations = 0
+
+        def out_of_budget() -> bool:
+            return iterations >= s.max_sweep_iterations or self.clock() >= end
+
+        def finish(**flags: Any) -> SweepResult:
+            return SweepResult(bool(passes), before, running, passes, skipped, **flags)
+
+        # Phase 1: leaf passes over every eligible raw chunk outside the tail.
+        scan_after = -1
+        previous_leaf: str | None = None
+        after_skip = False
+        while True:
+            edge = self.current_boundary()
+            chunk = self.leaf_chunk(
+                ci.iter_items(self.conn, self.cid, after=scan_after, before=edge), edge, scan_after
+            )
+            if not chunk:
+                break
+            if out_of_budget():
+                return finish(stopped_at_budget=True)
+            previous: str | None
+            if previous_leaf is not None:
+                previous = previous_leaf
+            elif after_skip:
+                head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
+                previous = self._nearest_summaries(head, chunk[0].ordinal, None)
+            else:
+                previous = None
+            outcome = self.leaf_pass(chunk, previous)
+            if outcome.status == "empty-source":
+                skipped.append({"kind": "leaf", "reason": "empty-source", "ordinals": _span(chunk)})
+                scan_after = chunk[-1].ordinal
+                after_skip = True
+                continue
+            iterations += 1
+            if outcome.status == "chunk-changed":
+                skipped.append({"kind": "leaf", "reason": "chunk-changed", "ordinals": _span(chunk)})
+                continue
+            if outcome.status == "auth-failure":
+                return finish(auth_failure=True, failure=outcome.error)
+            if outcome.status == "failed":
+                skipped.append({"kind": "leaf", "reason": "summarizer-failed", "ordinals": _span(chunk)})
+                return finish(failure=outcome.error)
+            pass_start = running
+            running = running - outcome.removed + outcome.added
+            assert outcome.record is not None
+            passes.append({**outcome.record, "tokensBefore": pass_start, "tokensAfter": running})
+            previous_leaf = outcome.content
+            if stop_at_tokens is not None and running <= stop_at_tokens:
+                break
+            if running >= pass_start:
+                break
+
+        # Phase 2: condensation while summary tokens before the tail exceed the prefix target.
+        prefix_target = s.prefix_target(token_budget)
+
+        def pressure(items: Sequence[Item]) -> bool:
+            # ``items`` are the ones before the fresh tail.
+            if stop_at_tokens is not None and running > stop_at_tokens:
+                return True
+            return sum(i.tokens for i in items if not i.is_message) > prefix_target
+
+        no_progress = False
+        for hard in (False, True):
+            if hard and no_progress:
+                break
+            while True:
+                edge = self.current_boundary()
+                items = ci.load_items(self.conn, self.cid, before=edge)
+                if not pressure(items):
+                    break
+                candidate = self.condensed_candidate(items, edge, hard=hard)
+                if candidate is None:
+                    break
+                chunk = candidate
+                depth = chunk[0].depth or 0
+                if not hard and s.sweep_max_depth >= 0 and depth >= s.sweep_max_depth:
+                    break
+                if out_of_budget():
+                    return finish(stopped_at_budget=True)
+                previous = self._nearest_summaries(items, chunk[0].ordinal, 0) if depth == 0 else None
+                outcome = self.condensed_pass(chunk, previous)
+                iterations += 1
+                if outcome.status == "chunk-changed":
+                    skipped.append({"kind": "condensed", "reason": "chunk-changed", "ordinals": _span(chunk)})
+                    continue
+                if outcome.status == "auth-failure":
+                    return finish(auth_failure=True, failure=outcome.error)
+                if outcome.status == "failed":
+                    skipped.append(
+                        {"kind": "condensed", "reason": "summarizer-failed", "ordinals": _span(chunk)}
+                    )
+                    return finish(failure=outcome.error)
+                pass_start = running
+                running = running - outcome.removed + outcome.added
+                assert outcome.record is not None
+                passes.append({**outcome.record, "tokensBefore": pass_start, "tokensAfter": running})
+                if running >= pass_start:
+                    no_progress = True
+                    break
+        return finish(no_progress=no_progress)
+
+    # -- routing -------------------------------------------------------------------
+
+    def compact_until_under(
+        self, *, token_budget: int, target_tokens: int | None = None, current_tokens: int | None = None
+    ) -> dict[str, Any]:
+        """Forced sweeps until stored tokens are at or under the target (§4.9)."""
+        target = target_tokens if target_tokens and target_tokens > 0 else token_budget
+        items = self.items()
+        stored = ci.stored_context_tokens(items)
+        start = max(stored, current_tokens or 0)
+        if start < target:
+            return _route_result(True, False, "already under target", stored, stored, 0, target, [], [])
+        deadline = self.clock() + self.settings.until_under_deadline_ms / 1000
+        passes: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        rounds = 0
+        tokens = stored
+        reason = "could not reach target"
+        failure: str | None = None
+        ok = False
+        while rounds < UNTIL_UNDER_MAX_ROUNDS and self.clock() < deadline:
+            rounds += 1
+            sweep = self.full_sweep(token_budget=token_budget, force=True, deadline=deadline)
+            passes += sweep.passes
+            skipped += sweep.skipped
+            if sweep.auth_failure:
+                reason = (
+                    "provider auth failure after partial compaction" if passes else "provider auth failure"
+                )
+                failure = sweep.failure
+                break
+            if sweep.failure:
+                failure = sweep.failure
+                spend = sweep.failure.startswith("summary spend")
+                reason = "summary spend backoff open" if spend else "summarizer failed"
+                tokens = sweep.tokens_after
+                break
+            if not sweep.action_taken or sweep.tokens_after >= tokens:
+                tokens = sweep.tokens_after
+                break
+            tokens = sweep.tokens_after
+            if tokens <= target:
+                ok, reason = True, "compacted"
+                break
+        return _route_result(
+            ok, bool(passes), reason, stored, tokens, rounds, target, passes, skipped, failure
+        )
+
+    def compact(
+        self,
+        *,
+        token_budget: int | None = None,
+        target: str = "budget",
+        force: bool = False,
+        manual: bool = False,
+        current_token_count: int | None = None,
+        until_under_target: bool = False,
+    ) -> dict[str, Any]:
+        """The engine's ``compact`` routing (§4.8), without breaker and spend guard.
+
+        ``manual`` (an operator's `lcm compact --manual`) runs one full sweep, as the
+        reference; ``target="threshold"`` chains sweeps while they make progress and the
+        context is over the target. ``until_under_target`` (our option) chains a manual
+        run's sweeps the same way. Otherwise ``compactUntilUnder`` against the budget.
+        """
+        s = self.settings
+        budget = s.budget(token_budget)
+        threshold = s.threshold(budget)
+        items = self.items()
+        stored = ci.stored_context_tokens(items)
+        observed = current_token_count if current_token_count and current_token_count > 0 else 0
+        current = max(stored, observed)
+        if not (force or manual) and current <= threshold:
+            result = _route_result(True, False, "below threshold", stored, stored, 0, threshold, [], [])
+            result["threshold"] = threshold
+            return result
+        if not (manual or target == "threshold"):
+            current_tokens = observed or (budget if force else None)
+            return self.compact_until_under(
+                token_budget=budget, target_tokens=budget, current_tokens=current_tokens
+            )
+        target_tokens = threshold if target == "threshold" else budget
+        overhead = max(0, observed - stored) if target == "threshold" and observed else 0
+        stop_at = max(1, target_tokens - overhead) if overhead > 0 and observed > target_tokens else None
+        raw_outside = self.raw_tokens_outside_tail(items)
+        forced = manual or force or stop_at is not None or (current > target_tokens and raw_outside > 0)
+        deadline = self.clock() + s.until_under_deadline_ms / 1000
+        passes: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
+        rounds = 0
+        tokens = stored
+        last: SweepResult | None = None
+        while True:
+            rounds += 1
+            last = self.full_sweep(
+                token_budget=budget, force=forced, stop_at_tokens=stop_at, deadline=deadline
+            )
+            passes += last.passes
+            skipped += last.skipped
+            progressed = last.action_taken and last.tokens_after < tokens
+            tokens = last.tokens_after
+            if last.auth_failure or last.failure:
+                break
+            if not progressed or tokens + overhead <= target_tokens:
+                break
+            if target != "threshold" and not until_under_target:
+                break  # the reference chains threshold sweeps only
+            if rounds >= s.max_sweep_iterations or self.clock() >= deadline:
+                break
+        over = tokens + overhead > target_tokens
+
+        def finish(ok: bool, compacted: bool, reason: str, failure: str | None = None) -> dict[str, Any]:
+            return _route_result(
+                ok, compacted, reason, stored, tokens, rounds, target_tokens, passes, skipped, failure
+            )
+
+        if last.auth_failure:
+            reason = "provider auth failure after partial compaction" if passes else "provider auth failure"
+            return finish(False, bool(passes), reason, last.failure)
+        if last.failure:
+            spend = last.failure.startswith("summary spend")
+            reason = "summary spend backoff open" if spend else "summarizer failed"
+            return finish(False, bool(passes), reason, last.failure)
+        threshold_sweep = target == "threshold"
+        if not passes:
+            rounds = 0  # the reference reports rounds only when a sweep acted
+            if not over:
+                return finish(True, False, "already under target")
+            exhausted = threshold_sweep and not last.stopped_at_budget
+            if exhausted and observed:
+                reason = (
+                    "stored compaction exhausted but live context still exceeds target;"
+                    " transcript reset required"
+                )
+            else:
+                reason = "nothing to compact" if manual else "live context still exceeds target"
+            result = finish(False, False, reason)
+            if exhausted:
+                result["exhausted"] = True
+            return result
+        if over and threshold_sweep:
+            # The reference keeps the pending work: a threshold sweep is ok only under target.
+            return finish(False, True, "compacted but still over target")
+        return finish(True, True, "compacted")
+
+
+def _route_result(
+    ok: bool,
+    compacted: bool,
+    reason: str,
+    before: int,
+    after: int,
+    rounds: int,
+    target: int,
+    passes: list[dict[str, Any]],
+    skipped: list[dict[str, Any]],
+    failure: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "ok": ok,
+        "compacted": compacted,
+        "reason": reason,
+        "result": {
+            "tokensBefore": before,
+            "tokensAfter": after,
+            "details": {"rounds": rounds, "targetTokens": target},
+        },
+        "passes": passes,
+        "skipped": skipped,
+        "failure": failure,
+    }
+
+
+def _span(chunk: Sequence[Item]) -> list[int]:
+    return [chunk[0].ordinal, chunk[-1].ordinal]
+
+
+def _json_list(raw: Any) -> list[str]:
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return []
+    return [x for x in parsed if isinstance(x, str)] if isinstance(parsed, list) else []
+
+
+# --------------------------------------------------------------------------
+# Deferred compaction debt (§4.12)
+# --------------------------------------------------------------------------
+
+_BACKOFF_EXEMPT = ("provider auth failure", "summary provider circuit breaker is open")
+
+
+def record_debt(
+    store: Store,
+    conversation_id: int,
+    *,
+    reason: str = "threshold",
+    token_budget: int | None = None,
+    current_token_count: int | None = None,
+    projected_token_count: int | None = None,
+    raw_tokens_outside_tail: int | None = None,
+    context_threshold: float | None = None,
+    context_threshold_source: str | None = None,
+    context_fresh_tail_count: int | None = None,
+    context_leaf_chunk_tokens: int | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Record (or coalesce into) the conversation's pending compaction debt row."""
+    with store.transaction() as conn:
+        old = conn.execute(
+            "SELECT current_token_count, projected_token_count, raw_tokens_outside_tail"
+            " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
+            (conversation_id,),
+        ).fetchone()
+        kept = old or (None, None, None)
+        store.set_maintenance(
+            conversation_id,
+            pending=True,
+            running=False,
+            requested_at=iso_timestamp(now),
+            reason=reason,
+            token_budget=token_budget,
+            current_token_count=current_token_count if current_token_count is not None else kept[0],
+            projected_token_count=projected_token_count if projected_token_count is not None else kept[1],
+            raw_tokens_outside_tail=raw_tokens_outside_tail
+            if raw_tokens_outside_tail is not None
+            else kept[2],
+            context_threshold=context_threshold,
+            context_threshold_source=context_threshold_source,
+            context_fresh_tail_count=context_fresh_tail_count,
+            context_leaf_chunk_tokens=context_leaf_chunk_tokens,
+            resolution_reason=None,
+            resolved_at=None,
+            updated_at=iso_timestamp(now),
+        )
+
+
+def drain_debt(
+    compactor: Compactor,
+    *,
+    token_budget: int | None = None,
+    force: bool = False,
+    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+) -> dict[str, Any]:
+    """Run pending compaction debt through the threshold route, bookkeeping the row (§4.12)."""
+    store, cid = compactor.store, compactor.cid
+    row = store.conn.execute(
+        "SELECT pending, running, reason, token_budget, next_attempt_after, retry_attempts"
+        " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
+        (cid,),
+    ).fetchone()
+    if row is None or not (row[0] or row[1]):
+        return {"changed": False, "reason": "no deferred compaction debt"}
+    pending, running, reason, recorded_budget, next_after, attempts = row
+    start = now()
+    next_moment = parse_timestamp(next_after)
+    if next_moment is not None and next_moment > start and not force:
+        return {
+            "changed": False,
+            "reason": "deferred compaction backoff active",
+            "nextAttemptAfter": next_after,
+        }
+    store.set_maintenance(cid, pending=False, running=True, last_started_at=iso_timestamp(start))
+    budgets = [b for b in (token_budget, recorded_budget) if b and b > 0]
+    budget = compactor.settings.budget(min(budgets) if budgets else None)
+    try:
+        if reason and reason != "threshold":
+            items = compactor.items()
+            if ci.stored_context_tokens(items) <= compactor.settings.threshold(budget):
+                _finish_debt(store, cid, keep_pending=False, failure=None, attempts=attempts, now=now())
+                return {"changed": False, "reason": "legacy deferred compaction no longer needed"}
+        result = compactor.compact(token_budget=budget, target="threshold")
+    except Exception as exc:
+        _finish_debt(
+            store,
+            cid,
+            keep_pending=True,
+            failure=f"{type(exc).__name__}: {exc}",
+            attempts=attempts,
+            now=now(),
+        )
+        raise
+    exhausted = bool(result.get("exhausted"))
+    keep = not result["ok"] and not exhausted
+    failure = None if result["ok"] or exhausted else (result.get("failure") or result["reason"])
+    _finish_debt(store, cid, keep_pending=keep, failure=failure, attempts=attempts, now=now())
+    return {"changed": bool(result["compacted"]), "reason": result["reason"], "compaction": result}
+
+
+def _finish_debt(
+    store: Store, cid: int, *, keep_pending: bool, failure: str | None, attempts: int, now: datetime
+) -> None:
+    stamp = iso_timestamp(now)
+    if failure and not any(marker in failure for marker in _BACKOFF_EXEMPT):
+        attempts = (attempts or 0) + 1
+        delay = min(timedelta(minutes=5) * 2 ** (attempts - 1), timedelta(minutes=30))
+        next_after: str | None = iso_timestamp(now + delay)
+    else:
+        attempts, next_after = 0, None
+    store.set_maintenance(
+        cid,
+        running=False,
+        pending=keep_pending,
+        last_finished_at=stamp,
+        last_failure_summary=failure,
+        retry_attempts=attempts,
+        next_attempt_after=next_after,
+        updated_at=stamp,
+    )

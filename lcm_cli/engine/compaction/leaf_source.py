@@ -1,0 +1,185 @@
+"""The text a summarizer reads: leaf source from raw messages, condensed source from summaries.
+
+compat/engine.md §4.5 (leaf) and §4.6 (condensed): one header line per source
+(``[<time> | <role>]`` or ``[<earliest> - <latest>]``), a newline, the cleaned text,
+sources separated by a blank line. Times are ``YYYY-MM-DD HH:mm <zone abbreviation>`` in
+the configured timezone (the literal ``UTC`` for UTC).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone, tzinfo
+from functools import lru_cache
+from typing import Any
+
+from lcm_cli.engine.db.store import parse_timestamp
+from lcm_cli.engine.summarize.sanitize import strip_injected_context_tags, strip_reasoning
+
+_DATA_URL = re.compile(r"data:[a-z]+/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+", re.IGNORECASE)
+_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{200,}$")
+_FILE_ID = re.compile(r"file_[0-9a-f]{16}", re.IGNORECASE)
+_HUMAN_TEXT_KEYS = ("text", "transcript", "transcription", "message", "summary", "content", "output")
+
+
+@lru_cache(maxsize=16)
+def zone_of(name: str | None) -> tzinfo:
+    """The IANA zone ``name`` (UTC when unset or unknown)."""
+    if not name or name.upper() == "UTC":
+        return timezone.utc
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except (KeyError, ValueError, OSError):
+        return timezone.utc
+
+
+def _local(stamp: str | None, zone: tzinfo) -> datetime | None:
+    moment = parse_timestamp(stamp)
+    return None if moment is None else moment.astimezone(zone)
+
+
+# en-US (CLDR) has short names for the North American metazones only; every other
+# zone is spelled from its offset ("GMT+9", "GMT+5:30", "GMT" at zero).
+_US_SHORT_NAMES = frozenset(
+    {"EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT", "AKST", "AKDT", "HST", "HDT", "AST", "ADT"}
+)
+_NOT_US_METAZONE = frozenset(
+    {
+        "America/Havana",
+        "Cuba",
+        "America/Dawson",
+        "America/Whitehorse",
+        "Canada/Yukon",
+        "America/Hermosillo",
+        "America/Mazatlan",
+        "Mexico/BajaSur",
+    }
+)
+_ALEUTIAN = frozenset({"America/Adak", "America/Atka", "US/Aleutian"})
+_UTC_KEYS = frozenset(
+    {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"}
+    | {"Etc/GMT", "GMT", "Etc/Greenwich", "Greenwich", "Etc/GMT0", "GMT0"}
+    | {"Etc/GMT+0", "Etc/GMT-0", "GMT+0", "GMT-0"}
+)
+
+
+def zone_abbreviation(moment: datetime, zone: tzinfo) -> str:
+    """The zone as JavaScript's ``Intl.DateTimeFormat("en-US", {timeZoneName: "short"})`` spells it."""
+    key = getattr(zone, "key", None)
+    if zone is timezone.utc or key in _UTC_KEYS:
+        return "UTC"
+    name = moment.tzname() or ""
+    if (
+        name in _US_SHORT_NAMES
+        and isinstance(key, str)
+        and key.startswith(("America/", "US/", "Canada/", "Pacific/Honolulu", "Atlantic/Bermuda"))
+        and key not in _NOT_US_METAZONE
+    ):
+        return ("HA" + name[1:]) if key in _ALEUTIAN else name
+    offset = moment.utcoffset()
+    minutes = round(offset.total_seconds() / 60) if offset is not None else 0
+    if minutes == 0:
+        return "GMT" if name == "GMT" or key == "Antarctica/Troll" else "GMT+0"
+    sign = "+" if minutes > 0 else "-"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"GMT{sign}{hours}" + (f":{rest:02d}" if rest else "")
+
+
+def header_time(stamp: str | None, zone: tzinfo) -> str:
+    """``YYYY-MM-DD HH:mm <zone>`` with the zone spelled as the reference's ``Intl`` does
+    (``UTC`` for UTC, ``PDT``, ``GMT+9``, ...); ``unknown`` when unreadable."""
+    moment = _local(stamp, zone)
+    if moment is None:
+        return "unknown"
+    return moment.strftime("%Y-%m-%d %H:%M ") + zone_abbreviation(moment, zone)
+
+
+def xml_time(stamp: str | None, zone: tzinfo) -> str | None:
+    """``YYYY-MM-DDTHH:MM:SS`` in ``zone`` with no zone suffix (assembly's attributes, §6.3)."""
+    moment = _local(stamp, zone)
+    return None if moment is None else moment.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _json_human_text(value: Any, depth: int = 0) -> str:
+    if depth > 6:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(t for t in (_json_human_text(v, depth + 1) for v in value) if t.strip())
+    if isinstance(value, dict):
+        for key in _HUMAN_TEXT_KEYS:
+            found = _json_human_text(value.get(key), depth + 1) if key in value else ""
+            if found.strip():
+                return found
+    return ""
+
+
+def _tool_sections(parts: Sequence[Mapping[str, Any]]) -> str:
+    """Text rebuilt from parts when the stored content has none (tool calls and results)."""
+    out: list[str] = []
+    for part in parts:
+        if part.get("part_type") == "reasoning":
+            continue  # private thinking never reaches the summarizer, as in the reference
+        name = part.get("tool_name") or "unknown"
+        if part.get("text_content"):
+            out.append(str(part["text_content"]))
+        if part.get("tool_input"):
+            out.append(f"Tool input ({name}):\n{part['tool_input']}")
+        if part.get("tool_output"):
+            out.append(f"Tool output ({name}):\n{part['tool_output']}")
+    return "\n".join(out)
+
+
+def strip_injected_tags(text: str, tags: Iterable[str]) -> str:
+    """Remove the configured injected-context tags and the untrusted header (§5.6)."""
+    return strip_injected_context_tags(text, tuple(tags))
+
+
+def message_text(content: str, parts: Sequence[Mapping[str, Any]], tags: Iterable[str]) -> str:
+    """A raw message's cleaned text for a leaf source ('' when nothing meaningful remains)."""
+    text = content or ""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        try:
+            text = _json_human_text(json.loads(stripped)) or text
+        except ValueError:
+            pass
+    text = _DATA_URL.sub("[embedded media omitted]", text)
+    lines = [
+        line
+        for line in text.split("\n")
+        if not line.lstrip().startswith("MEDIA:/") and not _BASE64_LINE.match(line.strip())
+    ]
+    text = "\n".join(lines).strip()
+    if not text and parts:
+        text = _tool_sections(parts).strip()
+    return strip_injected_tags(text, tags).strip()
+
+
+def sanitize_summary(text: str) -> str:
+    """A summary's text with leaked reasoning blocks removed, trimmed (§5.6)."""
+    return strip_reasoning(text or "")
+
+
+def find_file_ids(texts: Iterable[str], seed: Iterable[str] = ()) -> list[str]:
+    """Ordered, de-duplicated lowercase ``file_<16 hex>`` ids: ``seed`` first, then found ones."""
+    found: dict[str, None] = {s.lower(): None for s in seed}
+    for text in texts:
+        for match in _FILE_ID.findall(text or ""):
+            found.setdefault(match.lower(), None)
+    return list(found)
+
+
+def leaf_block(created_at: str | None, role: str, speaker: str, text: str, zone: tzinfo) -> str:
+    """One message of a leaf source: header line, newline, text."""
+    return f"[{header_time(created_at, zone)} | {role}{speaker}]\n{text}"
+
+
+def condensed_block(earliest: str | None, latest: str | None, text: str, zone: tzinfo) -> str:
+    """One source summary of a condensed source: ``[<earliest> - <latest>]``, newline, text."""
+    return f"[{header_time(earliest, zone)} - {header_time(latest, zone)}]\n{text}"

@@ -1,0 +1,1 @@
+"""The Lossless config: keys declared once, resolution, schema, openclaw.json, paths, and the config operations."""

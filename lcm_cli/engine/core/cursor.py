@@ -1,0 +1,90 @@
+"""Opaque keyset cursors, byte-compatible with the reference `lcm`.
+
+A cursor is base64url (no padding) of compact JSON ``{"v":1,"resource":...,"timestamp":...,
+"id":...}`` built from the last row shown. The next page holds the rows strictly after
+it in the list's descending ``(julianday(timestamp), id)`` order. Filters are not stored:
+the caller repeats them, as with the reference.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from typing import Any, NamedTuple
+
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.limits import loads_bounded
+from lcm_cli.engine.core.timefilter import looks_like_timestamp
+
+RESOURCES = ("conversations", "messages", "summaries")
+_NOT_B64URL = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class Cursor(NamedTuple):
+    """A decoded cursor: the sort timestamp as stored and the row id of the last item."""
+
+    resource: str
+    timestamp: str
+    id: int | float | str  # float only for integral ids beyond SQLite's 64-bit range
+
+
+def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:
+    """Encode the position after a row (``timestamp`` exactly as stored)."""
+    payload = {"v": 1, "resource": resource, "timestamp": timestamp, "id": row_id}
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _invalid() -> LcmError:
+    return LcmError(
+        "INVALID_CURSOR",
+        "Invalid --cursor: pass the nextCursor value printed by the same list command "
+        "unchanged, or omit --cursor to start from the first page.",
+    )
+
+
+def decode_cursor(text: str, resource: str) -> Cursor:
+    """Decode and validate a cursor for ``resource``; INVALID_CURSOR on any problem."""
+    # Like Node's decoder: accept the standard alphabet, stop at the first "=", and
+    # ignore stray characters.
+    cleaned = _NOT_B64URL.sub("", text.split("=", 1)[0].replace("+", "-").replace("/", "_"))
+    try:
+        raw = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
+        payload: Any = loads_bounded(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise _invalid() from None
+    if not isinstance(payload, dict) or payload.get("v") != 1 or isinstance(payload.get("v"), bool):
+        raise _invalid()
+    if payload.get("resource") != resource:
+        raise _invalid()
+    timestamp = payload.get("timestamp")
+    if not isinstance(timestamp, str) or not looks_like_timestamp(timestamp):
+        raise _invalid()
+    row_id = payload.get("id")
+    if resource == "summaries":
+        if not isinstance(row_id, str) or not row_id:
+            raise _invalid()
+    else:
+        if isinstance(row_id, bool):
+            raise _invalid()
+        if isinstance(row_id, float) and row_id.is_integer():
+            row_id = int(row_id)
+        if not isinstance(row_id, int):
+            raise _invalid()
+        if not -(2**63) <= row_id < 2**63:
+            row_id = float(row_id)  # beyond SQLite's integers it compares as a JS number would
+    return Cursor(resource, timestamp, row_id)
+
+
+def keyset_clause(sort_expr: str, id_expr: str, cursor: Cursor) -> tuple[str, list[Any]]:
+    """SQL predicate (and its parameters) for the rows after ``cursor`` in
+    ``(julianday(sort) DESC, id DESC)`` order.
+
+    The leading ``<=`` bound is implied by the rest; it is there so SQLite can seek an
+    index on ``julianday(sort)`` straight to the page instead of scanning from the top.
+    """
+    key = f"julianday({sort_expr})"
+    sql = f"({key} <= julianday(?) AND ({key} < julianday(?) OR ({key} = julianday(?) AND {id_expr} < ?)))"
+    return sql, [cursor.timestamp, cursor.timestamp, cursor.timestamp, cursor.id]

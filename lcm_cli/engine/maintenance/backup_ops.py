@@ -1,0 +1,70 @@
+"""`lcm backup` operations: create, list, verify and restore copies of lcm.db.
+
+Thin wrappers binding :mod:`lcm_cli.engine.maintenance.backup` to the registry: the database path
+comes from the usual precedence (``--db``, ``LCM_DATABASE_PATH``, plugin config, state dir).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.maintenance import backup
+
+
+@operation(
+    "backup.create", summary="Back up lcm.db online (small page steps), check the copy, write a manifest."
+)
+def create(ctx: Context, req: Request) -> Result:
+    """Copy the live database; with ``--keep N`` also prune older backups."""
+    extra = req.extra or {}
+    result: dict[str, Any] = backup.create_backup(
+        ctx.database_path,
+        out=extra.get("out"),
+        quick=bool(extra.get("quick")),
+        progress=lambda done, total: ctx.report_progress("backing up", done, total),
+    )
+    ctx.report_progress("done", 1, 1)
+    keep = extra.get("keep")
+    if keep is not None:
+        result["pruned"] = backup.prune_backups(ctx.database_path, keep, label="backup")
+    return Result(result)
+
+
+@operation("backup.list", summary="Backups beside the database, newest first.")
+def list_backups(ctx: Context, req: Request) -> Result:
+    """Every backup file next to lcm.db with its manifest status."""
+    return Result({"databasePath": ctx.database_path, "backups": backup.list_backups(ctx.database_path)})
+
+
+@operation(
+    "backup.verify", summary="Re-check a backup against its manifest (size, sha256, integrity, row counts)."
+)
+def verify(ctx: Context, req: Request) -> Result:
+    """Verify one backup; a failed check is an error so scripts can gate on it."""
+    (path,) = req.args
+    result = backup.verify_backup(path)
+    if not result.get("ok"):
+        failed = [c["name"] for c in result.get("checks", []) if not c.get("ok")]
+        raise LcmError(
+            "BACKUP_VERIFY_FAILED",
+            f"Backup {path} does not match its manifest ({', '.join(failed) or 'no manifest'}); "
+            "do not restore it. Take a new backup with `lcm backup`.",
+            result,
+        )
+    return Result(result)
+
+
+@operation("backup.restore", summary="Restore lcm.db from a verified backup (dry run unless --apply).")
+def restore(ctx: Context, req: Request) -> Result:
+    """Replace the database with a backup, keeping the replaced file as a backup."""
+    (path,) = req.args
+    extra = req.extra or {}
+    return Result(
+        backup.restore_backup(
+            path, ctx.database_path, apply=bool(extra.get("apply")), force=bool(extra.get("force"))
+        )
+    )

@@ -1,0 +1,360 @@
+"""`lcm prune` and `lcm prune restore`: shrink lcm.db safely, and undo it.
+
+Prune picks conversations (by age, class, id, or oldest-first until a size fits), writes
+them to a checksummed archive from one read snapshot, verifies the archive, then deletes
+them in one ``BEGIN IMMEDIATE`` transaction after checking nothing changed since the
+snapshot; optionally ``VACUUM`` and a truncating checkpoint. Dry run by default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.core.timefilter import (
+    looks_like_timestamp,
+    parse_duration_ms,
+    parse_iso_timestamp,
+    to_iso_ms,
+)
+from lcm_cli.engine.db.connection import require_sqlite_file, translate_sqlite_error
+from lcm_cli.engine.maintenance import prune
+from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
+
+CLASSES = ("archived_subagents", "cron_sessions", "null_subagent_context", "orphaned")
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``500MB``, ``2GiB``, ``1.5g``, ``1048576`` (decimal units; ``i`` = binary)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise invalid_argument(
+            f"Invalid --max-db-size value {text!r}: expected a size like 500MB or 2GiB.", {"value": text}
+        )
+    unit = (match.group(2) or "").lower()
+    binary = "i" in unit
+    letter = unit[:1] if unit[:1] in "kmgt" and unit else ""
+    factor = 1024 ** "kmgt".index(letter) * 1024 if binary and letter else _UNITS[letter]
+    return int(float(match.group(1)) * factor)
+
+
+def parse_before(text: str, now_ms: int) -> str:
+    """``--before``: a duration back from now (``90d``) or a timestamp; the ISO cutoff."""
+    span = parse_duration_ms(text.strip())
+    if span is not None:
+        return to_iso_ms(now_ms - span)
+    stamp = parse_iso_timestamp(text.strip())
+    if stamp is None and looks_like_timestamp(text):
+        stamp = parse_iso_timestamp(
+            text.strip().replace(" ", "T") + ("" if text.strip().endswith("Z") else "Z")
+        )
+    if stamp is None:
+        raise LcmError(
+            "INVALID_TIME_FILTER",
+            f"Invalid --before value {text!r}: expected a duration like 90d or 12w, or an ISO-8601 timestamp.",
+            {"value": text},
+        )
+    return to_iso_ms(stamp)
+
+
+def _class_members(ctx: Context, classes: list[str]) -> set[int]:
+    # The doctor's class rules (every configured agent id), evaluated on the read handle.
+    from lcm_cli.doctor.base import Scope
+    from lcm_cli.doctor.scan import scan_input
+    from lcm_cli.engine.maintenance.junk import class_conversations
+
+    source = scan_input(ctx, Scope())
+    found: set[int] = set()
+    for name in classes:
+        found.update(class_conversations(source, name))
+    return found
+
+
+def select_candidates(ctx: Context, req: Request, now_ms: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The conversations prune would remove, oldest activity first, with size estimates."""
+    extra = req.extra or {}
+    require_lcm_tables(ctx)
+    classes = list(extra.get("conversation_class") or [])
+    for name in classes:
+        if name not in CLASSES:
+            raise invalid_argument(
+                f"Invalid --class value {name!r}: expected one of {', '.join(CLASSES)}.", {"value": name}
+            )
+    before = extra.get("prune_before")
+    max_size_text = extra.get("max_db_size")
+    if not (before or max_size_text or req.selector or classes):
+        raise invalid_argument(
+            "Say what to prune: --before DURATION|TIMESTAMP, --max-db-size SIZE, --class CLASS or "
+            "--conversation-id ID (see `lcm prune --help`).",
+        )
+    include_active = bool(extra.get("include_active"))
+    probe = ctx.probe
+    has_active = probe.has_column("conversations", "active")
+    cutoff = parse_before(before, now_ms) if before else None
+    max_size = parse_size(max_size_text) if max_size_text else None
+
+    key = probe.col("conversations", "session_key", prefix="c.")
+    active = "c.active" if has_active else "1"
+    rows = ctx.query(
+        f"""SELECT c.conversation_id, {key}, {active} AS active, c.created_at,
+                   COALESCE((SELECT m.created_at FROM messages m WHERE m.conversation_id = c.conversation_id
+                             ORDER BY m.seq DESC LIMIT 1), c.updated_at, c.created_at) AS last_activity,
+                   (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id) AS messages
+            FROM conversations c ORDER BY julianday(last_activity), c.conversation_id"""
+    )
+    last_jd = ctx.query(
+        """SELECT c.conversation_id, julianday(COALESCE((SELECT m.created_at FROM messages m
+              WHERE m.conversation_id = c.conversation_id ORDER BY m.seq DESC LIMIT 1), c.updated_at, c.created_at))
+            FROM conversations c"""
+    )
+    named: int | None = None
+    if req.selector is not None:
+        named = int(find_conversation(ctx, req.selector)["conversation_id"])
+    members = _class_members(ctx, classes) if classes else None
+    cutoff_jd: float | None = None
+    if cutoff is not None:
+        found = ctx.query_one("SELECT julianday(?)", (cutoff,))
+        cutoff_jd = found[0] if found is not None else None
+    jd_of = {r[0]: r[1] for r in last_jd}
+    excluded_active: list[int] = []
+    candidates = []
+    for row in rows:
+        cid = row["conversation_id"]
+        if named is not None and cid != named:
+            continue
+        if members is not None and cid not in members:
+            continue
+        if cutoff_jd is not None:
+            jd = jd_of.get(cid)
+            if jd is None or jd >= cutoff_jd:
+                continue
+        if row["active"] == 1 and not include_active:
+            excluded_active.append(cid)
+            continue
+        candidates.append(
+            {
+                "conversationId": cid,
+                "sessionKey": row["session_key"],
+                "active": row["active"] == 1,
+                "lastActivityAt": row["last_activity"],
+                "messages": row["messages"],
+            }
+        )
+    if named is not None and excluded_active == [named]:
+        raise invalid_argument(
+            f"Conversation {named} is active; add --include-active to prune it anyway.",
+            {"conversationId": named},
+        )
+    size = os.path.getsize(ctx.database_path)
+    used = _used(ctx)
+    total_messages = ctx.query_one("SELECT COUNT(*) FROM messages")
+    per_message = used / total_messages[0] if total_messages and total_messages[0] else 0.0
+    for item in candidates:
+        item["estimatedBytes"] = int(item["messages"] * per_message)
+    if max_size is not None:
+        chosen, running = [], used
+        for item in candidates:
+            if running <= max_size:
+                break
+            chosen.append(item)
+            running -= item["estimatedBytes"]
+        candidates = chosen
+    facts = {
+        "cutoff": cutoff,
+        "maxDbSizeBytes": max_size,
+        "classes": classes,
+        "includeActive": include_active,
+        "databaseBytes": size,
+        "usedBytes": used,
+        "skippedActive": len(excluded_active),
+    }
+    return candidates, facts
+
+
+def _used(ctx: Context) -> int:
+    page_size = ctx.query_one("PRAGMA page_size")
+    pages = ctx.query_one("PRAGMA page_count")
+    free = ctx.query_one("PRAGMA freelist_count")
+    assert page_size is not None and pages is not None and free is not None
+    return int((pages[0] - free[0]) * page_size[0])
+
+
+def _default_archive(database_path: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")[:-3] + "Z"
+    return os.path.join(
+        os.path.dirname(os.path.abspath(database_path)),
+        f"{os.path.basename(database_path)}.prune-{stamp}.jsonl.gz",
+    )
+
+
+def _open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
+    require_sqlite_file(path)
+    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -65536")
+    return conn
+
+
+def _fingerprint(conn: sqlite3.Connection) -> dict[str, int]:
+    """Row counts of everything staged: equal before and after means nothing moved meanwhile."""
+    return {
+        table: int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}").fetchone()[0])
+        for table, where in prune.archived_tables(conn)
+    }
+
+
+@operation(
+    "prune", summary="Archive old conversations to a checksummed .jsonl.gz, then delete them (dry run)."
+)
+def prune_conversations(ctx: Context, req: Request) -> Result:
+    """Select, archive, verify, delete in one transaction, optionally VACUUM."""
+    extra = req.extra or {}
+    now_ms = int(time.time() * 1000)
+    candidates, facts = select_candidates(ctx, req, now_ms)
+    ids = [c["conversationId"] for c in candidates]
+    estimate = sum(c["estimatedBytes"] for c in candidates)
+    data: dict[str, Any] = {
+        "applied": False,
+        **facts,
+        "conversations": candidates,
+        "conversationCount": len(ids),
+        "messageCount": sum(c["messages"] for c in candidates),
+        "estimatedReclaimBytes": estimate,
+    }
+    if not extra.get("apply") or not ids:
+        if not extra.get("apply"):
+            data["message"] = "Dry run: nothing was written. Re-run with --apply to archive and delete these."
+        return Result(data)
+    ctx.close()
+    path = os.path.abspath(extra.get("out") or _default_archive(ctx.database_path))
+    started = time.perf_counter()
+    try:
+        conn = _open_writer(ctx.database_path, ctx.timeout_ms)
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+    try:
+        before_used = prune.used_bytes(conn)
+        # 1. Archive from one read snapshot (the live writer is not blocked meanwhile).
+        conn.execute("BEGIN")
+        try:
+            prune.stage_ids(conn, ids)
+            snapshot = _fingerprint(conn)
+            ctx.report_progress("archiving", 0, data["messageCount"])
+            archive = prune.write_archive(
+                conn,
+                ids,
+                path,
+                database_path=ctx.database_path,
+                progress=lambda n: ctx.report_progress("archiving", n, data["messageCount"]),
+            )
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        archived_at = time.perf_counter()
+        # 2. Verify what is on disk before deleting anything.
+        verified = prune.verify_archive(path)
+        verified_at = time.perf_counter()
+        # 3. Delete in one transaction, only if nothing changed since the snapshot.
+        ctx.report_progress("deleting", 0, 1)
+        conn.execute("PRAGMA foreign_keys = OFF")  # see prune.delete_staged
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            prune.stage_ids(conn, ids)
+            if _fingerprint(conn) != snapshot:
+                raise LcmError(
+                    "STATE_CHANGED",
+                    "The selected conversations changed while they were being archived; nothing was "
+                    f"deleted. Run `lcm prune` again (the archive {path} can be removed).",
+                    {"archivePath": path},
+                )
+            deleted = prune.delete_staged(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("PRAGMA foreign_keys = ON")
+        deleted_at = time.perf_counter()
+        after_used = prune.used_bytes(conn)
+        vacuum: dict[str, Any] | None = None
+        if extra.get("vacuum"):
+            size_before = os.path.getsize(ctx.database_path)
+            conn.execute("VACUUM")
+            row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            vacuum = {
+                "fileBytesBefore": size_before,
+                "fileBytesAfter": os.path.getsize(ctx.database_path),
+                "checkpoint": {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]},
+            }
+    except sqlite3.Error as exc:
+        err = translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms)
+        if os.path.exists(path) and isinstance(err.details, dict):
+            # Nothing was deleted; the archive already written stays valid and says so.
+            err = LcmError(
+                err.code,
+                err.message + f" Nothing was deleted; the archive {path} was written and can be removed.",
+                {**err.details, "archivePath": path, "deleted": False},
+            )
+        raise err from None
+    finally:
+        conn.close()
+    data.update(
+        applied=True,
+        archive={k: archive[k] for k in ("archivePath", "manifestPath", "bytes", "sha256", "rows")},
+        verified=verified["ok"],
+        deleted=deleted,
+        reclaimedBytes=max(0, before_used - after_used),
+        vacuum=vacuum,
+        timingsMs={
+            "archive": int((archived_at - started) * 1000),
+            "verify": int((verified_at - archived_at) * 1000),
+            "delete": int((deleted_at - verified_at) * 1000),
+            "total": int((time.perf_counter() - started) * 1000),
+        },
+    )
+    data.pop("message", None)
+    return Result(data)
+
+
+@operation("prune.restore", summary="Put a prune archive back (verified first; idempotent; dry run).")
+def restore(ctx: Context, req: Request) -> Result:
+    """Verify the archive, then insert its rows that are missing, in one transaction."""
+    (path,) = req.args
+    extra = req.extra or {}
+    verified = prune.verify_archive(path)
+    data: dict[str, Any] = {"applied": False, **verified}
+    if not extra.get("apply"):
+        data["message"] = "Dry run: the archive verified; re-run with --apply to restore it."
+        return Result(data)
+    ctx.close()
+    try:
+        conn = _open_writer(ctx.database_path, ctx.timeout_ms)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = prune.restore_rows(conn, path)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+    data.update(applied=True, **result)
+    return Result(data)

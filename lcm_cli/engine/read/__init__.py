@@ -1,0 +1,1 @@
+"""Read operations: status, conversations, messages and summaries."""

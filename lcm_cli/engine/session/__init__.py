@@ -1,0 +1,1 @@
+"""The host's session lifecycle: ingest, bootstrap, turns, and session operations."""

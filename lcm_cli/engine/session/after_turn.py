@@ -1,0 +1,370 @@
+"""`session.after_turn`: what the host runs after every turn (compat/engine.md §2.7).
+
+The turn's new messages (``messages[prePromptMessageCount:]``, persistable roles only)
+are stored, then the context is tested against the threshold (§4.2, with
+``contextThresholdOverrides`` resolved by :mod:`lcm_cli.engine.compaction.threshold`), and, when it
+is over, compacted now (``proactiveThresholdCompactionMode: inline``) or recorded as one
+coalesced ``threshold`` debt row for a later drain (``deferred``, the default).
+
+Each step is its own unit of work under the session's lock, as in the reference: the
+transcript reconcile (one transaction), the ingest of the batch (one transaction), the
+compaction (one transaction per pass, the summarizer called outside any), the debt row
+(one transaction). Bad input is refused before the first of them.
+
+A late callback from an archived isolated-cron run, and an ambiguous same-key rollover
+(the bootstrap's guard, :mod:`lcm_cli.engine.session.rollover`), store nothing. A heartbeat-ack
+turn is recognised before it is written (it is not stored), and the heartbeat turns the
+transcript reconcile already stored are pruned (:mod:`lcm_cli.engine.session.heartbeat`).
+
+Reduced from the reference where a CLI has no host state: no auto-rotate; the
+checkpoint is refreshed by the next reconcile rather than after the runtime batch.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lcm_cli.engine.compaction import context_items as ci
+from lcm_cli.engine.compaction.threshold import evaluate, resolve_threshold
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import Request, Selector
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.session.ingest import (
+    PERSISTABLE_ROLES,
+    IngestSettings,
+    check_message_shape,
+    ingest_messages,
+    stored_form,
+)
+from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, STALE_CRON_REASON, stale_cron_run
+from lcm_cli.engine.session.sessions import find_active, queue_key, session_lock
+
+MODES = ("deferred", "inline")
+
+
+def _text(content: Any) -> str:
+    """The plain text of a message's content (string, or the text of its blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text(block) for block in content)
+    if isinstance(content, dict):
+        for key in ("text", "content", "thinking"):
+            if isinstance(content.get(key), (str, list)):
+                return _text(content[key])
+    return ""
+
+
+def is_heartbeat_ack(messages: list[dict[str, Any]]) -> bool:
+    """Some content mentions ``heartbeat.md`` and an assistant answers exactly ``HEARTBEAT_OK``."""
+    mentions = any("heartbeat.md" in _text(m.get("content")).lower() for m in messages)
+    acked = any(
+        m.get("role") == "assistant" and _text(m.get("content")).strip().upper() == "HEARTBEAT_OK"
+        for m in messages
+    )
+    return mentions and acked
+
+
+def unflushed_start(conn: Any, conversation_id: int, messages: list[dict[str, Any]]) -> int:
+    """How many leading ``messages`` the stored tail already holds (exact alignment).
+
+    The largest k such that the newest k stored rows equal the first k messages by
+    stored (role, content): a transcript reconcile that already imported part of this
+    turn leaves only the remainder to persist.
+    """
+    if not messages:
+        return 0
+    rows = conn.execute(
+        "SELECT role, content FROM messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?",
+        (conversation_id, len(messages)),
+    ).fetchall()[::-1]
+    built = [(b.role, b.content) for b in (stored_form(m) for m in messages)]
+    stored = [(r[0], r[1]) for r in rows]
+    for k in range(min(len(stored), len(built)), 0, -1):
+        if stored[len(stored) - k :] == built[:k]:
+            return k
+    return 0
+
+
+def _covered_by_summary(summary: str, message: dict[str, Any]) -> bool:
+    text = _text(message.get("content")).strip()
+    return bool(text) and text in summary
+
+
+def _live_messages(ctx: Context, extra: dict[str, Any]) -> list[Any]:
+    from lcm_cli.engine.session.ops import read_input
+
+    if extra.get("messages") is None and not extra.get("file"):
+        if ctx.stream is None:
+            # Only the CLI door owns its stdin; through hook/serve the messages are a parameter.
+            raise invalid_argument(
+                "`session.after_turn` needs the parameter 'messages' (the live message list of the session).",
+                {"parameter": "messages"},
+            )
+    messages, _ = read_input({"messages": extra.get("messages"), "file": extra.get("file")})
+    return messages
+
+
+@operation(
+    "session.after_turn",
+    summary="After a turn: store its new messages, then compact (inline) or record debt (deferred) when over the threshold.",
+)
+def after_turn(ctx: Context, req: Request) -> Result:
+    """Persist the turn's new messages and apply the threshold policy."""
+    from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
+    from lcm_cli.engine.session.ops import request_session, session_id_for_key
+
+    extra = req.extra or {}
+    session_id, key = request_session(req)
+    messages = _live_messages(ctx, extra)
+    start = extra.get("pre_prompt_message_count") or 0
+    if start > len(messages):
+        raise invalid_argument(
+            f"prePromptMessageCount {start} is larger than the {len(messages)} messages given; "
+            "pass how many of them the session had before this turn's prompt.",
+            {"prePromptMessageCount": start, "messages": len(messages)},
+        )
+    for index in range(start, len(messages)):
+        check_message_shape(messages[index], index, require_role=False)
+    summary = extra.get("auto_compaction_summary")
+    is_heartbeat = bool(extra.get("is_heartbeat"))
+    effective = ctx.effective
+    mode = compaction_mode(effective)
+    fresh = [m for m in messages[start:] if m.get("role") in PERSISTABLE_ROLES]
+    settings = IngestSettings.from_config(effective)
+    if session_id is None:
+        session_id = session_id_for_key(ctx, key)
+    data: dict[str, Any] = {
+        "sessionId": session_id,
+        "sessionKey": key,
+        "conversationId": None,
+        "received": len(messages),
+        "newMessages": len(fresh),
+        "persisted": False,
+        "reason": None,
+        "transcript": None,
+        "ingest": None,
+        "mode": mode,
+        "threshold": None,
+        "compaction": None,
+        "debt": None,
+    }
+    exclusion = settings.policy.exclusion(session_id, key)
+    if exclusion is not None:
+        data["reason"] = "session excluded" if exclusion == "excluded" else "stateless session"
+        return Result(data)
+    store = ctx.store()
+    stale = stale_cron_run(store.conn, session_id, key)
+    if stale is not None:
+        # §2.7 step 3: a late callback from an archived isolated-cron run stores nothing.
+        data.update(conversationId=stale, reason=STALE_CRON_REASON)
+        return Result(data)
+
+    # Transcript reconcile (§2.7 step 2, §3.6), failing closed: when the database and the
+    # transcript cannot be proven to line up, nothing of this turn is stored.
+    covered = False
+    session_file = extra.get("session_file")
+    if session_file and os.path.exists(session_file):
+        try:
+            outcome = bootstrap_session(
+                store,
+                settings,
+                session_id,
+                session_file,
+                session_key=key,
+                max_tokens=bootstrap_budget(effective),
+            )
+            # An ambiguous rollover (§2.7 step 4) is unsafe too: the key's conversation is
+            # another session's, and the batch must not land in it.
+            unsafe = bool(outcome.get("capped")) or outcome.get("reason") in (
+                "conversation already has messages",
+                AMBIGUOUS_REASON,
+            )
+        except LcmError as exc:
+            outcome = {"error": exc.code, "message": exc.message}
+            unsafe = True
+        data["transcript"] = {
+            k: outcome.get(k)
+            for k in (
+                "importedMessages",
+                "reason",
+                "anchor",
+                "fastPath",
+                "readCache",
+                "rollover",
+                "error",
+                "message",
+            )
+            if k in outcome
+        }
+        if unsafe:
+            data["conversationId"] = outcome.get("conversationId")
+            data["reason"] = (
+                "unsafe to advance: transcript and database do not line up; nothing stored this turn"
+            )
+            return Result(data)
+        covered = True
+
+    found = find_active(store.conn, session_id, key)
+    batch = list(fresh)
+    already = 0
+    if covered and found is not None:
+        already = unflushed_start(store.conn, int(found[0]), batch)
+        batch = batch[already:]
+    if isinstance(summary, str) and summary.strip():
+        batch = [m for m in batch if not _covered_by_summary(summary, m)]
+        batch.insert(0, {"role": "user", "content": summary})
+    if (batch and is_heartbeat_ack(batch)) or (already and is_heartbeat_ack(fresh)):
+        # §2.7 step 8, whatever pruneHeartbeatOk says: the turn is not stored, and what the
+        # transcript reconcile already stored of heartbeat turns is pruned.
+        data.update(conversationId=int(found[0]) if found is not None else None, reason="heartbeat-ack turn")
+        data["ingest"] = {"ingested": 0, "skipped": len(batch), "alreadyStored": already}
+        if found is not None:
+            from lcm_cli.engine.session.heartbeat import prune_heartbeat_turns
+
+            with session_lock(queue_key(session_id, key)):
+                data["heartbeat"] = prune_heartbeat_turns(store, int(found[0]))
+        return Result(data)
+    if batch:
+        result = ingest_messages(
+            store, settings, session_id, batch, session_key=key, is_heartbeat=is_heartbeat
+        )
+        data["ingest"] = {
+            "ingested": result["ingested"],
+            "skipped": result["skipped"],
+            "alreadyStored": already,
+            "messages": result["messages"],
+        }
+        data["persisted"] = result["ingested"] > 0
+        found = find_active(store.conn, session_id, key)
+    else:
+        data["ingest"] = {"ingested": 0, "skipped": 0, "alreadyStored": already, "messages": []}
+    return post_turn_threshold(ctx, data, found, session_id, key, extra, mode)
+
+
+def post_turn_threshold(
+    ctx: Context,
+    data: dict[str, Any],
+    found: Any,
+    session_id: str,
+    key: str | None,
+    extra: dict[str, Any],
+    mode: str,
+) -> Result:
+    """After a stored turn: test the threshold (§2.7 step 9, §4.2), then compact or record debt.
+
+    ``found`` is the session's active conversation row (None: nothing is stored, nothing
+    to test). Fills ``data``'s ``conversationId``, ``threshold``, ``reason``,
+    ``compaction`` and ``debt``; ``extra`` carries the host's ``token_budget``,
+    ``current_token_count`` and ``model``.
+    """
+    from lcm_cli.engine.compaction.compactor import Settings
+
+    if found is None:
+        data["reason"] = "no conversation for session"
+        return Result(data)
+    cid, key = int(found[0]), found[2] or key
+    data.update(conversationId=cid, sessionKey=key)
+    token_budget = extra.get("token_budget")
+    current_token_count = extra.get("current_token_count")
+    model = extra.get("model")
+    store = ctx.store()
+    effective = ctx.effective
+    resolution = resolve_threshold(effective, session_key=key, model=model)
+    tuned = resolution.apply(effective)
+    budget = Settings.from_effective(tuned).budget(token_budget)
+    items = ci.load_items(store.conn, cid)
+    decision = evaluate(resolution, budget, ci.stored_context_tokens(items), current_token_count)
+    data["threshold"] = {
+        "tokenBudget": budget,
+        "storedTokens": decision.stored_tokens,
+        "observedTokens": decision.observed_tokens,
+        "currentTokens": decision.current_tokens,
+        "threshold": decision.threshold,
+        "shouldCompact": decision.should_compact,
+        **resolution.to_dict(),
+    }
+    if not decision.should_compact:
+        data["reason"] = "below threshold"
+        return Result(data)
+
+    debt_reason: str | None = None
+    if mode == "inline":
+        compaction = _compact_now(ctx, cid, budget, decision.observed_tokens, model)
+        data["compaction"] = compaction
+        data["reason"] = compaction["reason"]
+        if not compaction["ok"]:
+            debt_reason = "threshold"
+    else:
+        debt_reason = "threshold"
+        data["reason"] = "compaction deferred"
+    if debt_reason is not None:
+        _record(store, cid, session_id, key, tuned, resolution, budget, decision, items)
+        data["debt"] = {"recorded": True, "reason": debt_reason}
+    return Result(data)
+
+
+def compaction_mode(effective: dict[str, Any]) -> str:
+    """``proactiveThresholdCompactionMode``, normalized (deferred unless it says inline)."""
+    mode = str(effective.get("proactiveThresholdCompactionMode") or "deferred").strip().lower()
+    return mode if mode in MODES else "deferred"
+
+
+def _compact_now(ctx: Context, cid: int, budget: int, observed: int | None, model: Any) -> dict[str, Any]:
+    """The threshold route through ``session.compact`` (breaker, spend guard, session lock)."""
+    from lcm_cli.engine.compaction.ops import compact
+
+    request = Request(
+        selector=Selector("conversationId", cid),
+        extra={
+            "apply": True,
+            "compaction_target": "threshold",
+            "token_budget": budget,
+            "current_token_count": observed,
+            "model": model,
+        },
+    )
+    try:
+        outcome: dict[str, Any] = compact(ctx, request).data
+    except LcmError as exc:  # SUMMARIZER_FAILED: passes before the failure are kept
+        details = exc.details if isinstance(exc.details, dict) else {}
+        outcome = {**details, "ok": False, "compacted": bool(details.get("compacted")), "error": exc.code}
+        outcome.setdefault("reason", exc.message)
+    keep = ("ok", "compacted", "reason", "result", "exhausted", "failure", "error", "before", "after")
+    out = {k: outcome[k] for k in keep if k in outcome}
+    out["passes"] = len(outcome.get("passes") or ())
+    return out
+
+
+def _record(
+    store: Any,
+    cid: int,
+    session_id: str,
+    key: str | None,
+    tuned: dict[str, Any],
+    resolution: Any,
+    budget: int,
+    decision: Any,
+    items: list[Any],
+) -> None:
+    """One coalesced ``threshold`` debt row (§4.12), under the session's lock."""
+    from lcm_cli.engine.compaction.compactor import Compactor, record_debt
+    from lcm_cli.engine.compaction.ops import PlanningSummarizer
+
+    raw_outside = Compactor(store, cid, tuned, PlanningSummarizer()).raw_tokens_outside_tail(items)
+    with session_lock(queue_key(session_id, key)):
+        record_debt(
+            store,
+            cid,
+            reason="threshold",
+            token_budget=budget,
+            current_token_count=decision.current_tokens,
+            projected_token_count=decision.current_tokens if decision.observed_tokens is not None else None,
+            raw_tokens_outside_tail=raw_outside,
+            context_threshold=resolution.context_threshold,
+            context_threshold_source=resolution.source,
+            context_fresh_tail_count=resolution.fresh_tail_count,
+            context_leaf_chunk_tokens=resolution.leaf_chunk_tokens,
+        )

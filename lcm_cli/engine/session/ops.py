@@ -1,0 +1,382 @@
+"""Session operations: ingest, bootstrap, ``/new``, ``/reset`` and session end.
+
+The doors over :mod:`lcm_cli.engine.session.ingest`, :mod:`lcm_cli.engine.session.bootstrap` and the
+lifecycle rules of compat/engine.md §8. Each writes through the write store in one
+``BEGIN IMMEDIATE`` transaction (the database is created with the full schema when it
+is missing) and honours the ignore / stateless session patterns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.limits import JsonTooDeep, loads_bounded, read_capped
+from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.db.pending_state import invalidate_open_batches
+from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages, input_error
+from lcm_cli.engine.session.sessions import SessionPolicy, find_active, queue_key, session_lock
+
+# session_end reasons that change nothing (engine.md §8).
+IGNORED_END_REASONS = frozenset({"", "new", "unknown", "restart", "shutdown"})
+
+
+def open_store(ctx: Context) -> Any:
+    """The context's write store (created and migrated when missing; closed with the context)."""
+    return ctx.store()
+
+
+def request_session(req: Request, *, required: bool = True) -> tuple[str | None, str | None]:
+    extra = req.extra or {}
+    session_id = (extra.get("session_id") or "").strip() or None
+    key = str(req.selector.value) if req.selector is not None and req.selector.kind == "sessionKey" else None
+    if required and session_id is None and key is None:
+        raise invalid_argument(
+            "Name the session: pass --session-id ID (and --session-key KEY when the host has one)."
+        )
+    return session_id, key
+
+
+# --- ingest -------------------------------------------------------------------------------
+
+
+def parse_messages_text(data: bytes, source: str) -> list[Any]:
+    """Messages from text: one JSON object, a JSON array of them, or JSON lines.
+
+    Invalid UTF-8 or JSON is an ``INVALID_INPUT`` error naming the line; nothing is
+    written for any of the messages.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise input_error(
+            f"{source} is not valid UTF-8 (line {line}, byte {exc.start}); send UTF-8 JSON.",
+            {"source": source, "line": line, "byte": exc.start, "reason": "invalid-utf8"},
+        ) from None
+    stripped = text.strip()
+    if not stripped:
+        raise input_error(
+            f"{source} holds no messages; send one JSON object, a JSON array, or one object per line.",
+            {"source": source, "reason": "empty"},
+        )
+    try:
+        value = loads_bounded(stripped)
+        return value if isinstance(value, list) else [value]
+    except JsonTooDeep as exc:
+        raise _too_deep(source, exc) from None
+    except ValueError:
+        pass
+    out: list[Any] = []
+    for number, row in enumerate(text.splitlines(), start=1):
+        if not row.strip():
+            continue
+        try:
+            out.append(loads_bounded(row))
+        except JsonTooDeep as exc:
+            raise _too_deep(source, exc, number) from None
+        except json.JSONDecodeError as exc:
+            raise input_error(
+                f"{source} line {number} is not JSON ({exc.msg}); send one JSON object, a JSON array, "
+                "or one object per line.",
+                {"source": source, "line": number, "column": exc.colno, "reason": "invalid-json"},
+            ) from None
+    return out
+
+
+def _too_deep(source: str, exc: JsonTooDeep, line: int | None = None) -> LcmError:
+    where = f" line {line}" if line is not None else ""
+    return input_error(
+        f"{source}{where} nests deeper than {exc.max_depth} levels; send flatter JSON.",
+        {"source": source, "line": line, "maxDepth": exc.max_depth, "reason": "too-deep"},
+    )
+
+
+def _structured(value: Any, field: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return loads_bounded(value)
+        except JsonTooDeep as exc:
+            raise _too_deep(f"--{field}", exc) from None
+        except ValueError as exc:
+            raise input_error(
+                f"--{field} is not JSON ({exc}).", {"field": field, "reason": "invalid-json"}
+            ) from None
+    return value
+
+
+def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
+    """The messages to ingest and whether they came as text (file or stdin)."""
+    if extra.get("message") is not None and extra.get("messages") is not None:
+        raise invalid_argument("Pass either --message or --messages, not both.")
+    if extra.get("message") is not None:
+        return [_structured(extra["message"], "message")], False
+    if extra.get("messages") is not None:
+        value = _structured(extra["messages"], "messages")
+        if not isinstance(value, list):
+            raise input_error(
+                "--messages must be a JSON array of message objects.", {"reason": "not-an-array"}
+            )
+        return value, False
+    files = extra.get("file") or []
+    if len(files) > 1:
+        raise invalid_argument("`lcm ingest` reads one --file at a time.")
+    if files and files[0] != "-":
+        path = files[0]
+        try:
+            with open(path, "rb") as handle:
+                data = read_capped(handle, f"--file {path}")
+        except OSError as exc:
+            raise LcmError(
+                "INPUT_NOT_FOUND", f"Cannot read --file {path}: {exc.strerror or exc}.", {"file": path}
+            ) from None
+        return parse_messages_text(data, path), True
+    if not files and sys.stdin.isatty():
+        raise invalid_argument("Pipe JSON messages on stdin, or pass --file PATH (or --messages JSON).")
+    return parse_messages_text(read_capped(sys.stdin.buffer, "stdin"), "stdin"), True
+
+
+@operation("session.ingest", summary="Store messages for a session (JSON on stdin, --file, or --messages).")
+def ingest(ctx: Context, req: Request) -> Result:
+    """Ingest one message or a batch in one transaction; report each message."""
+    extra = req.extra or {}
+    session_id, key = request_session(req)
+    messages, from_text = read_input(extra)
+    settings = IngestSettings.from_config(ctx.effective)
+    if session_id is None:
+        session_id = session_id_for_key(ctx, key)
+    # Nothing is written for a heartbeat or an excluded session: do not even open the file.
+    quiet = bool(extra.get("is_heartbeat")) or settings.policy.exclusion(session_id, key) is not None
+    store = None if quiet or not messages else open_store(ctx)
+    data = ingest_messages(
+        store,
+        settings,
+        session_id,
+        messages,
+        session_key=key,
+        is_heartbeat=bool(extra.get("is_heartbeat")),
+        require_role=from_text,
+        # One --message is the reference's ``ingest``; anything else is its ``ingestBatch``.
+        raw_id_filter=extra.get("message") is None,
+    )
+    return Result(data)
+
+
+def session_id_for_key(ctx: Context, key: str | None) -> str:
+    """With only a key: the session id of its active conversation (a new session needs --session-id)."""
+    if key is not None and os.path.exists(ctx.database_path):
+        row = ctx.query_one(
+            "SELECT session_id FROM conversations WHERE session_key = ? AND active = 1"
+            " ORDER BY julianday(created_at) DESC, conversation_id DESC LIMIT 1",
+            (key,),
+        )
+        if row is not None:
+            return str(row[0])
+    raise invalid_argument(
+        f"No active conversation has session key {key!r}; pass --session-id for a new session.",
+        {"sessionKey": key},
+    )
+
+
+# --- bootstrap ----------------------------------------------------------------------------
+
+
+@operation("session.bootstrap", summary="Import a session's transcript JSONL, or reconcile what is missing.")
+def bootstrap(ctx: Context, req: Request) -> Result:
+    """First import bounded by ``bootstrapMaxTokens``; later, only what follows the anchor."""
+    from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
+
+    extra = req.extra or {}
+    session_id, key = request_session(req)
+    session_file = extra.get("session_file")
+    if not (session_file and os.path.isfile(session_file)) and session_id is not None:
+        # A current host (2026.7.2+) keeps the session in its SQLite store, and names the
+        # session (not a file) in sessionFile: import from the store on first sight.
+        from lcm_cli.engine.session.turns import bootstrap_from_host_store
+        from lcm_cli.engine.transcript.host_store import store_for_session
+
+        host_store = store_for_session(ctx.state_dir, key, extra.get("host_store"))
+        if host_store is not None:
+            store = open_store(ctx)
+            with session_lock(queue_key(session_id, key)):
+                found = find_active(store.conn, session_id, key)
+                if found is not None:
+                    # Its turns arrive through commitTurn; the host retries any it missed.
+                    return Result(
+                        {
+                            "bootstrapped": False,
+                            "importedMessages": 0,
+                            "conversationId": int(found[0]),
+                            "reason": "conversation exists; turns arrive through commitTurn",
+                            "source": "sqlite",
+                        }
+                    )
+                outcome = bootstrap_from_host_store(
+                    ctx, store, IngestSettings.from_config(ctx.effective), session_id, key, host_store, None
+                )
+            return Result({**(outcome or {}), "source": "sqlite", "hostStore": host_store})
+    if not session_file:
+        raise invalid_argument("Pass --session-file PATH: the session's transcript JSONL.")
+    if session_id is None:
+        from lcm_cli.engine.transcript.reader import read_header
+
+        session_id = read_header(session_file).session_id if os.path.exists(session_file) else None
+    if session_id is None:
+        raise invalid_argument("Pass --session-id ID.")
+    effective = ctx.effective
+    store = open_store(ctx)
+    data = bootstrap_session(
+        store,
+        IngestSettings.from_config(effective),
+        session_id,
+        session_file,
+        session_key=key,
+        max_tokens=bootstrap_budget(effective),
+    )
+    if effective.get("pruneHeartbeatOk") is True and data.get("conversationId") is not None:
+        # §3.1 steps 9 and 13: heartbeat turns go after the import, in their own transaction.
+        from lcm_cli.engine.session.heartbeat import prune_heartbeat_turns
+
+        with session_lock(queue_key(session_id, data.get("sessionKey"))):
+            data["heartbeat"] = prune_heartbeat_turns(store, int(data["conversationId"]))
+    return Result(data)
+
+
+# --- /new, /reset, session end --------------------------------------------------------------
+
+
+def _excluded(ctx: Context, session_id: str | None, key: str | None) -> str | None:
+    return SessionPolicy.from_config(ctx.effective).exclusion(session_id, key)
+
+
+def _archive(conn: sqlite3.Connection, conversation_id: int, cause: str) -> None:
+    conn.execute(
+        "UPDATE conversations SET active = 0, archived_at = COALESCE(archived_at, datetime('now')),"
+        " archive_cause = COALESCE(archive_cause, ?), updated_at = datetime('now') WHERE conversation_id = ?",
+        (cause, conversation_id),
+    )
+
+
+def _create(conn: sqlite3.Connection, session_id: str, key: str | None) -> int:
+    cursor = conn.execute(
+        "INSERT INTO conversations (session_id, session_key) VALUES (?, ?)", (session_id, key)
+    )
+    return int(cursor.lastrowid or 0)
+
+
+@operation("session.new", summary="/new: prune the context to summaries of depth >= newSessionRetainDepth.")
+def new_session(ctx: Context, req: Request) -> Result:
+    """Delete message items and shallow summary items from the context; rows stay."""
+    session_id, key = request_session(req)
+    depth = int(ctx.effective.get("newSessionRetainDepth", 2))
+    data: dict[str, Any] = {"conversationId": None, "retainDepth": depth, "removedItems": 0, "keptItems": 0}
+    exclusion = _excluded(ctx, session_id, key)
+    if exclusion is not None:
+        data["skipped"] = f"{exclusion}-session"
+        return Result(data)
+    store = open_store(ctx)
+    with session_lock(queue_key(session_id, key)), store.transaction():
+        conn = store.conn
+        row = find_active(conn, session_id, key)
+        if row is None:
+            data["skipped"] = "no-conversation"
+            return Result(data)
+        cid = int(row[0])
+        data["conversationId"] = cid
+        if depth >= 0:
+            invalidate_open_batches(conn, cid, "context pruned by lcm session.new")
+            removed = conn.execute(
+                "DELETE FROM context_items WHERE conversation_id = ? AND (item_type = 'message'"
+                " OR summary_id IN (SELECT summary_id FROM summaries WHERE conversation_id = ? AND depth < ?))",
+                (cid, cid, depth),
+            ).rowcount
+            data["removedItems"] = removed
+        data["keptItems"] = conn.execute(
+            "SELECT COUNT(*) FROM context_items WHERE conversation_id = ?", (cid,)
+        ).fetchone()[0]
+        conn.execute(
+            "UPDATE conversation_bootstrap_state SET soft_reset_pruned_at = datetime('now'),"
+            " updated_at = datetime('now') WHERE conversation_id = ?",
+            (cid,),
+        )
+    return Result(data)
+
+
+def _reset(conn: sqlite3.Connection, session_id: str | None, key: str | None, cause: str) -> dict[str, Any]:
+    row = find_active(conn, session_id, key)
+    if row is None:
+        if session_id is None:
+            return {"archivedConversationId": None, "conversationId": None, "changed": False}
+        return {
+            "archivedConversationId": None,
+            "conversationId": _create(conn, session_id, key),
+            "changed": True,
+        }
+    cid = int(row[0])
+    fresh = conn.execute(
+        "SELECT bootstrapped_at IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?)"
+        " AND NOT EXISTS (SELECT 1 FROM context_items WHERE conversation_id = ?)"
+        " FROM conversations WHERE conversation_id = ?",
+        (cid, cid, cid),
+    ).fetchone()[0]
+    if fresh:
+        return {"archivedConversationId": None, "conversationId": cid, "changed": False}
+    _archive(conn, cid, cause)
+    new_id = _create(conn, session_id or str(row[1]), key or row[2])
+    return {"archivedConversationId": cid, "conversationId": new_id, "changed": True}
+
+
+@operation("session.reset", summary="/reset: archive the active conversation and start a fresh one.")
+def reset_session(ctx: Context, req: Request) -> Result:
+    """Archive (``manual-reset``) and create a new active row with the same session id and key."""
+    session_id, key = request_session(req)
+    exclusion = _excluded(ctx, session_id, key)
+    if exclusion is not None:
+        return Result({"changed": False, "skipped": f"{exclusion}-session"})
+    store = open_store(ctx)
+    with session_lock(queue_key(session_id, key)), store.transaction():
+        data = _reset(store.conn, session_id, key, "manual-reset")
+    return Result(data)
+
+
+@operation("session.end", summary="Session end: archive per the reason (deleted, reset, idle, ...).")
+def end_session(ctx: Context, req: Request) -> Result:
+    """``deleted`` archives; ``reset`` archives and replaces; other non-ignored reasons roll over."""
+    extra = req.extra or {}
+    session_id, key = request_session(req)
+    reason = (extra.get("reason") or "").strip()
+    data: dict[str, Any] = {"reason": reason, "changed": False}
+    if reason in IGNORED_END_REASONS:
+        data["skipped"] = "ignored-reason"
+        return Result(data)
+    exclusion = _excluded(ctx, session_id, key or extra.get("next_session_key"))
+    if exclusion is not None:
+        data["skipped"] = f"{exclusion}-session"
+        return Result(data)
+    store = open_store(ctx)
+    with session_lock(queue_key(session_id, key)), store.transaction():
+        conn = store.conn
+        if reason == "reset":
+            data.update(_reset(conn, session_id, key, "manual-reset"))
+            return Result(data)
+        row = find_active(conn, session_id, key)
+        if row is None:
+            data["skipped"] = "no-conversation"
+            return Result(data)
+        cid = int(row[0])
+        if reason == "deleted":
+            _archive(conn, cid, "session-deleted")
+            data.update(archivedConversationId=cid, conversationId=None, changed=True)
+            return Result(data)
+        _archive(conn, cid, "session-end")
+        next_id = (extra.get("next_session_id") or "").strip() or str(row[1])
+        next_key = (extra.get("next_session_key") or "").strip() or row[2]
+        data.update(archivedConversationId=cid, conversationId=_create(conn, next_id, next_key), changed=True)
+    return Result(data)

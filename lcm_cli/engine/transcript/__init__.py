@@ -1,0 +1,1 @@
+"""Reading OpenClaw session transcripts: JSONL files and the host's SQLite session stores."""

@@ -1,0 +1,404 @@
+"""Reading OpenClaw's per-agent SQLite session stores (host 2026.7.2 and later).
+
+Current OpenClaw writes no JSONL transcripts. Each agent has one SQLite file,
+``<state dir>/agents/<agentId>/agent/openclaw-agent.sqlite`` (WAL mode), and this module
+reads the three tables a backfill needs, never anything else:
+
+- ``session_windows``: one row per session (``session_id``, ``session_key``, ``updated_at`` ms);
+- ``session_nodes``: one row per session key (its ``current_session_id``), used when a
+  window row is missing;
+- ``transcript_events``: one row per transcript event, ``(session_id, seq)``; the row holds
+  either ``event_json`` (the v4 event JSON a JSONL line held) or ``event_zstd`` (a zstd
+  frame of it) with ``event_utf8_bytes`` (the decoded length).
+
+The host is live while we read: the file is opened read-only (``mode=ro`` URI,
+``query_only``) with a busy timeout, and events are read in pages of :data:`PAGE_ROWS`, each
+in its own short read transaction, so the host's commits and WAL checkpoints never wait on
+us for longer than one page. A row that cannot be decoded (torn zstd frame, wrong length,
+empty row) is yielded as an :class:`UndecodableEvent` marker, never raised: the importer
+reports it as a skipped line. Only a store that cannot be opened at all raises
+``LcmError`` (``HOST_STORE_NOT_FOUND`` / ``HOST_STORE_UNREADABLE``).
+
+zstd: ``compression.zstd`` on Python 3.14+, else the ``zstandard`` package; either is
+imported on the first compressed row only (start-up cost matters).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+from urllib.parse import quote
+
+from lcm_cli.engine.core.errors import LcmError
+
+STORE_NAME = "openclaw-agent.sqlite"
+PAGE_ROWS = 500
+BUSY_TIMEOUT_MS = 5000
+SQLITE_HEADER = b"SQLite format 3\x00"
+# The host caps one event at 4 MiB (a CHECK on the table); a larger claim is torn.
+MAX_EVENT_BYTES = 4 * 1024 * 1024
+
+_Decoder = Callable[[bytes, int], bytes]
+_decoder: _Decoder | None = None
+
+
+class HostSession(NamedTuple):
+    """One session (a window of a session key) in a host store."""
+
+    session_id: str
+    session_key: str | None
+    agent_id: str
+    store: str
+    updated_at_ms: int | None
+    event_count: int
+
+
+class UndecodableEvent(str):
+    """The marker :func:`iter_events` yields for a row it cannot decode.
+
+    It is a ``str`` (a line no JSON parser accepts, so a transcript reader skips it) that
+    also carries the stable ``reason``: ``zstd_corrupt``, ``size_mismatch``, ``not_utf8``
+    or ``empty_event``.
+    """
+
+    reason: str
+
+    def __new__(cls, reason: str, detail: str = "") -> UndecodableEvent:
+        text = f"!lcm-undecodable-event {reason}" + (f": {detail}" if detail else "")
+        made = super().__new__(cls, text.replace("\n", " ").replace("\r", " "))
+        made.reason = reason
+        return made
+
+
+class Snapshot(NamedTuple):
+    """What :func:`snapshot` wrote: the file, each line's ``seq``, the undecodable rows."""
+
+    path: str
+    seqs: list[int]  # line n (from 1) holds event seqs[n - 1]
+    errors: dict[int, str]  # seq -> UndecodableEvent reason
+    size_bytes: int
+
+
+def store_path(state_dir: str, agent_id: str) -> str:
+    """Where the host keeps ``agent_id``'s store under ``state_dir``."""
+    return os.path.join(state_dir, "agents", agent_id, "agent", STORE_NAME)
+
+
+def find_stores(state_dir: str) -> list[tuple[str, str]]:
+    """``(agent_id, path)`` of every ``agents/*/agent/openclaw-agent.sqlite``, by agent id."""
+    pattern = os.path.join(glob.escape(state_dir), "agents", "*", "agent", STORE_NAME)
+    found = []
+    for path in glob.glob(pattern):
+        if os.path.isfile(path):
+            agent_id = os.path.basename(os.path.dirname(os.path.dirname(path)))
+            found.append((agent_id, os.path.abspath(path)))
+    return sorted(found)
+
+
+def store_for_session(state_dir: str | None, session_key: str | None, hint: str | None = None) -> str | None:
+    """The store that holds a session, when its host keeps one (a JSONL-era host: None).
+
+    ``hint`` is what the host or the database named: the store itself, the agent dir, or
+    a file of the agent's ``sessions/`` folder (``sessions.json``, a transcript). Failing
+    that, the agent id of an ``agent:<id>:...`` session key under ``state_dir``.
+    """
+    candidates: list[str] = []
+    if hint:
+        hint = os.path.abspath(os.path.expanduser(hint))
+        if hint.endswith(".sqlite"):
+            candidates.append(hint)
+        elif os.path.basename(os.path.dirname(hint)) == "sessions":
+            candidates.append(os.path.join(os.path.dirname(os.path.dirname(hint)), "agent", STORE_NAME))
+        else:
+            candidates.append(os.path.join(hint, STORE_NAME))
+    parts = (session_key or "").split(":")
+    if state_dir and len(parts) >= 3 and parts[0] == "agent" and parts[1]:
+        candidates.append(store_path(state_dir, parts[1]))
+    return next((path for path in candidates if os.path.isfile(path)), None)
+
+
+def is_store_file(path: str) -> bool:
+    """True when ``path`` starts with SQLite's header (how ``--file`` tells a store)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def agent_of(store: str) -> str:
+    """The agent id a store path names (``agents/<id>/agent/...``), else ``""``."""
+    parent = os.path.dirname(os.path.abspath(store))
+    if os.path.basename(parent) == "agent":
+        return os.path.basename(os.path.dirname(parent))
+    return ""
+
+
+def _unreadable(store: str, why: str) -> LcmError:
+    return LcmError(
+        "HOST_STORE_UNREADABLE",
+        f"Cannot read the OpenClaw session store {store}: {why}.",
+        {"store": store},
+    )
+
+
+def open_store(store: str, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A read-only connection to a host store, checked to hold ``transcript_events``."""
+    path = os.path.abspath(store)
+    if not os.path.isfile(path):
+        raise LcmError(
+            "HOST_STORE_NOT_FOUND",
+            f"OpenClaw session store {path} does not exist or is not a regular file.",
+            {"store": path},
+        )
+    if not os.access(path, os.R_OK):
+        raise _unreadable(path, "permission denied")
+    if not is_store_file(path):
+        raise _unreadable(path, "not an SQLite database")
+    uri = "file:" + quote(path) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _unreadable(path, str(exc)) from None
+    try:
+        conn.text_factory = bytes
+        conn.execute("PRAGMA query_only = ON")
+        found = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'transcript_events'"
+        ).fetchone()
+    except sqlite3.Error as exc:
+        conn.close()
+        raise _unreadable(path, str(exc)) from None
+    if found is None:
+        conn.close()
+        raise _unreadable(path, "no transcript_events table (not an OpenClaw session store)")
+    return conn
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0].decode() for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
+def list_sessions(store: str) -> list[HostSession]:
+    """Every session of a store that has transcript events, by session id.
+
+    A session carries its key when it is the key's current session (``session_nodes``),
+    as only the current session of a key does in the JSONL era's ``sessions.json``; an
+    earlier window of the same key (reset, rollover) carries none. Without a
+    ``session_nodes`` table, keys come from ``session_windows``. ``updated_at_ms`` comes
+    from the window (else the newest event).
+    """
+    path = os.path.abspath(store)
+    agent_id = agent_of(path)
+    conn = open_store(path)
+    try:
+        tables = _tables(conn)
+        windows: dict[str, tuple[str | None, int | None]] = {}
+        if "session_windows" in tables:
+            for sid, key, updated in conn.execute(
+                "SELECT session_id, session_key, updated_at FROM session_windows"
+            ):
+                windows[_text(sid) or ""] = (_text(key), updated if isinstance(updated, int) else None)
+        if "session_nodes" in tables:
+            current = {
+                _text(sid) or "": _text(key)
+                for key, sid in conn.execute("SELECT session_key, current_session_id FROM session_nodes")
+            }
+            windows = {sid: (current.get(sid), updated) for sid, (_, updated) in windows.items()}
+            for sid, key in current.items():
+                windows.setdefault(sid, (key, None))
+        counts = conn.execute(
+            "SELECT session_id, COUNT(*), MAX(created_at) FROM transcript_events GROUP BY session_id"
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise _unreadable(path, str(exc)) from None
+    finally:
+        conn.close()
+    sessions = []
+    for sid_raw, count, newest in counts:
+        sid = _text(sid_raw) or ""
+        key, updated = windows.get(sid, (None, None))
+        if updated is None and isinstance(newest, int):
+            updated = newest
+        sessions.append(HostSession(sid, key, agent_id, path, updated, int(count)))
+    return sorted(sessions, key=lambda s: s.session_id)
+
+
+class HostArchive(NamedTuple):
+    """One archived transcript (``session_transcript_archives``) of a reset or deleted session."""
+
+    session_id: str
+    generation: str
+    session_key: str | None
+    reason: str | None
+    encoding: str | None
+    archive_bytes: int
+    store: str
+
+
+def list_archives(store: str) -> list[HostArchive]:
+    """The archived transcripts a store holds (none when it has no archive table)."""
+    path = os.path.abspath(store)
+    conn = open_store(path)
+    try:
+        if "session_transcript_archives" not in _tables(conn):
+            return []
+        rows = conn.execute(
+            """SELECT session_id, generation, session_key, reason, encoding, length(archive_blob)
+               FROM session_transcript_archives ORDER BY session_id, generation"""
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise _unreadable(path, str(exc)) from None
+    finally:
+        conn.close()
+    return [
+        HostArchive(
+            _text(sid) or "", _text(gen) or "", _text(key), _text(reason), _text(enc), int(size or 0), path
+        )
+        for sid, gen, key, reason, enc, size in rows
+    ]
+
+
+def _zstd_decoder() -> _Decoder:
+    global _decoder
+    if _decoder is None:
+        try:
+            from compression import zstd  # type: ignore[import-not-found,unused-ignore]
+
+            def decode(blob: bytes, size: int) -> bytes:
+                return bytes(zstd.decompress(blob))
+
+        except ImportError:
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+
+            def decode(blob: bytes, size: int) -> bytes:
+                # max_output_size: frames without a content size in their header.
+                return bytes(zstandard.ZstdDecompressor().decompress(blob, max_output_size=size))
+
+        _decoder = decode
+    return _decoder
+
+
+def _decode_row(event_json: object, event_zstd: object, size: object) -> bytes | UndecodableEvent:
+    """One row's event JSON as UTF-8 bytes, or the marker saying why not."""
+    if isinstance(event_json, bytes):
+        return event_json
+    if isinstance(event_json, str):  # pragma: no cover - text_factory is bytes
+        return event_json.encode("utf-8", "surrogatepass")
+    if not isinstance(event_zstd, bytes) or not event_zstd:
+        return UndecodableEvent("empty_event", "neither event_json nor event_zstd")
+    if not isinstance(size, int) or not 0 < size <= MAX_EVENT_BYTES:
+        return UndecodableEvent("size_mismatch", f"event_utf8_bytes is {size!r}")
+    try:
+        data = _zstd_decoder()(event_zstd, size)
+    except Exception as exc:  # noqa: BLE001 - every codec failure is a torn row
+        return UndecodableEvent("zstd_corrupt", str(exc))
+    if len(data) != size:
+        return UndecodableEvent("size_mismatch", f"decoded {len(data)} bytes, event_utf8_bytes says {size}")
+    return data
+
+
+def _iter_raw(
+    store: str, session_id: str, before_seq: int | None = None
+) -> Iterator[tuple[int, bytes | UndecodableEvent]]:
+    path = os.path.abspath(store)
+    conn = open_store(path)
+    try:
+        last: int | None = None
+        while True:
+            try:
+                # Autocommit: each page is its own read transaction, ended by fetchall().
+                if last is None:
+                    rows = conn.execute(
+                        """SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events
+                           WHERE session_id = ? ORDER BY seq LIMIT ?""",
+                        (session_id, PAGE_ROWS),
+                    ).fetchall()
+                else:
+                    rows = conn.execute(
+                        """SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events
+                           WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?""",
+                        (session_id, last, PAGE_ROWS),
+                    ).fetchall()
+            except sqlite3.Error as exc:
+                raise _unreadable(path, str(exc)) from None
+            for seq, event_json, event_zstd, size in rows:
+                if before_seq is not None and int(seq) >= before_seq:
+                    return
+                yield int(seq), _decode_row(event_json, event_zstd, size)
+            if len(rows) < PAGE_ROWS:
+                return
+            last = int(rows[-1][0])
+    finally:
+        conn.close()
+
+
+def iter_events(store: str, session_id: str) -> Iterator[tuple[int, str]]:
+    """``(seq, event JSON text)`` of one session, in seq order.
+
+    An undecodable row comes as ``(seq, UndecodableEvent)``; invalid UTF-8 is replaced
+    (U+FFFD), as a JSONL reader would.
+    """
+    for seq, data in _iter_raw(store, session_id):
+        if isinstance(data, UndecodableEvent):
+            yield seq, data
+        else:
+            yield seq, data.decode("utf-8", "replace")
+
+
+def snapshot(store: str, session_id: str, dest_dir: str, *, before_seq: int | None = None) -> Snapshot:
+    """Write one session's events as a JSONL transcript in ``dest_dir`` (see :class:`Snapshot`).
+
+    With ``before_seq``, only the events before that seq (the history before a turn).
+
+    One line per event, in seq order. Raw newlines can only be whitespace between JSON
+    tokens, so they become spaces and one event stays one line. The file is created with
+    ``O_EXCL`` and mode 0600; it is removed again if reading fails.
+    """
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)[:80] or "session"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(1000):
+        path = os.path.join(dest_dir, f"{safe}.{os.getpid()}.{attempt}.jsonl")
+        try:
+            fd = os.open(path, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - a thousand leftovers of this pid
+        raise FileExistsError(os.path.join(dest_dir, f"{safe}.jsonl"))
+    seqs: list[int] = []
+    errors: dict[int, str] = {}
+    size = 0
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
+            for seq, data in _iter_raw(store, session_id, before_seq):
+                if isinstance(data, UndecodableEvent):
+                    errors[seq] = data.reason
+                    line = data.encode("utf-8", "replace")
+                else:
+                    line = data.replace(b"\n", b" ").replace(b"\r", b" ")
+                out.write(line)
+                out.write(b"\n")
+                size += len(line) + 1
+                seqs.append(seq)
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    return Snapshot(path, seqs, errors, size)
+
+
+def write_snapshot(store: str, session_id: str, dest_dir: str) -> str:
+    """One session's events as a JSONL file in ``dest_dir`` (mode 0600, O_EXCL); its path."""
+    return snapshot(store, session_id, dest_dir).path

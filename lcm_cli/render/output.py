@@ -1,0 +1,91 @@
+"""The one output sink: envelopes to stdout as JSON, a rich table, or TSV; errors to stderr.
+
+Data goes to stdout only on success. A failure leaves stdout empty and writes one JSON
+error object on stderr, whatever ``--format`` says, so scripts can always parse it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from typing import Any, TextIO
+
+from lcm_cli.engine.core.errors import LcmError
+
+
+def js_numbers(value: Any) -> Any:
+    """Print numbers as JavaScript would: integral floats without ``.0``, non-finite as null."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        return {k: js_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [js_numbers(v) for v in value]
+    return value
+
+
+# A float Python prints differently from JavaScript: integral ("3.0") or non-finite. Text
+# inside strings can match too; that only costs the slow path, never a wrong answer.
+_FLOATISH = re.compile(r"\d\.0(?=[,\]}\s]|$)|NaN|Infinity")
+
+
+def _dumps(value: Any, pretty: bool) -> str:
+    if pretty:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_json(value: Any, *, pretty: bool = False) -> str:
+    """Compact (or 2-space indented) JSON with raw non-ASCII and a trailing newline.
+
+    Numbers print as JavaScript would (see :func:`js_numbers`); the rewrite walk runs
+    only when the plain output shows a float that needs it, since big envelopes (an
+    assembled context) are mostly strings.
+    """
+    text = _dumps(value, pretty)
+    # Substring tests are C-fast; the regex runs only when one of them hits.
+    if (".0" in text or "NaN" in text or "Infinity" in text) and _FLOATISH.search(text):
+        text = _dumps(js_numbers(value), pretty)
+    return text + "\n"
+
+
+class Output:
+    """Writes one envelope or one error; chooses the renderer from ``--format``."""
+
+    def __init__(
+        self,
+        fmt: str = "json",
+        pretty: bool = False,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.format = fmt
+        self.pretty = pretty
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+
+    def emit(self, envelope: dict[str, Any]) -> None:
+        """Render a success envelope on stdout."""
+        if self.format == "table":
+            from lcm_cli.render.table import render_rich
+
+            render_rich(envelope, self.stdout)
+        elif self.format == "tsv":
+            from lcm_cli.render.table import render_tsv
+
+            self.stdout.write(render_tsv(js_numbers(envelope)))
+        else:
+            self.stdout.write(to_json(envelope, pretty=self.pretty))
+        self.stdout.flush()
+
+    def error(self, err: LcmError, *, pretty: bool | None = None) -> None:
+        """Render the failure envelope on stderr (always JSON)."""
+        pretty = self.pretty if pretty is None else pretty
+        self.stderr.write(to_json({"ok": False, "error": err.to_dict()}, pretty=pretty))
+        self.stderr.flush()
