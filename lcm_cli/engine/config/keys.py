@@ -1,10 +1,17 @@
 """Every Lossless plugin config key, in one table.
 
-This table is the single source of truth for the keys under
-``plugins.entries.lossless-claw.config`` (compat/config.md §4 and §6): the manifest
-schema (:mod:`lcm_cli.engine.config.schema`), the effective-config resolver
-(:mod:`lcm_cli.engine.config.resolve`), its pydantic-settings twin
-(:mod:`lcm_cli.engine.config.model`) and the docs are all built from it.
+This table is the one place a key of ``plugins.entries.lossless-claw.config`` is
+declared (compat/config.md §4 and §6): its spelling, manifest schema node (type, bounds,
+enum), default, environment variables, coercion rule and help. Everything else is
+derived from it:
+
+- the manifest JSON schema and the validator `config set` uses
+  (:mod:`lcm_cli.engine.config.schema`);
+- the effective-config resolver (:mod:`lcm_cli.engine.config.resolve`), which walks the
+  rows and applies each row's coercion rule;
+- the pydantic-settings model (:mod:`lcm_cli.engine.config.model`), generated from the
+  rows with the resolver as its only source;
+- the config table of docs/cli.md (``scripts/gen_cli_docs.py``).
 
 Standard library only: the JSON read commands import this module and must stay fast.
 """
@@ -88,7 +95,7 @@ class Derived(NamedTuple):
     arg: str = ""
 
 
-# The rules a :class:`Derived` default can name (implemented in settings.py).
+# The rules a :class:`Derived` default can name (implemented in resolve.py).
 STATE_DIR_FILE = "state-dir-file"  # join(<state dir>, arg)
 SYSTEM_TIMEZONE = "system-timezone"  # the host's IANA zone, else "UTC"
 BOOTSTRAP_TOKENS = "bootstrap-tokens"  # max(6000, floor(leafChunkTokens * 0.3))

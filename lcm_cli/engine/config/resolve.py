@@ -8,8 +8,10 @@ are trimmed with JS whitespace rules, and numbers behave as IEEE doubles.
 Numbers in the result follow JS: a value is an ``int`` when it is integral and below
 1e21 in magnitude (JS prints those without a fraction), otherwise a ``float``.
 
-Standard library only: the JSON read commands call this on every run. The pydantic-settings
-model in :mod:`lcm_cli.engine.config.model` reuses these coercion functions.
+This is the only implementation of precedence and coercion: the rules are read from the
+key table (:mod:`lcm_cli.engine.config.keys`), and the pydantic-settings model
+(:mod:`lcm_cli.engine.config.model`) uses :func:`resolve_flat` as its settings source.
+Standard library only: the JSON read commands call this on every run.
 """
 
 from __future__ import annotations
@@ -274,7 +276,7 @@ def _or_missing(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------
-# per-source coercion (shared with settings_model)
+# per-source coercion
 
 
 def coerce_env(key: ConfigKey, raw: str) -> Any:

@@ -1,5 +1,6 @@
 """The effective Lossless config: precedence, coercion quirks, aliases, derived defaults,
-diagnostics, runtime validation, and the pydantic-settings twin (config.md §2–§6)."""
+diagnostics, runtime validation, and the pydantic-settings model generated from the key
+table (config.md §2–§6)."""
 
 from __future__ import annotations
 
@@ -945,7 +946,25 @@ def test_effective_value_distinguishes_null_from_missing() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# the pydantic-settings twin
+# the pydantic-settings model generated from the key table
+
+
+def test_attribute_names_follow_the_config_spelling() -> None:
+    from lcm_cli.engine.config.model import attribute_name
+
+    assert attribute_name("cacheTTLSeconds") == "cache_ttl_seconds"
+    assert attribute_name("compactUntilUnderDeadlineMs") == "compact_until_under_deadline_ms"
+    assert attribute_name("max") == "max"
+
+
+def test_enum_keys_are_typed_as_their_members() -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    field = LcmSettings.model_fields["proactive_threshold_compaction_mode"]
+    assert field.alias == "proactiveThresholdCompactionMode"
+    assert TypeAdapter(field.annotation).validate_python("inline") == "inline"
+    with pytest.raises(ValidationError):
+        TypeAdapter(field.annotation).validate_python("x")
 
 
 def test_load_settings_types_and_nested_models() -> None:
@@ -1074,9 +1093,12 @@ def _plugin_configs(draw: st.DrawFn) -> dict[str, Any]:
     env=st.dictionaries(st.sampled_from(env_var_names()), _ENV_TEXT, max_size=10),
     state_dir=st.sampled_from(["/st", " /st/ ", "", "a/../b"]),
 )
-def test_settings_model_matches_the_resolver(
+def test_generated_types_hold_every_resolved_value(
     plugin: dict[str, Any], env: dict[str, str], state_dir: str
 ) -> None:
+    # The model's only source is the resolver, so this checks the types generated from the
+    # schema nodes: every value the resolver can produce validates and dumps unchanged
+    # (ints stay ints, enum members fit their Literal, unset optionals are dropped).
     try:
         expected: Any = json.dumps(resolve_effective(plugin, env, state_dir))
     except ConfigRuntimeError as exc:
