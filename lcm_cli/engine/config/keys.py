@@ -100,7 +100,7 @@ STATE_DIR_FILE = "state-dir-file"  # join(<state dir>, arg)
 SYSTEM_TIMEZONE = "system-timezone"  # the host's IANA zone, else "UTC"
 BOOTSTRAP_TOKENS = "bootstrap-tokens"  # max(6000, floor(leafChunkTokens * 0.3))
 DOUBLE_LEAF_CHUNK = "double-leaf-chunk"  # floor(leafChunkTokens * 2)
-SAME_AS = "same-as"  # the resolved value of the effective field named by arg
+SAME_AS = "same-as"  # a copy of the resolved effective field named by arg (an output mirror)
 
 
 class ConfigKey(NamedTuple):
@@ -949,17 +949,6 @@ EFFECTIVE_KEY_ORDER: tuple[str, ...] = (
     "stripInjectedContextTags",
 )
 
-#: Effective fields that copy another field's resolved value.
-EFFECTIVE_MIRRORS: dict[str, str] = {"incrementalMaxDepth": "sweepMaxDepth"}
-
-#: ``config get`` lookups: a config spelling and the effective field it reads
-#: (cli-contract.md §14.2). Applied to the whole path only.
-EFFECTIVE_PATH_ALIASES: dict[str, str] = {
-    "dbPath": "databasePath",
-    "largeFileThresholdTokens": "largeFileTokenThreshold",
-    "incrementalMaxDepth": "sweepMaxDepth",
-}
-
 
 class EffectiveField(NamedTuple):
     """One leaf of the effective ``LcmConfig`` and the keys that feed it, winner first."""
@@ -992,6 +981,13 @@ class EffectiveField(NamedTuple):
         return self.mirror_of is None and self.primary.default is UNSET
 
 
+def effective_path_aliases() -> dict[str, str]:
+    """``config get`` lookups (cli-contract.md §14.2): a legacy or deprecated spelling and
+    the effective field it reads (``dbPath`` → ``databasePath``), from each row's ``effective``.
+    Applied to the whole path only."""
+    return {k.path: k.effective for k in CONFIG_KEYS if k.effective is not None and k.effective != k.path}
+
+
 def key_by_path(path: str) -> ConfigKey | None:
     """The table row for a plugin-config dot path, or None."""
     for key in CONFIG_KEYS:
@@ -1008,15 +1004,18 @@ def effective_fields() -> tuple[EffectiveField, ...]:
     if not _FIELDS_CACHE:
         fields: list[EffectiveField] = []
         for name in EFFECTIVE_KEY_ORDER:
-            mirror = EFFECTIVE_MIRRORS.get(name)
-            if mirror is not None:
-                fields.append(EffectiveField(name, (), mirror_of=mirror))
-                continue
             keys = [
                 k
                 for k in CONFIG_KEYS
                 if (k.effective or k.path) == name and k.coercion is not Coercion.OBJECT
             ]
+            if not keys:
+                # A deprecated spelling kept in the output as a copy of what it feeds
+                # (incrementalMaxDepth = sweepMaxDepth): its row's default names the field.
+                row = key_by_path(name)
+                assert row is not None and isinstance(row.default, Derived) and row.default.rule == SAME_AS
+                fields.append(EffectiveField(name, (), mirror_of=row.default.arg))
+                continue
             keys.sort(key=lambda k: k.rank)
             fields.append(EffectiveField(name, tuple(keys)))
         _FIELDS_CACHE.append(tuple(fields))

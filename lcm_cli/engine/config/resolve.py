@@ -25,8 +25,6 @@ from typing import Any
 from lcm_cli.engine.config.keys import (
     BOOTSTRAP_TOKENS,
     DOUBLE_LEAF_CHUNK,
-    EFFECTIVE_PATH_ALIASES,
-    SAME_AS,
     STATE_DIR_FILE,
     SYSTEM_TIMEZONE,
     UNSET,
@@ -35,6 +33,7 @@ from lcm_cli.engine.config.keys import (
     Derived,
     EffectiveField,
     effective_fields,
+    effective_path_aliases,
 )
 from lcm_cli.engine.core.errors import LcmError
 
@@ -494,8 +493,6 @@ def derived_default(field: EffectiveField, resolved: Mapping[str, Any]) -> Any:
         return bootstrap_default(resolved["leafChunkTokens"])
     if default.rule == DOUBLE_LEAF_CHUNK:
         return double_leaf_chunk_default(resolved["leafChunkTokens"])
-    if default.rule == SAME_AS:
-        return resolved[default.arg]
     return MISSING
 
 
@@ -744,4 +741,4 @@ def effective_value(effective: Mapping[str, Any], dot_path: str) -> Any:
     Objects are returned whole; lists are not indexable. MISSING means "not found";
     the caller reports ``effectiveValue: null`` for it.
     """
-    return lookup_path(effective, EFFECTIVE_PATH_ALIASES.get(dot_path, dot_path))
+    return lookup_path(effective, effective_path_aliases().get(dot_path, dot_path))
