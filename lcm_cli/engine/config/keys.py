@@ -40,7 +40,7 @@ class Coercion(enum.Enum):
     NUMBER = "number"
     #: INT, then floored and raised to at least 1.
     POSITIVE_INT_CLAMPED = "positive-int-clamped"
-    #: INT, but only integral values >= ``ConfigKey.accept_min`` count; others fall through.
+    #: INT, but only integral values >= the schema ``minimum`` count; others fall through.
     INT_AT_LEAST = "int-at-least"
     #: env: anything but exactly ``false`` is true; plugin: boolean or ``"true"``/``"false"``.
     BOOL_TRUE_UNLESS_FALSE = "bool-true-unless-false"
@@ -120,12 +120,10 @@ class ConfigKey(NamedTuple):
     effective: str | None = None
     rank: int = 0
     alias_of: str | None = None
-    #: INT_AT_LEAST: the smallest accepted value.
-    accept_min: int | None = None
-    #: FLOAT: floor the value, then clamp it into [clamp_min, clamp_max].
+    #: FLOAT: floor the value, then (``clamp``) raise or lower it into the schema's
+    #: ``[minimum, maximum]``, where the other FLOAT keys would fall through or pass.
     floor: bool = False
-    clamp_min: float | None = None
-    clamp_max: float | None = None
+    clamp: bool = False
     #: the value is raised to at least the resolved value of this effective field.
     at_least_of: str | None = None
 
@@ -551,7 +549,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_FALLBACK_MAX_TOKENS",),
         C.INT_AT_LEAST,
         "Token budget of deterministic fallback summaries (values below 64 ignored).",
-        accept_min=MIN_FALLBACK_MAX_TOKENS,
     ),
     # ---- models, timing, safety ----------------------------------------------------
     ConfigKey(
@@ -673,7 +670,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL",),
         C.INT_AT_LEAST,
         "Replays of one user row allowed within the same second.",
-        accept_min=1,
     ),
     ConfigKey(
         "replayFloodThresholdInternal",
@@ -682,7 +678,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL",),
         C.INT_AT_LEAST,
         "Identical tool/assistant/system rows allowed within the same second.",
-        accept_min=1,
     ),
     ConfigKey(
         "fallbackProviders",
@@ -813,7 +808,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_HOT_CACHE_PRESSURE_FACTOR",),
         C.FLOAT,
         "Deprecated; raw-history pressure factor while the cache is hot (at least 1).",
-        clamp_min=1,
+        clamp=True,
     ),
     ConfigKey(
         "cacheAwareCompaction.hotCacheBudgetHeadroomRatio",
@@ -822,8 +817,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO",),
         C.FLOAT,
         "Deprecated; budget headroom kept while the cache is hot (0 to 0.95).",
-        clamp_min=0,
-        clamp_max=0.95,
+        clamp=True,
     ),
     ConfigKey(
         "cacheAwareCompaction.coldCacheObservationThreshold",
@@ -833,7 +827,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         C.FLOAT,
         "Deprecated; cold observations before the cache counts as cold (floored, >= 1).",
         floor=True,
-        clamp_min=1,
+        clamp=True,
     ),
     ConfigKey(
         "cacheAwareCompaction.criticalBudgetPressureRatio",
@@ -842,8 +836,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_CRITICAL_BUDGET_PRESSURE_RATIO",),
         C.FLOAT,
         "Deprecated; budget pressure treated as critical (0 to 1).",
-        clamp_min=0,
-        clamp_max=1,
+        clamp=True,
     ),
     ConfigKey(
         "dynamicLeafChunkTokens",

@@ -229,10 +229,13 @@ def _clamp(key: ConfigKey, value: int | float | None) -> int | float | None:
         value = _floor(value)
     if value is None:
         return None
-    if key.clamp_min is not None and value < key.clamp_min:
-        return js_number(key.clamp_min)
-    if key.clamp_max is not None and value > key.clamp_max:
-        return js_number(key.clamp_max)
+    if not key.clamp:
+        return value
+    low, high = key.schema.get("minimum"), key.schema.get("maximum")
+    if low is not None and value < low:
+        return js_number(low)
+    if high is not None and value > high:
+        return js_number(high)
     return value
 
 
@@ -290,7 +293,7 @@ def coerce_env(key: ConfigKey, raw: str) -> Any:
     if kind is Coercion.POSITIVE_INT_CLAMPED:
         return _or_missing(_positive_clamped(js_parse_int(raw)))
     if kind is Coercion.INT_AT_LEAST:
-        return _or_missing(_integer_at_least(js_parse_int(raw), key.accept_min or 1))
+        return _or_missing(_integer_at_least(js_parse_int(raw), key.schema["minimum"]))
     if kind is Coercion.BOOL_TRUE_UNLESS_FALSE:
         return raw != "false"
     if kind is Coercion.BOOL_FALSE_UNLESS_TRUE:
@@ -323,7 +326,7 @@ def coerce_plugin(key: ConfigKey, raw: Any) -> Any:
     if kind is Coercion.POSITIVE_INT_CLAMPED:
         return _or_missing(_positive_clamped(to_number(raw)))
     if kind is Coercion.INT_AT_LEAST:
-        return _or_missing(_integer_at_least(to_number(raw), key.accept_min or 1))
+        return _or_missing(_integer_at_least(to_number(raw), key.schema["minimum"]))
     if kind in (Coercion.BOOL_TRUE_UNLESS_FALSE, Coercion.BOOL_FALSE_UNLESS_TRUE):
         return _or_missing(to_bool(raw))
     if kind in (Coercion.STRING, Coercion.RAW_ENV_STRING):
