@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from lcm_cli.engine.config.keys import (
     CONFIG_KEYS,
-    EFFECTIVE_KEY_ORDER,
     Coercion,
     effective_fields,
     env_var_names,
@@ -224,10 +223,18 @@ def test_resolver_reads_72_environment_variables() -> None:
     assert "TZ" in names and "OPENCLAW_STATE_DIR" in names
 
 
-def test_effective_fields_cover_the_documented_order() -> None:
-    assert [f.name for f in effective_fields()] == list(EFFECTIVE_KEY_ORDER)
+def test_every_effective_field_has_a_source() -> None:
     for field in effective_fields():
         assert field.mirror_of is not None or field.keys, field.name
+
+
+def test_clamped_and_at_least_keys_have_schema_bounds() -> None:
+    # The resolver reads these bounds from the schema node: nothing else states them.
+    for key in CONFIG_KEYS:
+        if key.clamp:
+            assert key.coercion is Coercion.FLOAT and "minimum" in key.schema, key.path
+        if key.coercion is Coercion.INT_AT_LEAST:
+            assert isinstance(key.schema.get("minimum"), int), key.path
 
 
 def test_only_aliases_share_an_environment_variable() -> None:
