@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from lcm_cli.engine.config import paths as path_rules
 from lcm_cli.engine.config.file import plugin_config_of, read_config_root
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access, translate_database_failure
 from lcm_cli.engine.db.probe import SchemaProbe
+
+if TYPE_CHECKING:  # pydantic stays off the cold path
+    from lcm_cli.engine.config.model import SettingsBase
 
 
 class Context:
@@ -33,7 +36,7 @@ class Context:
         self.config_root: dict[str, Any] | None = None
         self.plugin_config: dict[str, Any] = {}
         self._effective: dict[str, Any] | None = None
-        self._settings: Any = None
+        self._settings: SettingsBase | None = None
         self._conn: sqlite3.Connection | None = None
         # Set when the database could only be read through SQLite's immutable URI.
         self.database_access: dict[str, str] | None = None
@@ -121,7 +124,7 @@ class Context:
         return self._effective
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> SettingsBase:
         """The effective config as typed pydantic-settings (``LcmSettings``), built once.
 
         Costs pydantic-settings and the generated model on first use, so it is for the

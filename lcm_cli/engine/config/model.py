@@ -76,7 +76,7 @@ class ResolvedSource(PydanticBaseSettingsSource):
         return nest(resolve_flat(inputs.plugin_config, inputs.env, inputs.state_dir))
 
 
-class _SettingsBase(BaseSettings):
+class SettingsBase(BaseSettings):
     """What every generated :class:`LcmSettings` shares: its source and its JSON form."""
 
     model_config = SettingsConfigDict(populate_by_name=True, extra="forbid")
@@ -148,7 +148,7 @@ def _field(field: EffectiveField, by_name: Mapping[str, EffectiveField]) -> tupl
     return annotation, Field(alias=leaf)
 
 
-def build_settings_class() -> type[_SettingsBase]:
+def build_settings_class() -> type[SettingsBase]:
     """Generate :class:`LcmSettings` from the key table (nested objects become models)."""
     fields = effective_fields()
     by_name = {f.name: f for f in fields}
@@ -168,9 +168,9 @@ def build_settings_class() -> type[_SettingsBase]:
         if isinstance(spec, str):
             group = create_model(_class_name(spec), __base__=_Record, **groups[spec])
             top[attribute] = (group, Field(alias=spec))
-    settings: type[_SettingsBase] = create_model(
+    settings: type[SettingsBase] = create_model(
         "LcmSettings",
-        __base__=_SettingsBase,
+        __base__=SettingsBase,
         __doc__="The effective ``LcmConfig``; fields in JSON output order.",
         **top,
     )
@@ -183,7 +183,7 @@ LcmSettings = build_settings_class()
 
 def load_settings(
     plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
-) -> _SettingsBase:
+) -> SettingsBase:
     """Resolve and type the effective config from explicit inputs (not the process environment).
 
     ``state_dir`` stands in for ``OPENCLAW_STATE_DIR``. Raises

@@ -1133,3 +1133,14 @@ def test_plain_modules_do_not_import_pydantic() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_context_types_the_config_once_and_warm_copies_share_it(tmp_path: Any) -> None:
+    from lcm_cli.engine.context import Context
+
+    ctx = Context(openclaw_dir=str(tmp_path), env={"LCM_FRESH_TAIL_COUNT": "9"})
+    ctx.resolve_paths()
+    typed = ctx.settings
+    assert typed is ctx.settings and typed.fresh_tail_count == 9  # type: ignore[attr-defined]
+    assert ctx.effective == typed.to_effective_dict()
+    assert ctx.warm_copy().settings is typed
