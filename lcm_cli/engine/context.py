@@ -128,7 +128,9 @@ class Context:
         """The effective config as typed pydantic-settings (``LcmSettings``), built once.
 
         Costs pydantic-settings and the generated model on first use, so it is for the
-        paths that pay that once: the config commands and a warm `lcm serve`.
+        paths that pay that once: a warm `lcm serve` (its template context builds them, see
+        :meth:`warm_copy`) and Python callers that keep a context. Refuses a config with
+        problems (``CONFIG_INVALID``) exactly as :attr:`effective` does.
         """
         if self._settings is None:
             from lcm_cli.engine.config.model import load_settings
