@@ -223,7 +223,7 @@ def _render_context(console: Any, data: dict[str, Any], kv_table: Any) -> None:
     """The assembled context as a person reads it: one row per message, then the totals."""
     from rich.table import Table
 
-    from lcm_cli.engine.assembly.assembler import serialized_tokens
+    from lcm_cli.engine.core.tokens import serialized_tokens
 
     table = Table(title="context.assemble: what the model sees", caption="--format json shows every field")
     table.add_column("#", justify="right")
