@@ -388,7 +388,7 @@ OPERATIONS: dict[str, OpSpec] = {
         _SELECTOR + ("apply", "backup", "session_file"),
         needs_selector=True,
         writes=True,
-        render=_RECORDS._replace(sections=Sections("passes", "leaf passes")),
+        render=Render(rows=_RECORDS.rows, sections=Sections("passes", "leaf passes")),
     ),
     "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
     "prompts.show": OpSpec(

@@ -7,85 +7,126 @@ and TSV output never read these hints: JSON carries every field, TSV is the refe
 fixed layout.
 
 Patterns are :meth:`str.format` templates over a record's fields. This module imports
-nothing, so the registry can declare hints at no cost.
+nothing and its types are plain slotted classes (a NamedTuple costs about 0.1 ms to define),
+so the registry declares hints at no start-up cost.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
-
-class Rows(NamedTuple):
+class Rows:
     """The headline columns of a list of records whose first record has field ``when``."""
 
-    when: str
-    columns: tuple[str, ...]  # in order; those missing from the first record are left out
+    __slots__ = ("when", "columns")
+
+    def __init__(self, when: str, columns: tuple[str, ...]) -> None:
+        self.when = when
+        self.columns = columns  # in order; those missing from the first record are left out
 
 
-class Branch(NamedTuple):
+class Branch:
     """One branch of a :class:`Tree`: the records of list field ``field``, one line each."""
 
-    field: str
-    label: str  # the branch's own line; the record count is appended as ``[N]``
-    line: str  # pattern over a record's fields
-    text: str  # the record field shown, shortened, after the line
+    __slots__ = ("field", "label", "line", "text")
+
+    def __init__(self, field: str, label: str, line: str, text: str) -> None:
+        self.field = field
+        self.label = label  # the branch's own line; the record count is appended as ``[N]``
+        self.line = line  # pattern over a record's fields
+        self.text = text  # the record field shown, shortened, after the line
 
 
-class Tree(NamedTuple):
+class Tree:
     """A record drawn as a tree of the records related to it."""
 
-    root: str  # the data field holding the record
-    key: str  # the record field shown in bold first
-    label: str  # pattern over the record's fields, after the key
-    text: str  # the record field shown, shortened, under the label
-    branches: tuple[Branch, ...]
+    __slots__ = ("root", "key", "label", "text", "branches")
+
+    def __init__(self, root: str, key: str, label: str, text: str, branches: tuple[Branch, ...]) -> None:
+        self.root = root  # the data field holding the record
+        self.key = key  # the record field shown in bold first
+        self.label = label  # pattern over the record's fields, after the key
+        self.text = text  # the record field shown, shortened, under the label
+        self.branches = branches
 
 
-class Text(NamedTuple):
+class Text:
     """A document read whole: a heading line, then data field ``field`` printed in full."""
 
-    field: str
-    heading: str  # pattern over the data's fields and ``{where}``
-    where: tuple[str, ...] = ()  # the first of these data fields that is set fills ``{where}``
-    empty: str = ""  # printed when the field is empty
+    __slots__ = ("field", "heading", "where", "empty")
+
+    def __init__(self, field: str, heading: str, where: tuple[str, ...] = (), empty: str = "") -> None:
+        self.field = field
+        self.heading = heading  # pattern over the data's fields and ``{where}``
+        self.where = where  # the first of these data fields that is set fills ``{where}``
+        self.empty = empty  # printed when the field is empty
 
 
-class Sections(NamedTuple):
+class Sections:
     """A report of parts: its plain fields, then one table per nested object."""
 
-    rows: str  # a nested object's list field drawn as a list table
-    rows_title: str  # that table's title, after the command
+    __slots__ = ("rows", "rows_title")
+
+    def __init__(self, rows: str, rows_title: str) -> None:
+        self.rows = rows  # a nested object's list field drawn as a list table
+        self.rows_title = rows_title  # that table's title, after the command
 
 
-class Fold(NamedTuple):
-    """A message whose whole text is a wrapped record, shown by the record's own fields."""
+class Fold:
+    """A message whose whole text wraps a record, shown by the record's own fields."""
 
-    role: str  # only messages with this role
-    prefix: str  # whose text starts with this
-    pattern: str  # a regular expression with named groups, searched in the text
-    shown_role: str  # pattern over the groups
-    shown_text: str  # pattern over the groups (each stripped)
+    __slots__ = ("role", "prefix", "pattern", "shown_role", "shown_text")
+
+    def __init__(self, role: str, prefix: str, pattern: str, shown_role: str, shown_text: str) -> None:
+        self.role = role  # only messages with this role
+        self.prefix = prefix  # whose text starts with this
+        self.pattern = pattern  # a regular expression with named groups, searched in the text
+        self.shown_role = shown_role  # pattern over the groups (each stripped)
+        self.shown_text = shown_text  # pattern over the groups (each stripped)
 
 
-class Transcript(NamedTuple):
+class Transcript:
     """Chat messages as a person reads them (index, role, token estimate, text), then totals."""
 
-    field: str  # the data field holding the messages
-    title: str  # pattern over ``{command}``
-    totals: tuple[tuple[str, str], ...]  # (label, path): ``a.b`` walks objects, ``#a`` counts a list
-    spread: str = ""  # a data object whose entries join the totals
-    fold: Fold | None = None
+    __slots__ = ("field", "title", "totals", "spread", "fold")
+
+    def __init__(
+        self,
+        field: str,
+        title: str,
+        totals: tuple[tuple[str, str], ...],
+        spread: str = "",
+        fold: Fold | None = None,
+    ) -> None:
+        self.field = field  # the data field holding the messages
+        self.title = title  # pattern over ``{command}``
+        self.totals = totals  # (label, path): ``a.b`` walks objects, ``#a`` counts a list
+        self.spread = spread  # a data object whose entries join the totals
+        self.fold = fold
 
 
-class Render(NamedTuple):
+class Render:
     """An operation's rendering hints; the defaults draw any data reasonably."""
 
-    rows: tuple[Rows, ...] = ()  # headline layouts, the first whose ``when`` matches wins
-    tree: Tree | None = None
-    text: Text | None = None
-    sections: Sections | None = None
-    transcript: Transcript | None = None
-    hidden: tuple[str, ...] = ("content",)  # left out of a list that no headline matches
-    wide: tuple[str, ...] = ("fix", "file", "name")  # list cells shown up to 100 characters, not 40
-    file_names: tuple[str, ...] = ("file",)  # path cells shown by their file name
-    tally: str = "count"  # an object cell holding this field shows just that field
+    __slots__ = ("rows", "tree", "text", "sections", "transcript", "hidden", "wide", "file_names", "tally")
+
+    def __init__(
+        self,
+        rows: tuple[Rows, ...] = (),
+        tree: Tree | None = None,
+        text: Text | None = None,
+        sections: Sections | None = None,
+        transcript: Transcript | None = None,
+        hidden: tuple[str, ...] = ("content",),
+        wide: tuple[str, ...] = ("fix", "file", "name"),
+        file_names: tuple[str, ...] = ("file",),
+        tally: str = "count",
+    ) -> None:
+        self.rows = rows  # headline layouts, the first whose ``when`` matches wins
+        self.tree = tree
+        self.text = text
+        self.sections = sections
+        self.transcript = transcript
+        self.hidden = hidden  # left out of a list that no headline matches
+        self.wide = wide  # list cells shown up to 100 characters, not 40
+        self.file_names = file_names  # path cells shown by their file name
+        self.tally = tally  # an object cell holding this field shows just that field
