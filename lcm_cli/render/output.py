@@ -73,11 +73,13 @@ class Output:
     def emit(self, envelope: dict[str, Any]) -> None:
         """Render a success envelope on stdout."""
         if self.format == "table":
+            from lcm_cli.engine.core.registry import OPERATIONS
             from lcm_cli.render.table import render_rich
 
-            render_rich(envelope, self.stdout)
+            spec = OPERATIONS.get(envelope["command"])  # `hook.list`, `commands`: not operations
+            render_rich(envelope, self.stdout, spec.render if spec is not None else None)
         elif self.format == "tsv":
-            from lcm_cli.render.table import render_tsv
+            from lcm_cli.render.tsv import render_tsv
 
             self.stdout.write(render_tsv(js_numbers(envelope)))
         else:

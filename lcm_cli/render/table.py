@@ -1,206 +1,167 @@
-"""Human renderings of an envelope: rich tables and trees, and the reference's TSV layout.
+"""`--format table`: rich tables and trees drawn from an operation's rendering hints.
 
-Imported only when ``--format table`` or ``tsv`` is asked for, so JSON runs never load rich.
+Knows no command: the shape comes from the :class:`Render` hint the operation declares
+(headline columns, a tree, a document, a report of parts, a transcript), or from the
+defaults when it declares none. Imported only for table output, so JSON runs never load
+rich.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from collections.abc import Mapping
 from typing import Any, TextIO
 
-_BREAKS = re.compile(r"[\t\r\n]+")
-_SUMMARY_PARTS = re.compile(r'<summary id="([^"]*)"[^>]* depth="(\d+)".*?<content>(.*)</content>', re.DOTALL)
+from lcm_cli.engine.core.render_hints import Render, Sections, Text, Transcript, Tree
+from lcm_cli.engine.core.tokens import serialized_tokens
+from lcm_cli.render.tsv import cell
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    else:
-        text = str(value)
-    return _BREAKS.sub(" ", text)
+class _Fields(dict[str, Any]):
+    """A record for :meth:`str.format_map`: a missing field reads as None, as ``.get`` would."""
+
+    def __missing__(self, key: str) -> Any:
+        return None
 
 
-def render_tsv(envelope: dict[str, Any]) -> str:
-    """The reference `lcm --format table` layout: TAB-separated lines, one fact per line."""
-    lines = [f"command\t{envelope['command']}"]
-    data = envelope.get("data")
-    if isinstance(data, dict) and isinstance(data.get("items"), list):
-        items = data["items"]
-        header: list[str] = []
-        for item in items:
-            for key in item:
-                if key not in header:
-                    header.append(key)
-        if items:
-            lines.append("\t".join(header))
-            lines.extend("\t".join(_cell(item.get(k)) for k in header) for item in items)
-        else:
-            lines.append("(no rows)")
-        lines.extend(f"data.{k}\t{_cell(v)}" for k, v in data.items() if k != "items")
-    elif isinstance(data, dict):
-        lines.extend(f"data.{k}\t{_cell(v)}" for k, v in data.items())
-    else:
-        lines.append(f"data\t{_cell(data)}")
-    for key, value in (envelope.get("pagination") or {}).items():
-        lines.append(f"pagination.{key}\t{_cell(value)}")
-    for key, value in (envelope.get("meta") or {}).items():
-        lines.append(f"meta.{key}\t{_cell(value)}")
-    return "\n".join(lines) + "\n"
-
-
-# The columns a person scans first; JSON output always carries every field.
-_HEADLINES = (
-    ("check", ("status", "check", "count", "fix")),
-    ("unit", ("unit", "check", "conversationId", "status")),
-    ("summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")),
-    ("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview")),
-    # migrate-sessions: one row per transcript (its items also carry a sessionId).
-    (
-        "file",
-        (
-            "file",
-            "status",
-            "reason",
-            "conversation",
-            "conversationId",
-            "sessionKey",
-            "candidateMessages",
-            "wouldImportMessages",
-            "importedMessages",
-            "missingEntries",
-            "skippedLines",
-        ),
-    ),
-    ("hasManifest", ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation")),
-    (
-        "sessionId",
-        (
-            "conversationId",
-            "sessionKey",
-            "active",
-            "title",
-            "messageCount",
-            "summaryCount",
-            "contextTokens",
-            "updatedAt",
-        ),
-    ),
-)
-
-
-def _columns(items: list[dict[str, Any]]) -> list[str]:
-    first = items[0]
-    for marker, headline in _HEADLINES:
-        if marker in first:
-            return [c for c in headline if c in first]
-    columns: list[str] = []
-    for item in items:
-        columns.extend(k for k in item if k not in columns and k != "content")
-    return columns
-
-
-def _list_cell(column: str, value: Any) -> Any:
-    """What a list row shows: a transcript by its file name, a tally by its count."""
-    if column == "file" and isinstance(value, str):
-        return os.path.basename(value)
-    if isinstance(value, dict) and "count" in value:
-        return value["count"]
-    return value
+def _fill(pattern: str, record: Mapping[str, Any], **extra: Any) -> str:
+    return pattern.format_map(_Fields(record, **extra))
 
 
 def _short(value: Any, width: int = 60) -> str:
-    text = _cell(value)
+    text = cell(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-# Commands whose `--format table` output is one field printed in full.
-_FULL_TEXT = {"prompts.show": "text", "prompts.render": "text", "prompts.diff": "diff"}
+def _columns(hint: Render, items: list[dict[str, Any]]) -> list[str]:
+    """The first matching headline layout's columns, else every field but the hidden ones."""
+    first = items[0]
+    for rows in hint.rows:
+        if rows.when in first:
+            return [c for c in rows.columns if c in first]
+    columns: list[str] = []
+    for item in items:
+        columns.extend(k for k in item if k not in columns and k not in hint.hidden)
+    return columns
 
 
-def render_rich(envelope: dict[str, Any], stream: TextIO) -> None:
-    """Tables for lists, a key/value table for objects, a tree for a summary's neighbours."""
+def _list_cell(hint: Render, column: str, value: Any) -> Any:
+    """What a list row shows: a path by its file name, a tally by its count."""
+    if column in hint.file_names and isinstance(value, str):
+        return os.path.basename(value)
+    if isinstance(value, dict) and hint.tally in value:
+        return value[hint.tally]
+    return value
+
+
+def render_rich(envelope: dict[str, Any], stream: TextIO, hint: Render | None = None) -> None:
+    """Draw ``envelope`` for a person; ``hint`` is the operation's (None: the defaults)."""
     from rich.console import Console
-    from rich.table import Table
-    from rich.tree import Tree
 
+    hint = hint or Render()
     console = Console(file=stream, soft_wrap=False)
     command = envelope["command"]
     data = envelope.get("data")
-
-    def kv_table(title: str, mapping: dict[str, Any]) -> Table:
-        table = Table(title=title, show_header=False)
-        table.add_column("key", style="bold")
-        table.add_column("value")
-        for key, value in mapping.items():
-            table.add_row(key, _short(value, 100))
-        return table
-
-    def list_table(title: str, items: list[dict[str, Any]]) -> Table:
-        columns = _columns(items)
-        table = Table(title=title, caption="--format json shows every field")
-        for column in columns:
-            table.add_column(column, overflow="fold")
-        for item in items:
-            table.add_row(
-                *(
-                    _short(_list_cell(c, item.get(c)), 100 if c in ("fix", "file", "name") else 40)
-                    for c in columns
-                )
-            )
-        return table
-
-    if command == "summaries.show" and isinstance(data, dict):
-        summary = data["summary"]
-        tree = Tree(f"[bold]{summary['summaryId']}[/] {summary['kind']} depth {summary['depth']}")
-        tree.add(_short(summary.get("preview"), 100))
-        consumers = tree.add(f"parents (consume this) [{len(data['parents'])}]")
-        for node in data["parents"]:
-            consumers.add(f"{node['summaryId']} {node['kind']} d{node['depth']}: {_short(node['preview'])}")
-        sources = tree.add(f"children (its sources) [{len(data['children'])}]")
-        for node in data["children"]:
-            sources.add(f"{node['summaryId']} {node['kind']} d{node['depth']}: {_short(node['preview'])}")
-        messages = tree.add(f"source messages [{len(data['sourceMessages'])}]")
-        for msg in data["sourceMessages"]:
-            messages.add(f"#{msg['messageId']} seq {msg['seq']} {msg['role']}: {_short(msg['content'])}")
-        console.print(tree)
-    elif command == "rotate" and isinstance(data, dict):
-        # One table per part of the report (transcript, compaction, backup, checkpoint).
-        console.print(kv_table(command, {k: v for k, v in data.items() if not isinstance(v, dict)}))
-        for key, part in data.items():
-            if isinstance(part, dict):
-                console.print(kv_table(f"rotate {key}", {k: v for k, v in part.items() if k != "passes"}))
-                if part.get("passes"):
-                    console.print(list_table("rotate leaf passes", part["passes"]))
-    elif command == "context.assemble" and isinstance(data, dict):
-        _render_context(console, data, kv_table)
-    elif command in _FULL_TEXT and isinstance(data, dict):
-        # A prompt is read as a whole: a person wants the text itself, not a cell preview.
-        where = data.get("path") or data.get("overridePath") or data.get("builtinPath")
-        stream.write(f"# {data.get('name')} ({data.get('source')}): {where}\n")
-        stream.write(data.get(_FULL_TEXT[command]) or "(no differences)\n")
+    if isinstance(data, dict) and hint.tree is not None:
+        console.print(_tree(hint.tree, data))
+    elif isinstance(data, dict) and hint.sections is not None:
+        _sections(console, hint, hint.sections, command, data)
+    elif isinstance(data, dict) and hint.transcript is not None:
+        _transcript(console, hint.transcript, command, data)
+    elif isinstance(data, dict) and hint.text is not None:
+        _text(stream, hint.text, data)
     elif isinstance(data, dict):
         scalars = {k: v for k, v in data.items() if not isinstance(v, list)}
         lists = {k: v for k, v in data.items() if isinstance(v, list)}
         if scalars:
-            console.print(kv_table(command, scalars))
+            console.print(_kv_table(command, scalars))
         for key, items in lists.items():
             if items and all(isinstance(i, dict) for i in items):
-                console.print(list_table(f"{command} {key}", items))
+                console.print(_list_table(hint, f"{command} {key}", items))
             else:
                 console.print(f"{key}: {_short(items, 200)}" if items else f"{key}: (no rows)")
     else:
-        console.print(_cell(data))
+        console.print(cell(data))
     if envelope.get("pagination"):
-        console.print(kv_table("pagination", envelope["pagination"]))
+        console.print(_kv_table("pagination", envelope["pagination"]))
 
 
-def _message_text(message: dict[str, Any]) -> str:
+def _kv_table(title: str, mapping: Mapping[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    for key, value in mapping.items():
+        table.add_row(key, _short(value, 100))
+    return table
+
+
+def _list_table(hint: Render, title: str, items: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    columns = _columns(hint, items)
+    table = Table(title=title, caption="--format json shows every field")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for item in items:
+        table.add_row(
+            *(_short(_list_cell(hint, c, item.get(c)), 100 if c in hint.wide else 40) for c in columns)
+        )
+    return table
+
+
+def _tree(tree: Tree, data: dict[str, Any]) -> Any:
+    """A record, its text, then one branch per related list (each line shortened)."""
+    from rich.tree import Tree as RichTree
+
+    root = data[tree.root]
+    drawn = RichTree(f"[bold]{root[tree.key]}[/] {_fill(tree.label, root)}")
+    drawn.add(_short(root.get(tree.text), 100))
+    for branch in tree.branches:
+        records = data[branch.field]
+        node = drawn.add(f"{branch.label} [{len(records)}]")
+        for record in records:
+            node.add(f"{_fill(branch.line, record)}: {_short(record[branch.text])}")
+    return drawn
+
+
+def _sections(console: Any, hint: Render, sections: Sections, command: str, data: dict[str, Any]) -> None:
+    """The plain fields in one table, then one table per nested object and its rows."""
+    console.print(_kv_table(command, {k: v for k, v in data.items() if not isinstance(v, dict)}))
+    for key, part in data.items():
+        if isinstance(part, dict):
+            console.print(
+                _kv_table(f"{command} {key}", {k: v for k, v in part.items() if k != sections.rows})
+            )
+            if part.get(sections.rows):
+                console.print(_list_table(hint, f"{command} {sections.rows_title}", part[sections.rows]))
+
+
+def _text(stream: TextIO, text: Text, data: dict[str, Any]) -> None:
+    """A heading line, then the document itself, uncut."""
+    where = None
+    for key in text.where:  # the first set field, as an `or` chain picks it
+        where = data.get(key)
+        if where:
+            break
+    stream.write(_fill(text.heading, data, where=where) + "\n")
+    stream.write(data.get(text.field) or text.empty)
+
+
+def _path(data: Mapping[str, Any], path: str) -> Any:
+    """``a.b`` walks nested objects (None when a step is missing); ``#a`` counts list ``a``."""
+    if path.startswith("#"):
+        return len(data.get(path[1:]) or [])
+    value: Any = data
+    for step in path.split("."):
+        value = value.get(step) if isinstance(value, Mapping) else None
+    return value
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    """A chat message's text: its text blocks, with other blocks named in brackets."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -219,34 +180,31 @@ def _message_text(message: dict[str, Any]) -> str:
     return " ".join(texts)
 
 
-def _render_context(console: Any, data: dict[str, Any], kv_table: Any) -> None:
-    """The assembled context as a person reads it: one row per message, then the totals."""
+def _transcript(console: Any, transcript: Transcript, command: str, data: dict[str, Any]) -> None:
+    """One row per message (index, role, token estimate, text), then the totals."""
     from rich.table import Table
 
-    from lcm_cli.engine.assembly.assembler import serialized_tokens
-
-    table = Table(title="context.assemble: what the model sees", caption="--format json shows every field")
+    table = Table(
+        title=_fill(transcript.title, {}, command=command), caption="--format json shows every field"
+    )
     table.add_column("#", justify="right")
     table.add_column("role")
     table.add_column("tokens", justify="right")
     table.add_column("content", overflow="fold")
-    for index, message in enumerate(data.get("messages") or []):
+    fold = transcript.fold
+    pattern = re.compile(fold.pattern, re.DOTALL) if fold is not None else None
+    for index, message in enumerate(data.get(transcript.field) or []):
         text = _message_text(message)
         role = message.get("role", "")
-        if role == "user" and text.startswith("<summary "):
-            found = _SUMMARY_PARTS.search(text)
+        if fold is not None and pattern is not None and role == fold.role and text.startswith(fold.prefix):
+            found = pattern.search(text)
             if found:
-                role = f"summary d{found.group(2)}"
-                text = f"{found.group(1)}: {found.group(3).strip()}"
+                groups = {k: (v or "").strip() for k, v in found.groupdict().items()}
+                role = _fill(fold.shown_role, groups)
+                text = _fill(fold.shown_text, groups)
         table.add_row(str(index), role, str(serialized_tokens(message)), _short(text, 120))
     console.print(table)
-    details = dict(data.get("details") or {})
-    totals = {"messages": len(data.get("messages") or []), "estimatedTokens": data.get("estimatedTokens")}
-    projection = data.get("contextProjection") or {}
-    assembly = {
-        "reason": data.get("reason"),
-        "promptAuthority": data.get("promptAuthority"),
-        "projectionEpoch": projection.get("epoch"),
-        "promptRecallFingerprint": projection.get("fingerprint"),
-    }
-    console.print(kv_table("totals", {**totals, **assembly, **details}))
+    totals = {label: _path(data, path) for label, path in transcript.totals}
+    if transcript.spread:
+        totals.update(data.get(transcript.spread) or {})
+    console.print(_kv_table("totals", totals))

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.assembly import tool_pairing as tp
 from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.context_items import tail_boundary
-from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
+from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 
 DEFAULT_TOKEN_BUDGET = 128000
 _TERM = re.compile(r"[a-z0-9]{2,}")
@@ -434,37 +434,6 @@ def select_evictable(items: Sequence[Resolved], room: int, terms: Sequence[str])
         used += item.tokens
     picked.reverse()
     return picked
-
-
-_BIG_KEYS = frozenset({"data", "image", "imageData", "image_data", "base64", "bytes", "source"})
-_BASE64ISH = re.compile(r"^[A-Za-z0-9+/=\s]+$")
-
-
-def _serialized_quarters(value: Any, key: str | None = None) -> int:
-    """Quarter-token estimate of ``value``'s JSON, with large media strings at a flat 1600 tokens."""
-    if isinstance(value, str):
-        if len(value) >= 4096 and (
-            value.startswith("data:") or (key in _BIG_KEYS and _BASE64ISH.match(value[:4096]) is not None)
-        ):
-            return 1600 * 4
-        return token_quarters(_json(value))
-    if isinstance(value, dict):
-        total = 2 + max(0, len(value) - 1)
-        for k, v in value.items():
-            total += token_quarters(_json(k)) + 1 + _serialized_quarters(v, k)
-        return total
-    if isinstance(value, list):
-        return 2 + max(0, len(value) - 1) + sum(_serialized_quarters(v) for v in value)
-    return token_quarters(_json(value))
-
-
-def serialized_tokens(message: Mapping[str, Any]) -> int:
-    """The serialized estimate of one whole message (§6.7)."""
-    text = _json(message)
-    if len(text) < 4096:
-        # No string inside can reach the 4096-character media rule.
-        return (token_quarters(text) + 3) // 4
-    return (_serialized_quarters(dict(message)) + 3) // 4
 
 
 _TOOL_CALL_TYPES = frozenset(

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lcm_cli.engine.assembly.assembler import clamp, serialized_tokens, strip_trailing_assistants
+from lcm_cli.engine.assembly.assembler import clamp, strip_trailing_assistants
+from lcm_cli.engine.core.tokens import serialized_tokens
 
 
 def strip_prefill(messages: Sequence[dict[str, Any]], host_delivers_turn: bool) -> list[dict[str, Any]]:

@@ -18,8 +18,9 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.assembly import fallback as fb
 from lcm_cli.engine.assembly import prompt_recall as pr
 from lcm_cli.engine.assembly.assembler import assemble as assemble_context
-from lcm_cli.engine.assembly.assembler import clamp, resolve_budget, serialized_tokens
+from lcm_cli.engine.assembly.assembler import clamp, resolve_budget
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.tokens import serialized_tokens
 
 HOST_DELIVERS = "hostDeliversCurrentTurnSeparately"
 DEGRADED_AUTHORITY = "preassembly_may_overflow"

@@ -13,6 +13,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.core.render_hints import Branch, Fold, Render, Rows, Sections, Text, Transcript, Tree
+
 
 class OpSpec(NamedTuple):
     """An operation's interface: what a door needs to know before calling it."""
@@ -27,11 +29,99 @@ class OpSpec(NamedTuple):
     long_running: bool = False  # shows a progress bar on a terminal
     writes: bool = False  # changes the database or config: `lcm serve` serializes it per session
     meta_paths: bool = True  # the envelope's meta names the database and config paths
+    render: Render | None = None  # how `--format table` draws the result (None: the defaults)
 
 
 def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
     """The CLI words that run an operation."""
     return spec.words or tuple(name.split("."))
+
+
+# The columns a person scans first in a list of records; JSON output carries every field.
+_FINDINGS = Rows("check", ("status", "check", "count", "fix"))
+_UNITS = Rows("unit", ("unit", "check", "conversationId", "status"))
+_SUMMARIES = Rows(
+    "summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")
+)
+_MESSAGES = Rows("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview"))
+# One row per transcript (its rows also carry a sessionId).
+_TRANSCRIPTS = Rows(
+    "file",
+    (
+        "file",
+        "status",
+        "reason",
+        "conversation",
+        "conversationId",
+        "sessionKey",
+        "candidateMessages",
+        "wouldImportMessages",
+        "importedMessages",
+        "missingEntries",
+        "skippedLines",
+    ),
+)
+_BACKUPS = Rows(
+    "hasManifest", ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation")
+)
+_CONVERSATIONS = Rows(
+    "sessionId",
+    (
+        "conversationId",
+        "sessionKey",
+        "active",
+        "title",
+        "messageCount",
+        "summaryCount",
+        "contextTokens",
+        "updatedAt",
+    ),
+)
+# Lists that may hold any stored record: summaries, messages, conversations.
+_RECORDS = Render(rows=(_SUMMARIES, _MESSAGES, _CONVERSATIONS))
+_DOCTOR = Render(rows=(_FINDINGS, _UNITS, _SUMMARIES, _MESSAGES, _CONVERSATIONS))
+_SUMMARY_TREE = Render(
+    tree=Tree(
+        root="summary",
+        key="summaryId",
+        label="{kind} depth {depth}",
+        text="preview",
+        branches=(
+            Branch("parents", "parents (consume this)", "{summaryId} {kind} d{depth}", "preview"),
+            Branch("children", "children (its sources)", "{summaryId} {kind} d{depth}", "preview"),
+            Branch("sourceMessages", "source messages", "#{messageId} seq {seq} {role}", "content"),
+        ),
+    )
+)
+_CONTEXT = Render(
+    transcript=Transcript(
+        field="messages",
+        title="{command}: what the model sees",
+        totals=(
+            ("messages", "#messages"),
+            ("estimatedTokens", "estimatedTokens"),
+            ("reason", "reason"),
+            ("promptAuthority", "promptAuthority"),
+            ("projectionEpoch", "contextProjection.epoch"),
+            ("promptRecallFingerprint", "contextProjection.fingerprint"),
+        ),
+        spread="details",
+        # An assembled summary is a user message wrapping `<summary …><content>…</content>`.
+        fold=Fold(
+            role="user",
+            prefix="<summary ",
+            pattern=r'<summary id="(?P<id>[^"]*)"[^>]* depth="(?P<depth>\d+)".*?<content>(?P<content>.*)</content>',
+            shown_role="summary d{depth}",
+            shown_text="{id}: {content}",
+        ),
+    )
+)
+
+
+def _prompt_text(field: str) -> Render:
+    """A prompt is read as a whole: a person wants the text itself, not a cell preview."""
+    where = ("path", "overridePath", "builtinPath")
+    return Render(text=Text(field, "# {name} ({source}): {where}", where, "(no differences)\n"))
 
 
 _TIME = ("after", "before", "between", "recency")
@@ -40,19 +130,32 @@ _PROMPTS = "lcm_cli.engine.summarize.ops"
 
 OPERATIONS: dict[str, OpSpec] = {
     "status": OpSpec("lcm_cli.engine.read.status"),
-    "conversations.list": OpSpec("lcm_cli.engine.read.conversations", ("limit", "cursor")),
-    "conversations.show": OpSpec("lcm_cli.engine.read.conversations", _SELECTOR, needs_selector=True),
+    "conversations.list": OpSpec(
+        "lcm_cli.engine.read.conversations", ("limit", "cursor"), render=Render(rows=(_CONVERSATIONS,))
+    ),
+    "conversations.show": OpSpec(
+        "lcm_cli.engine.read.conversations", _SELECTOR, needs_selector=True, render=_RECORDS
+    ),
     "messages.list": OpSpec(
         "lcm_cli.engine.read.messages",
         _SELECTOR + _TIME + ("limit", "cursor", "role", "include_content", "max_tokens"),
         needs_selector=True,
+        render=Render(rows=(_MESSAGES,)),
     ),
-    "messages.tail": OpSpec("lcm_cli.engine.read.messages", _SELECTOR + ("count",), needs_selector=True),
+    "messages.tail": OpSpec(
+        "lcm_cli.engine.read.messages",
+        _SELECTOR + ("count",),
+        needs_selector=True,
+        render=Render(rows=(_MESSAGES,)),
+    ),
     "summaries.list": OpSpec(
         "lcm_cli.engine.read.summaries",
         _SELECTOR + _TIME + ("limit", "cursor", "include_content", "depth", "kind"),
+        render=Render(rows=(_SUMMARIES,)),
     ),
-    "summaries.show": OpSpec("lcm_cli.engine.read.summaries", ("max_tokens",), args=("summary_id",)),
+    "summaries.show": OpSpec(
+        "lcm_cli.engine.read.summaries", ("max_tokens",), args=("summary_id",), render=_SUMMARY_TREE
+    ),
     "config.show": OpSpec("lcm_cli.engine.config.ops", opens_db=False),
     "config.get": OpSpec("lcm_cli.engine.config.ops", args=("path",), opens_db=False),
     "config.set": OpSpec(
@@ -63,15 +166,21 @@ OPERATIONS: dict[str, OpSpec] = {
         _SELECTOR + ("recency", "check", "fail_on", "limit", "cursor"),
         words=("doctor",),
         long_running=True,
+        render=_DOCTOR,
     ),
     "doctor.apply": OpSpec(
-        "lcm_cli.doctor.apply", _SELECTOR + ("check", "apply", "no_backup"), long_running=True, writes=True
+        "lcm_cli.doctor.apply",
+        _SELECTOR + ("check", "apply", "no_backup"),
+        long_running=True,
+        writes=True,
+        render=_DOCTOR,
     ),
     "doctor.clean": OpSpec(
         "lcm_cli.doctor.clean",
         ("conversation_class", "apply", "vacuum", "no_backup"),
         long_running=True,
         writes=True,
+        render=_DOCTOR,
     ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
@@ -91,17 +200,25 @@ OPERATIONS: dict[str, OpSpec] = {
         words=("migrate-sessions",),
         long_running=True,
         writes=True,
+        render=Render(rows=(_TRANSCRIPTS, _CONVERSATIONS)),
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
         ("out", "quick", "keep"),
         words=("backup",),
         long_running=True,
+        render=Render(rows=(_BACKUPS,)),
     ),
-    "backup.list": OpSpec("lcm_cli.engine.maintenance.backup_ops"),
-    "backup.verify": OpSpec("lcm_cli.engine.maintenance.backup_ops", args=("path",)),
+    "backup.list": OpSpec("lcm_cli.engine.maintenance.backup_ops", render=Render(rows=(_BACKUPS,))),
+    "backup.verify": OpSpec(
+        "lcm_cli.engine.maintenance.backup_ops", args=("path",), render=Render(rows=(_BACKUPS,))
+    ),
     "backup.restore": OpSpec(
-        "lcm_cli.engine.maintenance.backup_ops", ("apply", "force"), args=("path",), writes=True
+        "lcm_cli.engine.maintenance.backup_ops",
+        ("apply", "force"),
+        args=("path",),
+        writes=True,
+        render=Render(rows=(_BACKUPS,)),
     ),
     "prune": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -118,9 +235,15 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         long_running=True,
         writes=True,
+        render=Render(rows=(_CONVERSATIONS,)),
     ),
     "prune.restore": OpSpec(
-        "lcm_cli.engine.maintenance.prune_ops", ("apply",), args=("archive",), long_running=True, writes=True
+        "lcm_cli.engine.maintenance.prune_ops",
+        ("apply",),
+        args=("archive",),
+        long_running=True,
+        writes=True,
+        render=Render(rows=(_CONVERSATIONS,)),
     ),
     # The control contract's results are sanitized: no paths, not even in meta.
     # `rotate` writes, so the whole contract waits in the session's write queue under serve.
@@ -139,43 +262,57 @@ OPERATIONS: dict[str, OpSpec] = {
         + _TIME
         + ("mode", "scope", "file_id", "all_conversations", "sort", "limit", "cursor", "deadline_ms"),
         args=("pattern",),
+        render=_RECORDS,
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",
         _SELECTOR + ("all_conversations", "max_bytes", "max_tokens", "cursor"),
         args=("item_id",),
+        render=_RECORDS,
     ),
     "expand": OpSpec(
         "lcm_cli.engine.recall.expand",
         _SELECTOR + ("all_conversations", "max_tokens", "cursor"),
         args=("summary_id",),
+        render=_RECORDS,
     ),
     "export": OpSpec(
         "lcm_cli.engine.recall.export",
         _SELECTOR + ("to", "out", "include_summaries"),
         needs_selector=True,
+        render=_RECORDS,
     ),
     "expand.query": OpSpec(
         "lcm_cli.engine.recall.expand_query",
         _SELECTOR + ("all_conversations", "query", "summary_id", "max_tokens", "token_cap", "timeout_ms"),
         args=("prompt",),
         words=("expand-query",),
+        render=_RECORDS,
     ),
     "session.ingest": OpSpec(
         "lcm_cli.engine.session.ops",
         ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
         words=("ingest",),
         writes=True,
+        render=_RECORDS,
     ),
     "session.bootstrap": OpSpec(
-        "lcm_cli.engine.session.ops", ("session_id", "session_key", "session_file", "host_store"), writes=True
+        "lcm_cli.engine.session.ops",
+        ("session_id", "session_key", "session_file", "host_store"),
+        writes=True,
+        render=_RECORDS,
     ),
-    "session.new": OpSpec("lcm_cli.engine.session.ops", ("session_id", "session_key"), writes=True),
-    "session.reset": OpSpec("lcm_cli.engine.session.ops", ("session_id", "session_key"), writes=True),
+    "session.new": OpSpec(
+        "lcm_cli.engine.session.ops", ("session_id", "session_key"), writes=True, render=_RECORDS
+    ),
+    "session.reset": OpSpec(
+        "lcm_cli.engine.session.ops", ("session_id", "session_key"), writes=True, render=_RECORDS
+    ),
     "session.end": OpSpec(
         "lcm_cli.engine.session.ops",
         ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
         writes=True,
+        render=_RECORDS,
     ),
     "session.after_turn": OpSpec(
         "lcm_cli.engine.session.after_turn",
@@ -194,6 +331,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("after-turn",),
         writes=True,
+        render=_RECORDS,
     ),
     "session.commit_turn": OpSpec(
         "lcm_cli.engine.session.turns",
@@ -212,6 +350,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("commit-turn",),
         writes=True,
+        render=_RECORDS,
     ),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction.ops",
@@ -229,30 +368,43 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("compact",),
         writes=True,
+        render=_RECORDS,
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.compaction.ops",
         _SELECTOR + ("session_id", "token_budget", "prompt", "messages", "available_tools"),
         words=("context", "show"),
+        render=_CONTEXT,
     ),
     "session.maintain": OpSpec(
         "lcm_cli.engine.compaction.ops",
         _SELECTOR + ("session_id", "token_budget", "force"),
         words=("maintain",),
         writes=True,
+        render=_RECORDS,
     ),
     "rotate": OpSpec(
         "lcm_cli.engine.maintenance.rotate",
         _SELECTOR + ("apply", "backup", "session_file"),
         needs_selector=True,
         writes=True,
+        render=Render(rows=_RECORDS.rows, sections=Sections("passes", "leaf passes")),
     ),
     "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
-    "prompts.show": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.show": OpSpec(
+        _PROMPTS, args=("name",), opens_db=False, resolves_paths=False, render=_prompt_text("text")
+    ),
     "prompts.export": OpSpec(_PROMPTS, ("out", "force"), opens_db=False, resolves_paths=False),
-    "prompts.diff": OpSpec(_PROMPTS, args=("name",), opens_db=False, resolves_paths=False),
+    "prompts.diff": OpSpec(
+        _PROMPTS, args=("name",), opens_db=False, resolves_paths=False, render=_prompt_text("diff")
+    ),
     "prompts.render": OpSpec(
-        _PROMPTS, ("var", "source_file"), args=("name",), opens_db=False, resolves_paths=False
+        _PROMPTS,
+        ("var", "source_file"),
+        args=("name",),
+        opens_db=False,
+        resolves_paths=False,
+        render=_prompt_text("text"),
     ),
 }
 

@@ -7,7 +7,10 @@ written by lossless-claw use this rule, so ours must agree to the token.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 # The CJK ranges of the rule: U+3000-303F, U+3040-30FF, U+3400-4DBF, U+4E00-9FFF,
 # U+AC00-D7AF, U+FF00-FFEF, and extensions B-F (U+20000-2A6DF, U+2A700-2B73F,
@@ -66,3 +69,40 @@ def token_quarters(text: str) -> int:
     astral_cjk = len(_NOT_ASTRAL_CJK.sub("", rest))
     cjk = len(rest) - astral + astral_cjk
     return size + 5 * cjk + 7 * (astral - astral_cjk)
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# A media string (a data: URL, or base64 under a binary-ish key) of 4096+ characters costs a
+# flat 1600 tokens in the serialized estimate, as the reference counts it (compat/engine.md §6.7).
+_BIG_KEYS = frozenset({"data", "image", "imageData", "image_data", "base64", "bytes", "source"})
+_BASE64ISH = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+
+
+def _serialized_quarters(value: Any, key: str | None = None) -> int:
+    """Quarter-token estimate of ``value``'s JSON, with large media strings at a flat 1600 tokens."""
+    if isinstance(value, str):
+        if len(value) >= 4096 and (
+            value.startswith("data:") or (key in _BIG_KEYS and _BASE64ISH.match(value[:4096]) is not None)
+        ):
+            return 1600 * 4
+        return token_quarters(_compact_json(value))
+    if isinstance(value, dict):
+        total = 2 + max(0, len(value) - 1)
+        for k, v in value.items():
+            total += token_quarters(_compact_json(k)) + 1 + _serialized_quarters(v, k)
+        return total
+    if isinstance(value, list):
+        return 2 + max(0, len(value) - 1) + sum(_serialized_quarters(v) for v in value)
+    return token_quarters(_compact_json(value))
+
+
+def serialized_tokens(message: Mapping[str, Any]) -> int:
+    """The serialized estimate of one whole message: its compact JSON, media at a flat rate (§6.7)."""
+    text = _compact_json(message)
+    if len(text) < 4096:
+        # No string inside can reach the 4096-character media rule.
+        return (token_quarters(text) + 3) // 4
+    return (_serialized_quarters(dict(message)) + 3) // 4

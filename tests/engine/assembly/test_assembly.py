@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.assembly import tool_pairing as tp
-from lcm_cli.engine.assembly.assembler import assemble, clamp, serialized_tokens
-from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.assembly.assembler import assemble, clamp
+from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 from lcm_cli.engine.db.store import Store
 from tests.support.compaction_sim import effective, new_conversation, stamp
 

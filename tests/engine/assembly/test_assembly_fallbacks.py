@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
-from lcm_cli.engine.assembly.assembler import serialized_tokens
 from lcm_cli.engine.assembly.fallback import (
     append_fork_suffix,
     degraded,
@@ -27,6 +26,7 @@ from lcm_cli.engine.assembly.fallback import (
 from lcm_cli.engine.assembly.live_stubs import stub_file_id
 from lcm_cli.engine.assembly.prompt_recall import identifiers, projection_epoch
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.tokens import serialized_tokens
 from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 from tests.support.compaction_sim import SMALL, stamp, turn_rows
