@@ -14,7 +14,7 @@ import json
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import FIELD_SCHEMAS, option_name
+from lcm_cli.engine.core.params import PARAMS, option_name
 from lcm_cli.engine.core.registry import OPERATIONS, command_words
 
 VERSION_FLAGS = ("--version", "-v")
@@ -42,7 +42,7 @@ DOOR_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = 
 
 def is_flag(field: str) -> bool:
     """True for request fields given as bare flags."""
-    return FIELD_SCHEMAS.get(field, {}).get("type") == "boolean"
+    return PARAMS[field].flag
 
 
 class CommandShape(NamedTuple):
@@ -187,7 +187,7 @@ def parse_argv(argv: list[str]) -> Parsed:
                 f"{name} is not supported by `{command.name}`; see `lcm {' '.join(path)} --help`.",
                 {"option": name.lstrip("-"), "command": command.name},
             )
-        if FIELD_SCHEMAS.get(field, {}).get("type") == "array":
+        if PARAMS[field].repeatable:
             params.setdefault(field, []).append(value)
         else:
             params[field] = value  # a repeated option: the last one wins

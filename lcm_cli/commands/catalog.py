@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.engine.core.params import FIELD_SCHEMAS
+from lcm_cli.engine.core.params import PARAMS
 from lcm_cli.engine.core.registry import OPERATIONS, command_words
 
 
@@ -26,7 +26,7 @@ def _example(text: str | None) -> str | None:
 def _describe_param(param: Any) -> dict[str, Any]:
     is_option = bool(getattr(param, "opts", None)) and param.opts[0].startswith("-")
     entry: dict[str, Any] = {"name": param.opts[0] if is_option else (param.metavar or param.name.upper())}
-    schema = FIELD_SCHEMAS.get(param.name)
+    schema = PARAMS[param.name].schema if param.name in PARAMS else None
     if getattr(param, "is_flag", False):
         entry["type"] = "boolean"
         entry["default"] = False

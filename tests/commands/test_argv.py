@@ -8,7 +8,7 @@ import typer.main
 
 from lcm_cli.cli import build_app
 from lcm_cli.commands.argv import GLOBAL_OPTIONS, command_table, is_flag
-from lcm_cli.engine.core.params import FIELD_SCHEMAS
+from lcm_cli.engine.core.params import PARAMS
 
 
 def typer_leaves() -> dict[tuple[str, ...], Any]:
@@ -41,7 +41,7 @@ def test_options_flags_and_arguments_agree() -> None:
             field = shape.options[name]
             assert param.name == field, (path, name)
             assert bool(getattr(param, "is_flag", False)) == is_flag(field), (path, name)
-            is_array = FIELD_SCHEMAS[field].get("type") == "array"
+            is_array = PARAMS[field].repeatable
             assert bool(getattr(param, "multiple", False)) == is_array, (path, name)
         arguments = [p.name for p in command.params if not p.opts[0].startswith("-")]
         assert tuple(arguments) == shape.args, path

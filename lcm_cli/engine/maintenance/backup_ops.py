@@ -10,7 +10,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import APPLY, FORCE, KEEP, OUT, QUICK, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.maintenance import backup
 
@@ -20,15 +20,14 @@ from lcm_cli.engine.maintenance import backup
 )
 def create(ctx: Context, req: Request) -> Result:
     """Copy the live database; with ``--keep N`` also prune older backups."""
-    extra = req.extra or {}
     result: dict[str, Any] = backup.create_backup(
         ctx.database_path,
-        out=extra.get("out"),
-        quick=bool(extra.get("quick")),
+        out=req[OUT],
+        quick=req[QUICK],
         progress=lambda done, total: ctx.report_progress("backing up", done, total),
     )
     ctx.report_progress("done", 1, 1)
-    keep = extra.get("keep")
+    keep = req[KEEP]
     if keep is not None:
         result["pruned"] = backup.prune_backups(ctx.database_path, keep, label="backup")
     return Result(result)
@@ -62,9 +61,4 @@ def verify(ctx: Context, req: Request) -> Result:
 def restore(ctx: Context, req: Request) -> Result:
     """Replace the database with a backup, keeping the replaced file as a backup."""
     (path,) = req.args
-    extra = req.extra or {}
-    return Result(
-        backup.restore_backup(
-            path, ctx.database_path, apply=bool(extra.get("apply")), force=bool(extra.get("force"))
-        )
-    )
+    return Result(backup.restore_backup(path, ctx.database_path, apply=req[APPLY], force=req[FORCE]))

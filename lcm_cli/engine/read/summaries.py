@@ -9,7 +9,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.paging import paginate
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 from lcm_cli.engine.read.preview import PREVIEW_SOURCE_CHARS, make_preview
@@ -172,7 +172,7 @@ def show_summary(ctx: Context, req: Request) -> Result:
         "children": summary_items(ctx, list(children), include_content=True),
         "sourceMessages": [dict(r) for r in sources],
     }
-    max_tokens = (req.extra or {}).get("max_tokens")
+    max_tokens = req[MAX_TOKENS]
     if max_tokens:
         from lcm_cli.engine.recall.token_budget import fit_sections
 

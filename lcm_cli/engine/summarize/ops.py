@@ -17,7 +17,7 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.files import atomic_write, fsync_dir
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import FORCE, OUT, SOURCE_FILE, VAR, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.summarize.base import SummaryRequest
 from lcm_cli.engine.summarize.prompts import (
@@ -99,10 +99,9 @@ def export_prompts(ctx: Context, req: Request) -> Result:
 
     Existing files are kept unless ``--force``; each file is written atomically.
     """
-    extra = req.extra or {}
-    out = extra.get("out")
+    out = req[OUT]
     folder = Path(os.path.expanduser(out)) if out else override_dir(ctx.env)
-    force = bool(extra.get("force"))
+    force = req[FORCE]
     written: list[str] = []
     skipped: list[str] = []
     try:
@@ -173,9 +172,8 @@ def render_prompt(ctx: Context, req: Request) -> Result:
     """The prompt text a model would receive, from sample values or ``--var`` / ``--source-file``."""
     (name,) = req.args
     stem = check_name(name)
-    extra = req.extra or {}
-    given = _parse_vars(list(extra.get("var") or []))
-    source_file = extra.get("source_file")
+    given = _parse_vars(list(req[VAR] or []))
+    source_file = req[SOURCE_FILE]
     if source_file:
         try:
             given["source_text"] = Path(source_file).read_text(encoding="utf-8")
