@@ -93,14 +93,12 @@ def params_schema(spec: OpSpec) -> dict[str, Any]:
 
 def operation_list() -> list[dict[str, Any]]:
     """Every operation with its summary, CLI words and parameter schema (`lcm hook --list`)."""
-    from lcm_cli.engine.core.registry import get_operation
-
     out = []
     for name, spec in OPERATIONS.items():
         out.append(
             {
                 "name": name,
-                "summary": get_operation(name).summary,
+                "summary": spec.summary,
                 "command": "lcm " + " ".join(command_words(name, spec)),
                 "writes": spec.writes,
                 "params": params_schema(spec),

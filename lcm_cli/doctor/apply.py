@@ -462,7 +462,7 @@ def _unit_input(source: ScanInput, unit: Unit) -> ScanInput:
     return dataclasses.replace(source, scope=Scope([unit.conversation_id]), memo={})
 
 
-@operation("doctor.apply", summary="Repair what `lcm doctor` found (dry run unless --apply; backup first).")
+@operation("doctor.apply")
 def apply_repairs(ctx: Context, req: Request) -> Result:
     """Plan every repair; with ``--apply`` back up, then commit each unit in its own transaction."""
     requested = req[CHECK]

@@ -52,9 +52,7 @@ def _examples(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:
     ]
 
 
-@operation(
-    "doctor.clean", summary="Remove junk conversations by class (dry run unless --apply; backup first)."
-)
+@operation("doctor.clean")
 def clean(ctx: Context, req: Request) -> Result:
     """Report (and with ``--apply`` delete) the conversations of each junk class."""
     classes = list(req[CONVERSATION_CLASS] or CLEAN_CLASSES)

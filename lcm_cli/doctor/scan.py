@@ -269,9 +269,7 @@ def damaged_report(
     }
 
 
-@operation(
-    "doctor.scan", summary="Check lcm.db for every known problem; each finding names its fix (read-only)."
-)
+@operation("doctor.scan")
 def doctor(ctx: Context, req: Request) -> Result:
     """Run the selected checks and report PASS/INFO/WARN/FAIL/SKIP per check."""
     fail_on = req[FAIL_ON_PARAM] or DEFAULT_FAIL_ON

@@ -79,9 +79,7 @@ def parse_since(text: str) -> int:
     return parsed
 
 
-@operation(
-    "migrate.sessions", summary="Backfill OpenClaw session transcripts into lcm.db (dry run by default)."
-)
+@operation("migrate.sessions")
 def migrate_sessions(ctx: Context, req: Request) -> Result:
     """Discover transcripts, then dry-run, verify or apply them."""
     apply, verify = req[APPLY], req[VERIFY]

@@ -241,10 +241,7 @@ def _snapshot(compactor: Any) -> dict[str, Any]:
     }
 
 
-@operation(
-    "session.compact",
-    summary="Compact a conversation: leaf passes, then condensation (dry run unless --apply).",
-)
+@operation("session.compact")
 def compact(ctx: Context, req: Request) -> Result:
     """Run the compaction routing for one conversation; a dry run works on a copy."""
     from lcm_cli.engine.compaction.compactor import Compactor, Settings
@@ -344,10 +341,7 @@ def compact(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation(
-    "context.assemble",
-    summary="The context the model would see: summaries as XML, then the fresh tail, within a budget.",
-)
+@operation("context.assemble")
 def assemble(ctx: Context, req: Request) -> Result:
     """Assemble one conversation's context (compat/engine.md §6.1).
 
@@ -388,10 +382,7 @@ def assemble(ctx: Context, req: Request) -> Result:
     return Result({**base, **result})
 
 
-@operation(
-    "session.maintain",
-    summary="Drain a conversation's deferred compaction debt (the host's maintain step).",
-)
+@operation("session.maintain")
 def maintain(ctx: Context, req: Request) -> Result:
     """Run pending compaction debt now; ``--force`` ignores an active retry backoff."""
     from lcm_cli.engine.compaction.compactor import Compactor, drain_debt

@@ -15,9 +15,7 @@ from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.maintenance import backup
 
 
-@operation(
-    "backup.create", summary="Back up lcm.db online (small page steps), check the copy, write a manifest."
-)
+@operation("backup.create")
 def create(ctx: Context, req: Request) -> Result:
     """Copy the live database; with ``--keep N`` also prune older backups."""
     result: dict[str, Any] = backup.create_backup(
@@ -33,15 +31,13 @@ def create(ctx: Context, req: Request) -> Result:
     return Result(result)
 
 
-@operation("backup.list", summary="Backups beside the database, newest first.")
+@operation("backup.list")
 def list_backups(ctx: Context, req: Request) -> Result:
     """Every backup file next to lcm.db with its manifest status."""
     return Result({"databasePath": ctx.database_path, "backups": backup.list_backups(ctx.database_path)})
 
 
-@operation(
-    "backup.verify", summary="Re-check a backup against its manifest (size, sha256, integrity, row counts)."
-)
+@operation("backup.verify")
 def verify(ctx: Context, req: Request) -> Result:
     """Verify one backup; a failed check is an error so scripts can gate on it."""
     (path,) = req.args
@@ -57,7 +53,7 @@ def verify(ctx: Context, req: Request) -> Result:
     return Result(result)
 
 
-@operation("backup.restore", summary="Restore lcm.db from a verified backup (dry run unless --apply).")
+@operation("backup.restore")
 def restore(ctx: Context, req: Request) -> Result:
     """Replace the database with a backup, keeping the replaced file as a backup."""
     (path,) = req.args

@@ -60,15 +60,13 @@ def _current_conversation(ctx: Context, session_key: str | None, session_id: str
     return None
 
 
-@operation(
-    "control.capabilities", summary="Which control operations (status, doctor, rotate) this lcm can run"
-)
+@operation("control.capabilities")
 def control_capabilities(ctx: Context, req: Request) -> Result:
     """``{status, doctor, rotate}`` booleans."""
     return Result(capabilities())
 
 
-@operation("control", summary="Run a sanitized control operation for the host: status, doctor or rotate")
+@operation("control")
 def control(ctx: Context, req: Request) -> Result:
     """Dispatch one control operation; results hold counts and flags only."""
     name = req[OPERATION]

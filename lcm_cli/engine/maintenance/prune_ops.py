@@ -225,9 +225,7 @@ def _fingerprint(conn: sqlite3.Connection) -> dict[str, int]:
     }
 
 
-@operation(
-    "prune", summary="Archive old conversations to a checksummed .jsonl.gz, then delete them (dry run)."
-)
+@operation("prune")
 def prune_conversations(ctx: Context, req: Request) -> Result:
     """Select, archive, verify, delete in one transaction, optionally VACUUM."""
     now_ms = int(time.time() * 1000)
@@ -337,7 +335,7 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation("prune.restore", summary="Put a prune archive back (verified first; idempotent; dry run).")
+@operation("prune.restore")
 def restore(ctx: Context, req: Request) -> Result:
     """Verify the archive, then insert its rows that are missing, in one transaction."""
     (path,) = req.args

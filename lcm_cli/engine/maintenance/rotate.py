@@ -672,10 +672,7 @@ def _frontier_hash(conn: Any, cid: int) -> str | None:
     return entry_hash(str(row[0]), row[1] or "") if row is not None else None
 
 
-@operation(
-    "rotate",
-    summary="Cut a session's transcript to its preserved tail (dry run unless --apply); LCM keeps the rest.",
-)
+@operation("rotate")
 def rotate(ctx: Context, req: Request) -> Result:
     """Dry run: what would be kept and removed. ``--apply``: reconcile, compact, back up, rewrite."""
     mode = _backup_mode(req)

@@ -32,10 +32,7 @@ def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:
     return item
 
 
-@operation(
-    "messages.list",
-    summary="Page through a conversation's messages, newest first, with role and time filters.",
-)
+@operation("messages.list")
 def list_messages(ctx: Context, req: Request) -> Result:
     """One keyset page of messages ordered by ``created_at`` DESC, id DESC."""
     assert req.selector is not None
@@ -78,10 +75,7 @@ def list_messages(ctx: Context, req: Request) -> Result:
     return Result(data, pagination)
 
 
-@operation(
-    "messages.tail",
-    summary="The protected fresh tail: the newest raw messages in the conversation's context.",
-)
+@operation("messages.tail")
 def tail_messages(ctx: Context, req: Request) -> Result:
     """The fresh tail with full content, oldest first, and the conversation's totals."""
     assert req.selector is not None

@@ -90,9 +90,7 @@ def summary_items(ctx: Context, rows: list[Any], *, include_content: bool) -> li
     return items
 
 
-@operation(
-    "summaries.list", summary="Page through summaries (one conversation or all), newest coverage first."
-)
+@operation("summaries.list")
 def list_summaries(ctx: Context, req: Request) -> Result:
     """One keyset page ordered by coverage time (``latest_at`` or ``created_at``) DESC, id DESC."""
     require_lcm_tables(ctx)
@@ -130,10 +128,7 @@ def list_summaries(ctx: Context, req: Request) -> Result:
     return Result({"conversationId": conversation_id, "items": items}, pagination)
 
 
-@operation(
-    "summaries.show",
-    summary="One summary with full content, the summaries that consume it, its sources and source messages.",
-)
+@operation("summaries.show")
 def show_summary(ctx: Context, req: Request) -> Result:
     """A summary node and its neighbours in the DAG (same conversation only)."""
     require_lcm_tables(ctx)

@@ -42,10 +42,7 @@ def parse_item_id(text: str) -> str:
     return raw
 
 
-@operation(
-    "describe",
-    summary="One summary (metadata, DAG neighbours, source ids) or large file (metadata, content).",
-)
+@operation("describe")
 def describe(ctx: Context, req: Request) -> Result:
     """Describe the summary or file named by the positional id."""
     item_id = parse_item_id(req.args[0])

@@ -110,10 +110,7 @@ def expand_messages(
     }
 
 
-@operation(
-    "expand",
-    summary="Walk a summary down the DAG to its source messages, in order, within a token cap.",
-)
+@operation("expand")
 def expand(ctx: Context, req: Request) -> Result:
     """The source messages of one summary, within ``--max-tokens``, with a cursor to continue."""
     summary_id = req.args[0].strip()

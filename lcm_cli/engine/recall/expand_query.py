@@ -49,10 +49,7 @@ def chat_model(ctx: Context) -> ChatModel | None:
     return build_chat_model(ctx.effective, ctx.env, purpose="expansion")
 
 
-@operation(
-    "expand.query",
-    summary="Answer a prompt from expanded summaries (found by --query or given by --summary-id).",
-)
+@operation("expand.query")
 def expand_query(ctx: Context, req: Request) -> Result:
     """Rank, expand within the token cap, and answer with the configured model if any."""
     prompt = req.args[0].strip()

@@ -256,10 +256,7 @@ class _Counting(io.TextIOBase):
         return len(text)
 
 
-@operation(
-    "export",
-    summary="Export one conversation's messages as Markdown or a re-importable JSONL transcript.",
-)
+@operation("export")
 def export(ctx: Context, req: Request) -> Result:
     """Write the export to ``--out``, to the door's stream, or (no stream) into ``data.document``."""
     assert req.selector is not None

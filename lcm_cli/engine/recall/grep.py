@@ -81,10 +81,7 @@ class Query(NamedTuple):
 # --------------------------------------------------------------------------------------
 
 
-@operation(
-    "grep",
-    summary="Search messages, summaries or large files by regex or full text; meta says what ran.",
-)
+@operation("grep")
 def grep(ctx: Context, req: Request) -> Result:
     """Search in scope and return one page of hits per source, with an honest ``meta``."""
     pattern = req.args[0].strip()

@@ -121,10 +121,7 @@ def _live_messages(ctx: Context, req: Request) -> list[Any]:
     return messages
 
 
-@operation(
-    "session.after_turn",
-    summary="After a turn: store its new messages, then compact (inline) or record debt (deferred) when over the threshold.",
-)
+@operation("session.after_turn")
 def after_turn(ctx: Context, req: Request) -> Result:
     """Persist the turn's new messages and apply the threshold policy."""
     from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session

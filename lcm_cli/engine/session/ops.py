@@ -153,7 +153,7 @@ def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
     return parse_messages_text(read_capped(sys.stdin.buffer, "stdin"), "stdin"), True
 
 
-@operation("session.ingest", summary="Store messages for a session (JSON on stdin, --file, or --messages).")
+@operation("session.ingest")
 def ingest(ctx: Context, req: Request) -> Result:
     """Ingest one message or a batch in one transaction; report each message."""
     session_id, key = request_session(req)
@@ -197,7 +197,7 @@ def session_id_for_key(ctx: Context, key: str | None) -> str:
 # --- bootstrap ----------------------------------------------------------------------------
 
 
-@operation("session.bootstrap", summary="Import a session's transcript JSONL, or reconcile what is missing.")
+@operation("session.bootstrap")
 def bootstrap(ctx: Context, req: Request) -> Result:
     """First import bounded by ``bootstrapMaxTokens``; later, only what follows the anchor."""
     from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
@@ -279,7 +279,7 @@ def _create(conn: sqlite3.Connection, session_id: str, key: str | None) -> int:
     return int(cursor.lastrowid or 0)
 
 
-@operation("session.new", summary="/new: prune the context to summaries of depth >= newSessionRetainDepth.")
+@operation("session.new")
 def new_session(ctx: Context, req: Request) -> Result:
     """Delete message items and shallow summary items from the context; rows stay."""
     session_id, key = request_session(req)
@@ -342,7 +342,7 @@ def _reset(conn: sqlite3.Connection, session_id: str | None, key: str | None, ca
     return {"archivedConversationId": cid, "conversationId": new_id, "changed": True}
 
 
-@operation("session.reset", summary="/reset: archive the active conversation and start a fresh one.")
+@operation("session.reset")
 def reset_session(ctx: Context, req: Request) -> Result:
     """Archive (``manual-reset``) and create a new active row with the same session id and key."""
     session_id, key = request_session(req)
@@ -355,7 +355,7 @@ def reset_session(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation("session.end", summary="Session end: archive per the reason (deleted, reset, idle, ...).")
+@operation("session.end")
 def end_session(ctx: Context, req: Request) -> Result:
     """``deleted`` archives; ``reset`` archives and replaces; other non-ignored reasons roll over."""
     session_id, key = request_session(req)

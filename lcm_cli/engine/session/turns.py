@@ -159,10 +159,7 @@ def bootstrap_from_host_store(
     return outcome
 
 
-@operation(
-    "session.commit_turn",
-    summary="Store one host-accepted turn atomically and idempotently by its advancement key (OpenClaw 2026.8+).",
-)
+@operation("session.commit_turn")
 def commit_turn(ctx: Context, req: Request) -> Result:
     """Commit a turn: ``committed`` the first time, ``duplicate`` for a retry of the same key."""
     from lcm_cli.engine.session.after_turn import compaction_mode, post_turn_threshold, unflushed_start

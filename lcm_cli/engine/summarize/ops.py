@@ -63,7 +63,7 @@ def _describe(name: str, ctx: Context) -> dict[str, Any]:
     }
 
 
-@operation("prompts.list", summary="The summary prompt templates: builtin or overridden, and where.")
+@operation("prompts.list")
 def list_prompts(ctx: Context, req: Request) -> Result:
     """Each template with its source (builtin/override), path and the variables it uses."""
     return Result(
@@ -74,7 +74,7 @@ def list_prompts(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation("prompts.show", summary="The effective text of one prompt template.")
+@operation("prompts.show")
 def show_prompt(ctx: Context, req: Request) -> Result:
     """The template text the summarizer would use (the override when there is one)."""
     (name,) = req.args
@@ -93,7 +93,7 @@ def _fsync_dir(folder: Path) -> None:
         fsync_dir(str(folder))
 
 
-@operation("prompts.export", summary="Copy the builtin templates into the override folder to edit them.")
+@operation("prompts.export")
 def export_prompts(ctx: Context, req: Request) -> Result:
     """Write every builtin template into the override folder (or ``--out``).
 
@@ -124,7 +124,7 @@ def export_prompts(ctx: Context, req: Request) -> Result:
     return Result({"dir": str(folder), "written": written, "skipped": skipped, "force": force})
 
 
-@operation("prompts.diff", summary="Unified diff of an override against the builtin template.")
+@operation("prompts.diff")
 def diff_prompt(ctx: Context, req: Request) -> Result:
     """How the override of one template differs from the builtin (empty when there is none)."""
     (name,) = req.args
@@ -167,7 +167,7 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
     return values
 
 
-@operation("prompts.render", summary="Fill a prompt template with sample or given values.")
+@operation("prompts.render")
 def render_prompt(ctx: Context, req: Request) -> Result:
     """The prompt text a model would receive, from sample values or ``--var`` / ``--source-file``."""
     (name,) = req.args
