@@ -54,10 +54,10 @@ def command_tree() -> list[Node]:
     return nodes
 
 
-def runnable(nodes: list[Node] | None = None) -> list[Node]:
+def runnable() -> list[Node]:
     """Every command that runs something, in help order (`lcm backup` runs and is a group)."""
     out: list[Node] = []
-    for node in command_tree() if nodes is None else nodes:
+    for node in command_tree():
         if node.spec is not None:
             out.append(node)
         out += list(node.children)

@@ -4,9 +4,10 @@ Each field is one :class:`Param`: its JSON Schema, CLI option, metavar and help.
 are generated from these declarations (see :mod:`lcm_cli.engine.core.registry` for which
 operation takes which), and operations read validated values with ``req[PARAM]``.
 
-Validation checks the first failure wins. Every door hands raw values here: the CLI passes option strings, ``lcm hook`` passes
-JSON values. The order is the contract's: option support, selectors, missing selector,
-format, roles, kind, time filters, limit, depth, count.
+Validation stops at the first failure, in the reference's order. Every door hands raw
+values here: the CLI passes option strings, ``lcm hook`` passes JSON values. The order
+is the contract's: option support, selectors, missing selector, format, roles, kind,
+time filters, limit, depth, count; then every other field by its schema.
 """
 
 from __future__ import annotations

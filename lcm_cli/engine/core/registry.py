@@ -1,10 +1,12 @@
 """The operation registry: every capability, written once, reachable from every door.
 
 :data:`OPERATIONS` declares each operation's interface (which module implements it,
-which request fields and positional arguments it takes) without importing anything, so
-a door can parse and validate a call before paying for the implementation. Modules
-bind their functions with :func:`operation`; :func:`get_operation` imports only the
-module that owns the requested name.
+which request fields and positional arguments it takes, its summary, help and example)
+without importing anything, so a door can parse, validate and document a call before
+paying for the implementation. With :data:`ARGUMENTS`, :data:`DOOR_COMMANDS`,
+:data:`GROUPS` and :data:`COMMAND_ORDER` it is the whole manifest the doors are generated
+from. Modules bind their functions with :func:`operation`; :func:`get_operation` imports
+only the module that owns the requested name.
 """
 
 from __future__ import annotations
