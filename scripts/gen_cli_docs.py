@@ -48,12 +48,10 @@ if str(REPO) not in sys.path:
 
 
 def command_tree() -> Any:
-    """The click command behind the typer app (what `lcm` itself runs)."""
-    import typer.main
+    """The click command tree of the typer app, generated from the declarations (what `lcm --help` shows)."""
+    from lcm_cli.commands.app import build_command
 
-    from lcm_cli.cli import build_app
-
-    return typer.main.get_command(build_app())
+    return build_command()
 
 
 def command_paths(root: Any | None = None) -> list[tuple[str, ...]]:

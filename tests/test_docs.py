@@ -376,7 +376,7 @@ def test_skill_front_matter() -> None:
 def test_inventory_lists_every_command() -> None:
     from lcm_cli.commands.catalog import build_inventory
 
-    inventory = build_inventory(ROOT)
+    inventory = build_inventory()
     assert [c["command"] for c in inventory["commands"]] == [" ".join(p) for p in LEAVES]
     for entry in inventory["commands"]:
         assert entry["example"], f"`lcm commands` has no example for `lcm {entry['command']}`"

@@ -4,8 +4,8 @@ The reference accepts options anywhere (before, between or after the command wor
 reports problems in a fixed order: unknown option or missing value, then unknown command
 or wrong argument count, then an option the command does not take. This module does that
 without importing typer, so a JSON read costs no more than its query; typer is loaded
-only for help, completion and `lcm commands`. A test keeps this table and the typer app
-in step.
+only for help and completion. The typer app (:mod:`lcm_cli.commands.app`) is generated
+from the same declarations, so there is nothing to keep in step.
 """
 
 from __future__ import annotations
@@ -14,35 +14,52 @@ import json
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import FIELD_SCHEMAS, option_name
-from lcm_cli.engine.core.registry import OPERATIONS, command_words
+from lcm_cli.engine.core.params import PARAMS, Param, option_name
+from lcm_cli.engine.core.registry import DOOR_COMMANDS, OPERATIONS, command_words
 
+ROOT_HELP = (
+    "Inspect and maintain an agent's Lossless Context Management database (lcm.db).\n\n"
+    "JSON on stdout by default; errors as one JSON object on stderr."
+)
+# Shown under every command's help: global options are accepted anywhere on the line.
+GLOBALS_EPILOG = (
+    "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, "
+    "--format json|table|tsv, --pretty (see `lcm --help`)."
+)
+# The options of `lcm` itself, accepted before, between or after the command words.
+GLOBALS: tuple[Param[object], ...] = (
+    Param(
+        "db", {"type": "string"}, "lcm.db path (beats LCM_DATABASE_PATH and plugin config).", metavar="PATH"
+    ),
+    Param("config", {"type": "string"}, "openclaw.json path (beats OPENCLAW_CONFIG_PATH).", metavar="PATH"),
+    Param(
+        "openclaw_dir",
+        {"type": "string"},
+        "OpenClaw state dir (beats LCM_OPENCLAW_DIR, OPENCLAW_STATE_DIR).",
+        metavar="DIR",
+    ),
+    Param(
+        "format",
+        {"type": "string", "default": "json"},
+        "json (default), table (rich) or tsv.",
+        metavar="FORMAT",
+    ),
+    Param("pretty", {"type": "boolean", "default": False}, "Indent JSON output."),
+    Param("version", {"type": "boolean", "default": False}, "Print the version as JSON and exit."),
+)
 VERSION_FLAGS = ("--version", "-v")
 HELP_FLAGS = ("--help", "-h")
 COMPLETION_FLAGS = ("--show-completion", "--install-completion")
 # Global option -> takes a value?
 GLOBAL_OPTIONS: dict[str, bool] = {
-    "--db": True,
-    "--config": True,
-    "--openclaw-dir": True,
-    "--format": True,
-    "--pretty": False,
-    "--version": False,
-    "-v": False,
-    "--help": False,
-    "-h": False,
-}
-# Commands that belong to the door, not to an operation: words -> (arguments, options).
-DOOR_COMMANDS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {
-    ("commands",): ((), ()),
-    ("hook",): (("operation",), ("list",)),
-    ("serve",): ((), ("stdio", "socket", "max_request_bytes")),
+    **{p.option: not p.flag for p in GLOBALS},
+    **dict.fromkeys(VERSION_FLAGS + HELP_FLAGS, False),
 }
 
 
 def is_flag(field: str) -> bool:
     """True for request fields given as bare flags."""
-    return FIELD_SCHEMAS.get(field, {}).get("type") == "boolean"
+    return PARAMS[field].flag
 
 
 class CommandShape(NamedTuple):
@@ -59,8 +76,8 @@ def command_table() -> dict[tuple[str, ...], CommandShape]:
         command_words(name, spec): CommandShape(name, {option_name(f): f for f in spec.options}, spec.args)
         for name, spec in OPERATIONS.items()
     }
-    for words, (args, fields) in DOOR_COMMANDS.items():
-        table[words] = CommandShape(".".join(words), {option_name(f): f for f in fields}, args)
+    for word, spec in DOOR_COMMANDS.items():
+        table[(word,)] = CommandShape(word, {option_name(f): f for f in spec.options}, spec.args)
     return table
 
 
@@ -187,7 +204,7 @@ def parse_argv(argv: list[str]) -> Parsed:
                 f"{name} is not supported by `{command.name}`; see `lcm {' '.join(path)} --help`.",
                 {"option": name.lstrip("-"), "command": command.name},
             )
-        if FIELD_SCHEMAS.get(field, {}).get("type") == "array":
+        if PARAMS[field].repeatable:
             params.setdefault(field, []).append(value)
         else:
             params[field] = value  # a repeated option: the last one wins

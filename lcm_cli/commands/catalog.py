@@ -1,88 +1,134 @@
-"""The machine-readable command inventory behind `lcm commands`.
+"""The command tree of the CLI door, read from the declarations alone (no typer).
 
-Built from the typer app itself (so it cannot drift from `--help`) plus the engine's
-parameter schemas for types and bounds.
+:func:`command_tree` turns :data:`~lcm_cli.engine.core.registry.OPERATIONS`,
+:data:`~lcm_cli.engine.core.registry.DOOR_COMMANDS` and the group table into the tree that
+`lcm --help` shows; the typer app (:mod:`lcm_cli.commands.app`) and `lcm commands` (the
+machine-readable inventory built here) are both made from it, with each option's help
+and metavar resolved once by :func:`option_help` and :func:`option_metavar`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from lcm_cli.engine.core.params import FIELD_SCHEMAS
-from lcm_cli.engine.core.registry import OPERATIONS, command_words
-
-
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0].strip() if (text or "").strip() else ""
-
-
-def _example(text: str | None) -> str | None:
-    for line in (text or "").splitlines():
-        if line.strip().startswith("Example:"):
-            return line.strip()[len("Example:") :].strip()
-    return None
+from lcm_cli.engine.core.params import PARAMS, Param
+from lcm_cli.engine.core.registry import (
+    ARGUMENTS,
+    COMMAND_ORDER,
+    DOOR_COMMANDS,
+    GROUPS,
+    OPERATIONS,
+    Argument,
+    OpSpec,
+    command_words,
+)
 
 
-def _describe_param(param: Any) -> dict[str, Any]:
-    is_option = bool(getattr(param, "opts", None)) and param.opts[0].startswith("-")
-    entry: dict[str, Any] = {"name": param.opts[0] if is_option else (param.metavar or param.name.upper())}
-    schema = FIELD_SCHEMAS.get(param.name)
-    if getattr(param, "is_flag", False):
-        entry["type"] = "boolean"
-        entry["default"] = False
-    elif schema is not None:
+class Node(NamedTuple):
+    """One command of the tree: its words, what it runs (None: a group only) and its subcommands."""
+
+    words: tuple[str, ...]
+    name: str | None  # the operation or door command it runs
+    spec: OpSpec | None
+    children: tuple[Node, ...] = ()
+
+    @property
+    def help(self) -> str:
+        """The command's help text (without its example)."""
+        return self.spec.help if self.spec is not None else GROUPS[self.words[-1]]
+
+
+def command_tree() -> list[Node]:
+    """The top-level commands in `lcm --help` order, each group with its subcommands."""
+    by_words: dict[tuple[str, ...], tuple[str, OpSpec]] = {
+        command_words(name, spec): (name, spec) for name, spec in OPERATIONS.items()
+    }
+    by_words.update({(word,): (word, spec) for word, spec in DOOR_COMMANDS.items()})
+    nodes = []
+    for word in COMMAND_ORDER:
+        children = tuple(
+            Node(words, *by_words[words]) for words in by_words if len(words) == 2 and words[0] == word
+        )
+        name, spec = by_words.get((word,), (None, None))
+        nodes.append(Node((word,), name, spec, children))
+    return nodes
+
+
+def runnable() -> list[Node]:
+    """Every command that runs something, in help order (`lcm backup` runs and is a group)."""
+    out: list[Node] = []
+    for node in command_tree():
+        if node.spec is not None:
+            out.append(node)
+        out += list(node.children)
+    return out
+
+
+def option_help(spec: OpSpec, field: str) -> str:
+    """The help of a field or argument as this command words it."""
+    if spec.param_help and field in spec.param_help:
+        return spec.param_help[field]
+    if field in spec.args:
+        return ARGUMENTS[field].help
+    return PARAMS[field].help
+
+
+def option_metavar(spec: OpSpec, field: str) -> str:
+    """The metavar of a field or argument as this command shows it ('' for a flag)."""
+    if spec.metavars and field in spec.metavars:
+        return spec.metavars[field]
+    if field in spec.args:
+        return ARGUMENTS.get(field, Argument(field.upper(), "")).metavar
+    return PARAMS[field].metavar
+
+
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split())
+
+
+def _describe_option(param: Param[Any], help_text: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": param.option}
+    schema = param.schema
+    if param.flag:
+        entry.update(type="boolean", default=schema.get("default", False))
+    else:
         entry.update({k: v for k, v in schema.items() if k != "description"})
         entry.setdefault("type", "string")
         if "enum" in schema:
             entry["type"] = "string"
-    else:
-        entry["type"] = "string"
-        if param.default is not None and not callable(param.default):
-            entry["default"] = param.default
-    if getattr(param, "multiple", False):
+    if param.repeatable:
         entry["repeatable"] = True
-    if not is_option:
-        entry["required"] = bool(param.required)
-    entry["help"] = _first_line(getattr(param, "help", None))
+    entry["help"] = help_text
     return entry
 
 
-def build_inventory(root: Any) -> dict[str, Any]:
-    """Every leaf command with its arguments, options, operation name and example."""
+def build_inventory() -> dict[str, Any]:
+    """`lcm commands`: every runnable command with its arguments, options, operation and example."""
+    from lcm_cli.commands.argv import GLOBALS
+
     commands: list[dict[str, Any]] = []
-
-    by_words = {command_words(name, spec): name for name, spec in OPERATIONS.items()}
-
-    def describe(command: Any, words: list[str]) -> None:
-        name = by_words.get(tuple(words))
-        params = [p for p in command.params if not getattr(p, "hidden", False)]
+    for node in runnable():
+        spec = node.spec
+        assert spec is not None
+        is_operation = node.name in OPERATIONS
         entry: dict[str, Any] = {
-            "command": " ".join(words),
-            "operation": name,
-            "help": _first_line(command.help),
-            "arguments": [_describe_param(p) for p in params if not p.opts[0].startswith("-")],
-            "options": [_describe_param(p) for p in params if p.opts[0].startswith("-") and p.name != "help"],
-            "example": _example(command.help),
+            "command": " ".join(node.words),
+            "operation": node.name if is_operation else None,
+            "help": _first_paragraph(spec.help),
+            "arguments": [
+                {
+                    "name": option_metavar(spec, arg),
+                    "type": "string",
+                    "required": is_operation,
+                    "help": option_help(spec, arg),
+                }
+                for arg in spec.args
+            ],
+            "options": [_describe_option(PARAMS[f], option_help(spec, f)) for f in spec.options],
+            "example": spec.example,
         }
-        if name is not None:
-            entry["needsSelector"] = OPERATIONS[name].needs_selector
-            entry["readsDatabase"] = OPERATIONS[name].opens_db
+        if is_operation:
+            entry["needsSelector"] = spec.needs_selector
+            entry["readsDatabase"] = spec.opens_db
         commands.append(entry)
-
-    def walk(group: Any, prefix: list[str]) -> None:
-        for name in group.list_commands(None):
-            sub = group.commands[name]
-            if hasattr(sub, "list_commands"):
-                if getattr(sub, "invoke_without_command", False):
-                    describe(sub, prefix + [name])  # the group runs too (`lcm backup`)
-                walk(sub, prefix + [name])
-            else:
-                describe(sub, prefix + [name])
-
-    walk(root, [])
-    global_options = [
-        _describe_param(p)
-        for p in root.params
-        if p.opts[0].startswith("-") and p.name not in ("help", "install_completion", "show_completion")
-    ]
-    return {"globalOptions": global_options, "commands": commands}
+    return {"globalOptions": [_describe_option(p, p.help) for p in GLOBALS], "commands": commands}

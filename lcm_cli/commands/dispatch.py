@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import FIELD_SCHEMAS
+from lcm_cli.engine.core.params import PARAMS
 from lcm_cli.engine.core.registry import OPERATIONS, OpSpec, command_words
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -82,7 +82,7 @@ def params_schema(spec: OpSpec) -> dict[str, Any]:
     """The JSON Schema of an operation's parameters object (camelCase keys)."""
     properties: dict[str, Any] = {}
     for field in spec.options:
-        properties[camel_case(field)] = FIELD_SCHEMAS.get(field, {})
+        properties[camel_case(field)] = PARAMS[field].schema
     for arg in spec.args:
         properties[camel_case(arg)] = {"type": "string"}
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
@@ -93,14 +93,12 @@ def params_schema(spec: OpSpec) -> dict[str, Any]:
 
 def operation_list() -> list[dict[str, Any]]:
     """Every operation with its summary, CLI words and parameter schema (`lcm hook --list`)."""
-    from lcm_cli.engine.core.registry import get_operation
-
     out = []
     for name, spec in OPERATIONS.items():
         out.append(
             {
                 "name": name,
-                "summary": get_operation(name).summary,
+                "summary": spec.summary,
                 "command": "lcm " + " ".join(command_words(name, spec)),
                 "writes": spec.writes,
                 "params": params_schema(spec),

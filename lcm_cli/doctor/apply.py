@@ -25,7 +25,7 @@ from lcm_cli.doctor.scan import resolve_scope, scan_input, select_checks
 from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import APPLY, CHECK, NO_BACKUP, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches, stale_batches
 from lcm_cli.engine.db.probe import SchemaProbe
@@ -462,11 +462,10 @@ def _unit_input(source: ScanInput, unit: Unit) -> ScanInput:
     return dataclasses.replace(source, scope=Scope([unit.conversation_id]), memo={})
 
 
-@operation("doctor.apply", summary="Repair what `lcm doctor` found (dry run unless --apply; backup first).")
+@operation("doctor.apply")
 def apply_repairs(ctx: Context, req: Request) -> Result:
     """Plan every repair; with ``--apply`` back up, then commit each unit in its own transaction."""
-    extra = req.extra or {}
-    requested = extra.get("check")
+    requested = req[CHECK]
     checks = [c.id for c in select_checks(requested)] if requested else list(REPAIRABLE)
     not_repairable = [c for c in checks if c not in REPAIRABLE]
     if requested and not_repairable and len(not_repairable) == len(checks):
@@ -501,13 +500,13 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
         "skipped": skipped,
         "notRepairable": not_repairable,
     }
-    if not extra.get("apply"):
+    if not req[APPLY]:
         data["message"] = "Dry run: nothing was written. Re-run with --apply to make these changes."
         return Result(data)
     ctx.close()  # the read handle must not pin an old snapshot while we write
     data["applied"] = True
     data["backup"] = None
-    if (planned or targets) and not extra.get("no_backup"):
+    if (planned or targets) and not req[NO_BACKUP]:
         data["backup"] = backup_first(ctx.database_path, "doctor-repair")
     data["units"] = _write_units(ctx, [u for u, _ in planned], source, targets)
     return Result(data)

@@ -16,7 +16,7 @@ from lcm_cli.doctor.scan import scan_input
 from lcm_cli.doctor.writer import backup_first, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import APPLY, CONVERSATION_CLASS, NO_BACKUP, VACUUM, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
@@ -52,13 +52,10 @@ def _examples(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:
     ]
 
 
-@operation(
-    "doctor.clean", summary="Remove junk conversations by class (dry run unless --apply; backup first)."
-)
+@operation("doctor.clean")
 def clean(ctx: Context, req: Request) -> Result:
     """Report (and with ``--apply`` delete) the conversations of each junk class."""
-    extra = req.extra or {}
-    classes = list(extra.get("conversation_class") or CLEAN_CLASSES)
+    classes = list(req[CONVERSATION_CLASS] or CLEAN_CLASSES)
     for name in classes:
         if name not in CLEAN_CLASSES:
             hint = (
@@ -103,14 +100,14 @@ def clean(ctx: Context, req: Request) -> Result:
         "totalConversations": len(matched),
         "totalMessages": total_messages[0] if total_messages else 0,
     }
-    if not extra.get("apply"):
+    if not req[APPLY]:
         data["message"] = "Dry run: nothing was deleted. Re-run with --apply (backup first) to delete these."
         return Result(data)
     data.update(applied=True, backup=None, deletedConversations=0, deletedMessages=0, vacuum=None)
     if not matched:
         return Result(data)
     ctx.close()
-    if not extra.get("no_backup"):
+    if not req[NO_BACKUP]:
         data["backup"] = backup_first(ctx.database_path, "doctor-cleaners")
     try:
         conn = open_writer(ctx.database_path, ctx.timeout_ms)
@@ -123,7 +120,7 @@ def clean(ctx: Context, req: Request) -> Result:
             data["deletedConversations"] = deleted["conversations"]
             data["deletedMessages"] = deleted["messages"]
             data["deleted"] = deleted
-            if extra.get("vacuum"):
+            if req[VACUUM]:
                 before = os.path.getsize(ctx.database_path)
                 conn.execute("VACUUM")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -19,7 +19,8 @@ from lcm_cli.doctor.base import Outcome, ScanInput, Scope, severity_rank
 from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import CHECK, Request
+from lcm_cli.engine.core.params import FAIL_ON as FAIL_ON_PARAM
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import is_corruption
 from lcm_cli.engine.maintenance.junk import agent_ids
@@ -268,18 +269,15 @@ def damaged_report(
     }
 
 
-@operation(
-    "doctor.scan", summary="Check lcm.db for every known problem; each finding names its fix (read-only)."
-)
+@operation("doctor.scan")
 def doctor(ctx: Context, req: Request) -> Result:
     """Run the selected checks and report PASS/INFO/WARN/FAIL/SKIP per check."""
-    extra = req.extra or {}
-    fail_on = extra.get("fail_on") or DEFAULT_FAIL_ON
+    fail_on = req[FAIL_ON_PARAM] or DEFAULT_FAIL_ON
     if fail_on not in FAIL_ON:
         raise invalid_argument(
             f"Invalid --fail-on value {fail_on!r}: expected info, warn, error or none.", {"value": fail_on}
         )
-    requested = extra.get("check")
+    requested = req[CHECK]
     after: Any = None
     if req.cursor:
         check_id, after = decode_cursor(req.cursor)

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import validate_request
+from lcm_cli.engine.core.params import STATE_DIR, validate_request
 from lcm_cli.engine.core.registry import get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
 
@@ -89,7 +89,7 @@ def call(
 
 def _state_dir_option(request: Any, openclaw_dir: str | None, warm: bool) -> str | None:
     """``--state-dir`` (the reference importer's spelling) names the state dir like ``--openclaw-dir``."""
-    state_dir = (request.extra or {}).get("state_dir")
+    state_dir = request[STATE_DIR]
     if state_dir is None:
         return openclaw_dir
     if warm:

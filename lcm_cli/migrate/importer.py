@@ -23,7 +23,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import (
+    APPLY,
+    FILE,
+    KEEP,
+    MAX_FILES,
+    SESSIONS_DIR,
+    SINCE,
+    STORE,
+    VERIFY,
+    Request,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.timefilter import parse_iso_timestamp
 from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
@@ -69,18 +79,15 @@ def parse_since(text: str) -> int:
     return parsed
 
 
-@operation(
-    "migrate.sessions", summary="Backfill OpenClaw session transcripts into lcm.db (dry run by default)."
-)
+@operation("migrate.sessions")
 def migrate_sessions(ctx: Context, req: Request) -> Result:
     """Discover transcripts, then dry-run, verify or apply them."""
-    extra = req.extra or {}
-    apply, verify = bool(extra.get("apply")), bool(extra.get("verify"))
+    apply, verify = req[APPLY], req[VERIFY]
     if apply and verify:
         raise invalid_argument("--verify only reads; run it without --apply (or run --apply first).")
-    files_given = extra.get("file") or []
-    dirs_given = extra.get("sessions_dir") or []
-    stores_given = extra.get("store") or []
+    files_given = req[FILE] or []
+    dirs_given = req[SESSIONS_DIR] or []
+    stores_given = req[STORE] or []
     if not files_given and not dirs_given and not stores_given and not os.path.isdir(ctx.state_dir):
         raise LcmError(
             "STATE_DIR_NOT_FOUND",
@@ -99,20 +106,20 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         from lcm_cli.engine.transcript.host_store import open_store
 
         open_store(store).close()  # a named store that cannot be read fails the command
-    since = extra.get("since")
+    since = req[SINCE]
     found = discover_sources(
         ctx.state_dir,
         files_given,
         dirs_given,
         stores_given,
         since_ms=parse_since(since) if since else None,
-        limit=extra.get("max_files"),
+        limit=req[MAX_FILES],
     )
     keys = session_keys(ctx.state_dir, dirs_given)
     from lcm_cli.engine.session.sessions import SessionPolicy
 
     policy = SessionPolicy.from_config(ctx.effective)
-    keep = extra.get("keep")
+    keep = req[KEEP]
     if keep is not None and not apply:
         raise invalid_argument(
             "--keep prunes the backups --apply takes; use it with --apply.", {"keep": keep}

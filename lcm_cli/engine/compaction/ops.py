@@ -22,7 +22,23 @@ from lcm_cli.engine.compaction import context_items as ci
 from lcm_cli.engine.compaction.threshold import Resolution, resolve_threshold
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request, Selector
+from lcm_cli.engine.core.params import (
+    APPLY,
+    AVAILABLE_TOOLS,
+    COMPACTION_TARGET,
+    CURRENT_TOKEN_COUNT,
+    FORCE,
+    MANUAL,
+    MESSAGES,
+    MODEL,
+    PROMPT,
+    SESSION_ID,
+    TOKEN_BUDGET,
+    UNTIL_UNDER_TARGET,
+    Param,
+    Request,
+    Selector,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db import schema
@@ -72,7 +88,7 @@ def _target(ctx: Context, req: Request) -> Target:
     ignored session is recognised before the database is read.
     """
     policy = SessionPolicy.from_config(ctx.effective)
-    session_id = ((req.extra or {}).get("session_id") or "").strip() or None
+    session_id = (req[SESSION_ID] or "").strip() or None
     if req.selector is not None and req.selector.kind == "conversationId":
         row = find_conversation(ctx, req.selector)
         sid, key = row["session_id"], row["session_key"]
@@ -122,7 +138,7 @@ def _identity(target: Target) -> dict[str, Any]:
 
 def _live_messages(req: Request, *, strip: bool = True) -> list[dict[str, Any]]:
     """The host's live messages (``messages``), trailing assistant prefill stripped unless ``strip`` is False."""
-    raw = (req.extra or {}).get("messages")
+    raw = req[MESSAGES]
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
@@ -140,7 +156,7 @@ def _live_messages(req: Request, *, strip: bool = True) -> list[dict[str, Any]]:
 
 def _available_tools(req: Request) -> list[str] | None:
     """The host's ``availableTools`` (JSON array, its text, or comma-separated names); None when absent."""
-    raw = (req.extra or {}).get("available_tools")
+    raw = req[AVAILABLE_TOOLS]
     if raw is None:
         return None
     if isinstance(raw, str):
@@ -210,8 +226,8 @@ def _conversation_copy(path: str, conversation_id: int) -> Any:
         raise
 
 
-def _option_int(req: Request, name: str) -> int | None:
-    value = (req.extra or {}).get(name)
+def _option_int(req: Request, param: Param[int | None]) -> int | None:
+    value = req[param]
     return value if isinstance(value, int) else None
 
 
@@ -225,26 +241,22 @@ def _snapshot(compactor: Any) -> dict[str, Any]:
     }
 
 
-@operation(
-    "session.compact",
-    summary="Compact a conversation: leaf passes, then condensation (dry run unless --apply).",
-)
+@operation("session.compact")
 def compact(ctx: Context, req: Request) -> Result:
     """Run the compaction routing for one conversation; a dry run works on a copy."""
     from lcm_cli.engine.compaction.compactor import Compactor, Settings
 
-    extra = req.extra or {}
-    target = extra.get("compaction_target") or "budget"
+    target = req[COMPACTION_TARGET] or "budget"
     if target not in TARGETS:
         raise invalid_argument(
             f"Invalid --compaction-target value {target!r}: expected budget or threshold.", {"value": target}
         )
     found = _target(ctx, req)
-    apply = bool(extra.get("apply"))
-    resolution = resolve_threshold(ctx.effective, session_key=found.session_key, model=extra.get("model"))
+    apply = req[APPLY]
+    resolution = resolve_threshold(ctx.effective, session_key=found.session_key, model=req[MODEL])
     effective = resolution.apply(ctx.effective)
     settings = Settings.from_effective(effective)
-    budget = settings.budget(_option_int(req, "token_budget"))
+    budget = settings.budget(_option_int(req, TOKEN_BUDGET))
     base = {
         **_identity(found),
         "dryRun": not apply,
@@ -268,7 +280,7 @@ def compact(ctx: Context, req: Request) -> Result:
             }
         )
     row = found.row
-    manual, force = bool(extra.get("manual")), bool(extra.get("force"))
+    manual, force = req[MANUAL], req[FORCE]
     summarizer: Summarizer = PlanningSummarizer()
     breaker: Any = None
     breaker_id: str | None = None
@@ -308,8 +320,8 @@ def compact(ctx: Context, req: Request) -> Result:
             target=target,
             force=force,
             manual=manual,
-            current_token_count=_option_int(req, "current_token_count"),
-            until_under_target=bool(extra.get("until_under_target")),
+            current_token_count=_option_int(req, CURRENT_TOKEN_COUNT),
+            until_under_target=req[UNTIL_UNDER_TARGET],
         )
         after = _snapshot(compactor)
     if breaker is not None:
@@ -329,10 +341,7 @@ def compact(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation(
-    "context.assemble",
-    summary="The context the model would see: summaries as XML, then the fresh tail, within a budget.",
-)
+@operation("context.assemble")
 def assemble(ctx: Context, req: Request) -> Result:
     """Assemble one conversation's context (compat/engine.md §6.1).
 
@@ -343,10 +352,9 @@ def assemble(ctx: Context, req: Request) -> Result:
     from lcm_cli.engine.assembly import flow as assemble_flow
     from lcm_cli.engine.assembly.fallback import strip_prefill
 
-    extra = req.extra or {}
     raw = _live_messages(req, strip=False)
     tools = _available_tools(req)
-    prompt = extra.get("prompt")
+    prompt = req[PROMPT]
     found = _target(ctx, req)
     base = _identity(found)
     if found.excluded == "excluded" or found.row is None:
@@ -369,20 +377,16 @@ def assemble(ctx: Context, req: Request) -> Result:
         int(found.row["conversation_id"]), found.session_id, found.session_key, found.excluded is None
     )
     result = assemble_flow.run(
-        ctx, session, raw, prompt=prompt, available_tools=tools, token_budget=_option_int(req, "token_budget")
+        ctx, session, raw, prompt=prompt, available_tools=tools, token_budget=_option_int(req, TOKEN_BUDGET)
     )
     return Result({**base, **result})
 
 
-@operation(
-    "session.maintain",
-    summary="Drain a conversation's deferred compaction debt (the host's maintain step).",
-)
+@operation("session.maintain")
 def maintain(ctx: Context, req: Request) -> Result:
     """Run pending compaction debt now; ``--force`` ignores an active retry backoff."""
     from lcm_cli.engine.compaction.compactor import Compactor, drain_debt
 
-    extra = req.extra or {}
     found = _target(ctx, req)
     # The host's maintain result carries transcript-GC counts; lcm does no transcript GC.
     base = {**_identity(found), "bytesFreed": 0, "rewrittenEntries": 0}
@@ -409,9 +413,7 @@ def maintain(ctx: Context, req: Request) -> Result:
         compactor = Compactor(
             ctx.store(), row["conversation_id"], resolution.apply(ctx.effective), summarizer
         )
-        outcome = drain_debt(
-            compactor, token_budget=_option_int(req, "token_budget"), force=bool(extra.get("force"))
-        )
+        outcome = drain_debt(compactor, token_budget=_option_int(req, TOKEN_BUDGET), force=req[FORCE])
     return Result({**base, "thresholdResolution": resolution.to_dict(), **outcome})
 
 

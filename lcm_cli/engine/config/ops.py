@@ -73,7 +73,7 @@ def _own_lookup(node: Any, segments: list[str]) -> Any:
     return node
 
 
-@operation("config.show", summary="The Lossless plugin config: as stored, effective, and its sources.")
+@operation("config.show")
 def show_config(ctx: Context, req: Request) -> Result:
     """Raw and effective Lossless config, pattern-source diagnostics, overriding env names.
 
@@ -108,7 +108,7 @@ def _redacted_at(path: str, value: Any) -> Any:
     return redact_value(value)
 
 
-@operation("config.get", summary="One config key: whether it is set, its stored and effective values.")
+@operation("config.get")
 def get_config(ctx: Context, req: Request) -> Result:
     """Look a dot path up in the stored Lossless config and in the effective config."""
     from lcm_cli.engine.config.resolve import MISSING, effective_value
@@ -135,9 +135,7 @@ def get_config(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation(
-    "config.set", summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic)."
-)
+@operation("config.set")
 def set_config(ctx: Context, req: Request) -> Result:
     """Validate everything first; only then back up and atomically rewrite the file."""
     from lcm_cli.engine.config.resolve import validate_runtime

@@ -1,15 +1,20 @@
-"""Validating an operation's parameters, in the reference's order (first failure wins).
+"""Request fields, declared once, and validating them in the reference's order.
 
-Every door hands raw values here: the CLI passes option strings, ``lcm hook`` passes
-JSON values. The order is the contract's: option support, selectors, missing selector,
-format, roles, kind, time filters, limit, depth, count.
+Each field is one :class:`Param`: its JSON Schema, CLI option, metavar and help. The doors
+are generated from these declarations (see :mod:`lcm_cli.engine.core.registry` for which
+operation takes which), and operations read validated values with ``req[PARAM]``.
+
+Validation stops at the first failure, in the reference's order. Every door hands raw
+values here: the CLI passes option strings, ``lcm hook`` passes JSON values. The order
+is the contract's: option support, selectors, missing selector, format, roles, kind,
+time filters, limit, depth, count; then every other field by its schema.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
@@ -20,174 +25,477 @@ FORMATS = ("json", "table", "tsv")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
-# Fields whose CLI option is not simply ``--`` + the field name with dashes.
-OPTION_OVERRIDES: dict[str, str] = {
-    "max_files": "--limit",
-    "prune_before": "--before",
-    "conversation_class": "--class",
-}
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)  # a Param only hands its type out
 
 
-def option_name(field: str) -> str:
-    """The CLI option that carries a request field (``include_content`` -> ``--include-content``)."""
-    return OPTION_OVERRIDES.get(field) or "--" + field.replace("_", "-")
+class Param(Generic[T_co]):
+    """One request field, declared once: its JSON Schema, CLI spelling and help.
+
+    ``T`` is the type an operation reads back with ``req[PARAM]`` (absent values read as
+    None, flags as False, repeatable options as an empty list). Every door derives from
+    this: the fast parser and the typer app (option, metavar, flag, repeatable, help),
+    the hook/serve schemas and `lcm commands` (schema), and the validation below.
+    """
+
+    __slots__ = ("name", "schema", "option", "metavar", "help")
+
+    def __init__(
+        self, name: str, schema: dict[str, Any], help: str, *, option: str = "", metavar: str = ""
+    ) -> None:
+        self.name = name
+        self.schema = schema
+        self.option = option or "--" + name.replace("_", "-")
+        self.metavar = metavar
+        self.help = help
+
+    @property
+    def flag(self) -> bool:
+        """True for a bare flag (``--apply``)."""
+        return self.schema.get("type") == "boolean"
+
+    @property
+    def repeatable(self) -> bool:
+        """True for an option given once per value (``--role user --role tool``)."""
+        return self.schema.get("type") == "array"
+
+    def __repr__(self) -> str:
+        return f"Param({self.name!r})"
 
 
-# JSON Schema of each request field: what `lcm commands` (and later `lcm hook --list`) shows.
+def _text(description: str = "") -> dict[str, Any]:
+    return {"type": "string", "description": description} if description else {"type": "string"}
+
+
+def _flag(description: str = "") -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "boolean", "default": False}
+    return {**schema, "description": description} if description else schema
+
+
+def _texts(description: str = "", **items: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "array", "items": {"type": "string", **items}}
+    return {**schema, "description": description} if description else schema
+
+
+def _json(description: str, shape: dict[str, Any]) -> dict[str, Any]:
+    """Structured input: the value itself or its JSON text (the operation checks the shape)."""
+    return {"description": description, "oneOf": [shape, {"type": "string"}]}
+
+
 _ISO = {"type": "string", "format": "date-time", "description": "ISO-8601 with a zone"}
-FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
-    "conversation_id": {"type": "integer", "minimum": 1},
-    "session_key": {"type": "string"},
-    "after": _ISO,
-    "before": _ISO,
-    "between": {"type": "string", "pattern": "^.+\\.\\..+$"},
-    "recency": {"type": "string", "pattern": "^[0-9]+[smhdwSMHDW]$"},
-    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-    "cursor": {"type": "string"},
-    "role": {"type": "array", "items": {"enum": list(ROLES)}},
-    "include_content": {"type": "boolean", "default": False},
-    "depth": {"type": "integer", "minimum": 0},
-    "kind": {"enum": list(KINDS)},
-    "count": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-    # migrate-sessions
-    "file": {"type": "array", "items": {"type": "string"}},
-    "sessions_dir": {"type": "array", "items": {"type": "string"}},
-    "store": {
-        "type": "array",
-        "items": {"type": "string"},
-        "description": "an OpenClaw SQLite session store (openclaw-agent.sqlite)",
-    },
-    "since": {"type": "string", "description": "ISO-8601 timestamp or YYYY-MM-DD (UTC)"},
-    "max_files": {"type": "integer", "minimum": 0},
-    "apply": {"type": "boolean", "default": False},
-    "verify": {"type": "boolean", "default": False},
-    "json": {
-        "type": "boolean",
-        "default": False,
-        "description": "accepted for compatibility; JSON is the default",
-    },
-    "verbose": {
-        "type": "boolean",
-        "default": False,
-        "description": "accepted for compatibility; every file is always reported",
-    },
-    "state_dir": {
-        "type": "string",
-        "description": "the OpenClaw state dir (lossless-claw-migrate-sessions' name for --openclaw-dir)",
-    },
-    # backup
-    "out": {"type": "string"},
-    "quick": {"type": "boolean", "default": False},
-    "keep": {"type": "integer", "minimum": 1},
-    "force": {"type": "boolean", "default": False},
-    # rotate
-    "backup": {
+
+# --- selectors, time filters and paging (validated in the reference's order) ----------
+CONVERSATION_ID: Param[int | None] = Param(
+    "conversation_id",
+    {"type": "integer", "minimum": 1},
+    "Conversation id (digits), from `lcm conversations list`.",
+    metavar="ID",
+)
+SESSION_KEY: Param[str | None] = Param(
+    "session_key",
+    _text(),
+    "OpenClaw session key; the active conversation wins, then the newest.",
+    metavar="KEY",
+)
+AFTER: Param[str | None] = Param(
+    "after", _ISO, "Inclusive lower bound, e.g. 2026-07-01T00:00:00Z.", metavar="ISO"
+)
+BEFORE: Param[str | None] = Param(
+    "before", _ISO, "Exclusive upper bound, e.g. 2026-07-02T00:00:00Z.", metavar="ISO"
+)
+BETWEEN: Param[str | None] = Param(
+    "between",
+    {"type": "string", "pattern": "^.+\\.\\..+$"},
+    "Both bounds at once: START..END (START inclusive, END exclusive).",
+    metavar="A..B",
+)
+RECENCY: Param[str | None] = Param(
+    "recency",
+    {"type": "string", "pattern": "^[0-9]+[smhdwSMHDW]$"},
+    "Only the last N s/m/h/d/w, e.g. 12h or 7d.",
+    metavar="DURATION",
+)
+LIMIT: Param[int] = Param(
+    "limit",
+    {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    "Page size, 1..500 (default 50).",
+    metavar="N",
+)
+CURSOR: Param[str | None] = Param(
+    "cursor", _text(), "Continue after the page that printed this nextCursor.", metavar="CURSOR"
+)
+ROLE: Param[list[str]] = Param(
+    "role",
+    {"type": "array", "items": {"enum": list(ROLES)}},
+    "Only this role (system, user, assistant, tool); repeatable.",
+    metavar="ROLE",
+)
+INCLUDE_CONTENT: Param[bool] = Param(
+    "include_content", _flag(), "Include full content, not just the 240-character preview."
+)
+DEPTH: Param[int | None] = Param(
+    "depth", {"type": "integer", "minimum": 0}, "Only summaries of this depth (0 = leaf).", metavar="N"
+)
+KIND: Param[str | None] = Param(
+    "kind", {"enum": list(KINDS)}, "Only leaf or condensed summaries.", metavar="KIND"
+)
+COUNT: Param[int | None] = Param(
+    "count",
+    {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+    "Tail size, 1..500 (default: effective freshTailCount).",
+    metavar="N",
+)
+MAX_TOKENS: Param[int | None] = Param(
+    "max_tokens",
+    {"type": "integer", "minimum": 1},
+    "Cut the output to about N tokens; reports what was left out and a cursor to continue.",
+    metavar="N",
+)
+
+# --- recall: grep, describe, expand, export, expand-query ------------------------------
+MODE: Param[str | None] = Param(
+    "mode",
+    {"enum": ["regex", "full_text"], "default": "regex"},
+    "regex (default, case-sensitive) or full_text (words, AND).",
+    metavar="MODE",
+)
+SCOPE: Param[str | None] = Param(
+    "scope",
+    {"enum": ["messages", "summaries", "both", "files"], "default": "both"},
+    "messages, summaries, both (default) or files.",
+    metavar="SCOPE",
+)
+FILE_ID: Param[list[str]] = Param(
+    "file_id", _texts(), "With --scope files: only this file; repeatable.", metavar="FILE_ID"
+)
+ALL_CONVERSATIONS: Param[bool] = Param(
+    "all_conversations", _flag(), "Search or resolve across every conversation."
+)
+SORT: Param[str | None] = Param(
+    "sort",
+    {"enum": ["recency", "relevance", "hybrid"], "default": "recency"},
+    "recency (default), relevance or hybrid (full_text only).",
+    metavar="SORT",
+)
+DEADLINE_MS: Param[int | None] = Param(
+    "deadline_ms",
+    {"type": "integer", "minimum": 1, "maximum": 600000, "default": 5000},
+    "Stop searching after MS milliseconds (default 5000).",
+    metavar="MS",
+)
+MAX_BYTES: Param[int | None] = Param(
+    "max_bytes",
+    {"type": "integer", "minimum": 1, "maximum": 512000, "default": 32768},
+    "File content cap in bytes, 1..512000 (default 32768).",
+    metavar="N",
+)
+TO: Param[str | None] = Param(
+    "to", {"enum": ["markdown", "jsonl"]}, "markdown, or jsonl (an OpenClaw transcript).", metavar="FORMAT"
+)
+INCLUDE_SUMMARIES: Param[bool] = Param("include_summaries", _flag(), "Also export the summary DAG.")
+QUERY: Param[str | None] = Param("query", _text(), "Find summaries by full-text search.", metavar="TEXT")
+SUMMARY_ID: Param[list[str]] = Param("summary_id", _texts(), "Expand this summary; repeatable.", metavar="ID")
+TOKEN_CAP: Param[int | None] = Param(
+    "token_cap",
+    {"type": "integer", "minimum": 1},
+    "Evidence budget in tokens (default maxExpandTokens).",
+    metavar="N",
+)
+TIMEOUT_MS: Param[int | None] = Param(
+    "timeout_ms",
+    {"type": "integer", "minimum": 1, "maximum": 600000},
+    "Overall time limit (default delegationTimeoutMs).",
+    metavar="MS",
+)
+
+# --- writing files, backups and dry runs -------------------------------------------------
+OUT: Param[str | None] = Param("out", _text(), "Where to write.", metavar="PATH")
+FORCE: Param[bool] = Param("force", _flag(), "Run even when below the threshold / past a retry backoff.")
+APPLY: Param[bool] = Param("apply", _flag(), "Really write (dry run otherwise).")
+QUICK: Param[bool] = Param("quick", _flag(), "Check the copy with quick_check instead of integrity_check.")
+KEEP: Param[int | None] = Param(
+    "keep",
+    {"type": "integer", "minimum": 1},
+    "Afterwards keep only the newest N backups of this command.",
+    metavar="N",
+)
+BACKUP: Param[str | None] = Param(
+    "backup",
+    {
         "enum": ["latest", "full", "none"],
         "default": "latest",
         "description": "latest = the rolling rotate-latest copy",
     },
-    # doctor and prune
-    "check": {"type": "array", "items": {"type": "string"}, "description": "check id or family (repeatable)"},
-    "fail_on": {"enum": ["info", "warn", "error", "none"], "default": "warn"},
-    "no_backup": {"type": "boolean", "default": False},
-    "conversation_class": {
+    "Database backup before the rewrite: latest (default, the rolling rotate-latest copy), "
+    "full (a timestamped copy) or none.",
+    metavar="MODE",
+)
+NO_BACKUP: Param[bool] = Param(
+    "no_backup", _flag(), "Skip the backup taken before writing (not recommended)."
+)
+VACUUM: Param[bool] = Param("vacuum", _flag(), "VACUUM and checkpoint after deleting.")
+
+# --- migrate-sessions --------------------------------------------------------------------
+FILE: Param[list[str]] = Param("file", _texts(), "Read from PATH; repeatable.", metavar="PATH")
+SESSIONS_DIR: Param[list[str]] = Param(
+    "sessions_dir", _texts(), "Import every *.jsonl directly in DIR; repeatable.", metavar="DIR"
+)
+STORE: Param[list[str]] = Param(
+    "store",
+    _texts("an OpenClaw SQLite session store (openclaw-agent.sqlite)"),
+    "Import every session of this OpenClaw SQLite store (openclaw-agent.sqlite); repeatable.",
+    metavar="PATH",
+)
+SINCE: Param[str | None] = Param(
+    "since",
+    _text("ISO-8601 timestamp or YYYY-MM-DD (UTC)"),
+    "Only files modified at or after a date or ISO timestamp.",
+    metavar="WHEN",
+)
+MAX_FILES: Param[int | None] = Param(
+    "max_files", {"type": "integer", "minimum": 0}, "Read at most N files.", option="--limit", metavar="N"
+)
+VERIFY: Param[bool] = Param("verify", _flag(), "Read-only: check every transcript entry is in the database.")
+JSON: Param[bool] = Param(
+    "json",
+    _flag("accepted for compatibility; JSON is the default"),
+    "Accepted for compatibility; JSON is the default output.",
+)
+VERBOSE: Param[bool] = Param(
+    "verbose",
+    _flag("accepted for compatibility; every file is always reported"),
+    "Accepted for compatibility; every file is always reported.",
+)
+STATE_DIR: Param[str | None] = Param(
+    "state_dir",
+    _text("the OpenClaw state dir (lossless-claw-migrate-sessions' name for --openclaw-dir)"),
+    "The OpenClaw state dir: lossless-claw-migrate-sessions' name for --openclaw-dir.",
+    metavar="DIR",
+)
+
+# --- doctor and prune --------------------------------------------------------------------
+CHECK: Param[list[str]] = Param(
+    "check",
+    _texts("check id or family (repeatable)"),
+    "Only this check id or family (e.g. fts); repeatable.",
+    metavar="ID",
+)
+FAIL_ON: Param[str | None] = Param(
+    "fail_on",
+    {"enum": ["info", "warn", "error", "none"], "default": "warn"},
+    "Exit 6 when a finding is at or above info, warn (default), error; none never fails.",
+    metavar="SEVERITY",
+)
+CONVERSATION_CLASS: Param[list[str]] = Param(
+    "conversation_class",
+    {
         "type": "array",
         "items": {"enum": ["archived_subagents", "cron_sessions", "null_subagent_context", "orphaned"]},
     },
-    "vacuum": {"type": "boolean", "default": False},
-    "prune_before": {"type": "string", "description": "a duration (90d, 12w) or an ISO-8601 timestamp"},
-    "archived_only": {"type": "boolean", "default": True},
-    "include_active": {"type": "boolean", "default": False},
-    "max_db_size": {"type": "string", "description": "a size such as 500MB or 2GiB"},
-    # recall: grep, describe, expand, export, expand-query
-    "mode": {"enum": ["regex", "full_text"], "default": "regex"},
-    "scope": {"enum": ["messages", "summaries", "both", "files"], "default": "both"},
-    "file_id": {"type": "array", "items": {"type": "string"}},
-    "all_conversations": {"type": "boolean", "default": False},
-    "sort": {"enum": ["recency", "relevance", "hybrid"], "default": "recency"},
-    "deadline_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "default": 5000},
-    "max_bytes": {"type": "integer", "minimum": 1, "maximum": 512000, "default": 32768},
-    "max_tokens": {"type": "integer", "minimum": 1},
-    "to": {"enum": ["markdown", "jsonl"]},
-    "include_summaries": {"type": "boolean", "default": False},
-    "query": {"type": "string"},
-    "summary_id": {"type": "array", "items": {"type": "string"}},
-    "token_cap": {"type": "integer", "minimum": 1},
-    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000},
-    # prompts
-    "var": {
-        "type": "array",
-        "items": {"type": "string", "pattern": "^[a-z_]+=.*$"},
-        "description": "NAME=VALUE template variable",
-    },
-    "source_file": {"type": "string", "description": "UTF-8 text file used as $source_text"},
-    # the hook and serve doors
-    "list": {"type": "boolean", "default": False},
-    "stdio": {"type": "boolean", "default": False},
-    "socket": {"type": "string"},
-    "max_request_bytes": {"type": "integer", "minimum": 1024},
-    # control contract
-    "operation": {"enum": ["status", "doctor", "rotate"]},
-    # sessions and ingest (the operation checks the message shapes itself)
-    "session_id": {"type": "string", "description": "OpenClaw runtime session id"},
-    "session_file": {"type": "string", "description": "the session's transcript JSONL"},
-    "host_store": {
-        "type": "string",
-        "description": "the host's SQLite session store (openclaw-agent.sqlite), or its agent dir",
-    },
-    "message": {
-        "description": "one message object (or its JSON text)",
-        "oneOf": [{"type": "object"}, {"type": "string"}],
-    },
-    "messages": {
-        "description": "an array of message objects (or its JSON text)",
-        "oneOf": [{"type": "array", "items": {"type": "object"}}, {"type": "string"}],
-    },
-    "is_heartbeat": {"type": "boolean", "default": False},
-    "reason": {"type": "string", "description": "why the session ended (session_end reason)"},
-    "next_session_id": {"type": "string"},
-    "next_session_key": {"type": "string"},
-    # compaction and assembly
-    "token_budget": {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
-    "compaction_target": {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
-    "prompt": {"type": "string", "description": "the next user prompt (prompt-aware eviction)"},
-    "available_tools": {
-        "description": "the host's tool names this turn (a JSON array, or its text, or comma-separated names)",
-        "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
-    },
-    "manual": {"type": "boolean", "default": False, "description": "an operator's compaction: always sweep"},
-    "until_under_target": {
-        "type": "boolean",
-        "default": False,
-        "description": "with manual: chain sweeps while they make progress until under the target (ours)",
-    },
-    "current_token_count": {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
-    "model": {
-        "type": "string",
-        "description": "the host's model ref (provider/model), matched by contextThresholdOverrides",
-    },
-    "pre_prompt_message_count": {
+    "archived_subagents, cron_sessions, null_subagent_context or orphaned; repeatable.",
+    option="--class",
+    metavar="CLASS",
+)
+PRUNE_BEFORE: Param[str | None] = Param(
+    "prune_before",
+    _text("a duration (90d, 12w) or an ISO-8601 timestamp"),
+    "Conversations with no activity since WHEN: a duration (90d, 12w) or an ISO timestamp.",
+    option="--before",
+    metavar="WHEN",
+)
+ARCHIVED_ONLY: Param[bool] = Param(
+    "archived_only",
+    {"type": "boolean", "default": True},
+    "Only archived conversations (the default).",
+)
+INCLUDE_ACTIVE: Param[bool] = Param(
+    "include_active", _flag(), "Also active conversations (overrides --archived-only)."
+)
+MAX_DB_SIZE: Param[str | None] = Param(
+    "max_db_size",
+    _text("a size such as 500MB or 2GiB"),
+    "Oldest first until the data fits in SIZE (e.g. 500MB, 2GiB).",
+    metavar="SIZE",
+)
+
+# --- prompts -----------------------------------------------------------------------------
+VAR: Param[list[str]] = Param(
+    "var",
+    _texts("NAME=VALUE template variable", pattern="^[a-z_]+=.*$"),
+    "Set a template variable (target_tokens, previous_context, custom_instructions, "
+    "source_text, aggressive, ...); repeatable.",
+    metavar="NAME=VALUE",
+)
+SOURCE_FILE: Param[str | None] = Param(
+    "source_file",
+    _text("UTF-8 text file used as $source_text"),
+    "Use this UTF-8 file as $source_text.",
+    metavar="PATH",
+)
+
+# --- the hook and serve doors ------------------------------------------------------------
+LIST: Param[bool] = Param("list", _flag(), "Print every operation with its parameter JSON Schema.")
+STDIO: Param[bool] = Param("stdio", _flag(), "Serve newline-delimited JSON on stdin/stdout.")
+SOCKET: Param[str | None] = Param("socket", _text(), "Serve on a Unix socket (mode 0600).", metavar="PATH")
+MAX_REQUEST_BYTES: Param[int | None] = Param(
+    "max_request_bytes",
+    {"type": "integer", "minimum": 1024},
+    "Longest request line accepted (default 32 MiB).",
+    metavar="N",
+)
+
+# --- the control contract ----------------------------------------------------------------
+OPERATION: Param[str | None] = Param(
+    "operation", {"enum": ["status", "doctor", "rotate"]}, "status, doctor or rotate.", metavar="NAME"
+)
+
+# --- sessions and ingest (the operation checks the message shapes itself) ----------------
+SESSION_ID: Param[str | None] = Param(
+    "session_id",
+    _text("OpenClaw runtime session id"),
+    "OpenClaw runtime session id (the transcript's header id).",
+    metavar="ID",
+)
+SESSION_FILE: Param[str | None] = Param(
+    "session_file",
+    _text("the session's transcript JSONL"),
+    "The session's transcript JSONL.",
+    metavar="PATH",
+)
+HOST_STORE: Param[str | None] = Param(
+    "host_store",
+    _text("the host's SQLite session store (openclaw-agent.sqlite), or its agent dir"),
+    "The host's SQLite session store (openclaw-agent.sqlite) when there is no JSONL.",
+    metavar="PATH",
+)
+MESSAGE: Param[Any] = Param(
+    "message",
+    _json("one message object (or its JSON text)", {"type": "object"}),
+    "One message object as JSON text.",
+    metavar="JSON",
+)
+MESSAGES: Param[Any] = Param(
+    "messages",
+    _json("an array of message objects (or its JSON text)", {"type": "array", "items": {"type": "object"}}),
+    "A JSON array of message objects.",
+    metavar="JSON",
+)
+IS_HEARTBEAT: Param[bool] = Param("is_heartbeat", _flag(), "A heartbeat turn: nothing is stored.")
+REASON: Param[str | None] = Param(
+    "reason",
+    _text("why the session ended (session_end reason)"),
+    "deleted, reset, idle, ... (new/restart/shutdown: no-op).",
+    metavar="REASON",
+)
+NEXT_SESSION_ID: Param[str | None] = Param(
+    "next_session_id", _text(), "The session that replaces it.", metavar="ID"
+)
+NEXT_SESSION_KEY: Param[str | None] = Param(
+    "next_session_key", _text(), "The replacing session's key.", metavar="KEY"
+)
+
+# --- compaction and assembly -------------------------------------------------------------
+TOKEN_BUDGET: Param[int | None] = Param(
+    "token_budget",
+    {"type": "integer", "minimum": 1, "description": "model context window in tokens"},
+    "Model context window in tokens (default 128000, capped by maxAssemblyTokenBudget).",
+    metavar="N",
+)
+COMPACTION_TARGET: Param[str | None] = Param(
+    "compaction_target",
+    {"type": "string", "enum": ["budget", "threshold"], "default": "budget"},
+    "budget (default: until under the budget) or threshold (contextThreshold x budget).",
+    metavar="TARGET",
+)
+PROMPT: Param[str | None] = Param(
+    "prompt",
+    _text("the next user prompt (prompt-aware eviction)"),
+    "The next prompt (used when promptAwareEviction is on).",
+    metavar="TEXT",
+)
+AVAILABLE_TOOLS: Param[Any] = Param(
+    "available_tools",
+    _json(
+        "the host's tool names this turn (a JSON array, or its text, or comma-separated names)",
+        {"type": "array", "items": {"type": "string"}},
+    ),
+    "The host's tools this turn (JSON array or comma-separated); with --prompt the host "
+    "delivers the turn separately and a real trailing assistant reply is kept.",
+    metavar="NAMES",
+)
+MANUAL: Param[bool] = Param(
+    "manual",
+    _flag("an operator's compaction: always sweep"),
+    "An operator's compaction: one sweep, even below the threshold.",
+)
+UNTIL_UNDER_TARGET: Param[bool] = Param(
+    "until_under_target",
+    _flag("with manual: chain sweeps while they make progress until under the target (ours)"),
+    "With --manual: chain sweeps while they make progress until under the target (ours).",
+)
+CURRENT_TOKEN_COUNT: Param[int | None] = Param(
+    "current_token_count",
+    {"type": "integer", "minimum": 0, "description": "tokens the host observed"},
+    "Prompt tokens the host observed last turn.",
+    metavar="N",
+)
+MODEL: Param[str | None] = Param(
+    "model",
+    _text("the host's model ref (provider/model), matched by contextThresholdOverrides"),
+    "The host's model ref (provider/model); picks contextThresholdOverrides.",
+    metavar="REF",
+)
+PRE_PROMPT_MESSAGE_COUNT: Param[int | None] = Param(
+    "pre_prompt_message_count",
+    {
         "type": "integer",
         "minimum": 0,
         "description": "how many of the live messages the host had before this turn's prompt",
     },
-    "advancement_key": {
-        "type": "string",
-        "description": "the host's idempotency key of one accepted turn (commitTurn)",
-    },
-    "admission": {
-        "description": "the host's admission anchor of the turn's user entry (a JSON object, or its text)",
-        "oneOf": [{"type": "object"}, {"type": "string"}],
-    },
-    "terminal": {
-        "description": "the host's anchor of the turn's accepted terminal entry (a JSON object, or its text)",
-        "oneOf": [{"type": "object"}, {"type": "string"}],
-    },
-    "auto_compaction_summary": {
-        "type": "string",
-        "description": "the host's own compaction summary of this turn, stored as a user message",
-    },
-}
+    "How many of the messages the session had before this turn (default 0: all are new).",
+    metavar="N",
+)
+ADVANCEMENT_KEY: Param[str | None] = Param(
+    "advancement_key",
+    _text("the host's idempotency key of one accepted turn (commitTurn)"),
+    "The host's idempotency key of this turn.",
+    metavar="KEY",
+)
+ADMISSION: Param[Any] = Param(
+    "admission",
+    _json(
+        "the host's admission anchor of the turn's user entry (a JSON object, or its text)",
+        {"type": "object"},
+    ),
+    "The host's admission anchor (checked, hashed, recorded).",
+    metavar="JSON",
+)
+TERMINAL: Param[Any] = Param(
+    "terminal",
+    _json(
+        "the host's anchor of the turn's accepted terminal entry (a JSON object, or its text)",
+        {"type": "object"},
+    ),
+    "The host's terminal-entry anchor.",
+    metavar="JSON",
+)
+AUTO_COMPACTION_SUMMARY: Param[str | None] = Param(
+    "auto_compaction_summary",
+    _text("the host's own compaction summary of this turn, stored as a user message"),
+    "The host's own compaction summary of this turn.",
+    metavar="TEXT",
+)
+
+# Every request field by name: what the doors, `lcm commands` and the schemas read.
+PARAMS: dict[str, Param[Any]] = {p.name: p for p in globals().values() if isinstance(p, Param)}
+
+
+def option_name(field: str) -> str:
+    """The CLI option that carries a request field (``include_content`` -> ``--include-content``)."""
+    param = PARAMS.get(field)
+    return param.option if param is not None else "--" + field.replace("_", "-")
+
+
 # The fields validated in the reference's order below; any other field is checked by its schema.
 _ORDERED_FIELDS = frozenset(
     (
@@ -220,20 +528,64 @@ class Selector(NamedTuple):
         return {"kind": self.kind, "value": self.value}
 
 
-class Request(NamedTuple):
-    """Validated parameters; fields an operation does not take keep their defaults."""
+_NO_TIME = TimeRange()
 
-    selector: Selector | None = None
-    time: TimeRange = TimeRange()
-    limit: int = DEFAULT_LIMIT
-    cursor: str | None = None
-    roles: tuple[str, ...] = ()
-    include_content: bool = False
-    depth: int | None = None
-    kind: str | None = None
-    tail_count: int | None = None  # `count` would shadow tuple.count
-    extra: dict[str, Any] | None = None  # fields outside the read commands' ordered set
-    args: tuple[str, ...] = ()
+
+class Request:
+    """Validated parameters; fields an operation does not take keep their defaults.
+
+    The reference's ordered fields are attributes (``req.selector``, ``req.limit`` ...);
+    every other field is read by its declaration: ``req[APPLY]`` -> ``bool``.
+    """
+
+    __slots__ = (
+        "selector",
+        "time",
+        "limit",
+        "cursor",
+        "roles",
+        "include_content",
+        "depth",
+        "kind",
+        "tail_count",
+        "args",
+        "_values",
+    )
+
+    def __init__(
+        self,
+        selector: Selector | None = None,
+        time: TimeRange = _NO_TIME,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        roles: tuple[str, ...] = (),
+        include_content: bool = False,
+        depth: int | None = None,
+        kind: str | None = None,
+        tail_count: int | None = None,  # `count`, named as the reference's tail size
+        args: tuple[str, ...] = (),
+        values: Mapping[Param[Any], Any] | None = None,
+    ) -> None:
+        self.selector = selector
+        self.time = time
+        self.limit = limit
+        self.cursor = cursor
+        self.roles = roles
+        self.include_content = include_content
+        self.depth = depth
+        self.kind = kind
+        self.tail_count = tail_count
+        self.args = args
+        self._values: dict[str, Any] = {p.name: v for p, v in (values or {}).items()}
+
+    def __getitem__(self, param: Param[T]) -> T:
+        """The validated value of ``param``: None when absent, False for a flag, [] when repeatable."""
+        if param.name in _ORDERED_FIELDS:
+            raise KeyError(f"{param.name} is validated in order: read it as an attribute of Request")
+        value = self._values.get(param.name)
+        if value is None:
+            value = False if param.flag else [] if param.repeatable else None
+        return cast(T, value)
 
 
 def _supplied(value: Any) -> bool:
@@ -364,9 +716,9 @@ def validate_request(
     count_raw = raw.get("count")
     count = None if count_raw is None else _integer("--count", count_raw, low=1, high=MAX_LIMIT)
 
-    extra = {name: _by_schema(name, value) for name, value in raw.items() if name not in _ORDERED_FIELDS}
+    values = {name: _by_schema(name, value) for name, value in raw.items() if name not in _ORDERED_FIELDS}
     cursor = raw.get("cursor")
-    return Request(
+    request = Request(
         selector=selector,
         time=time,
         limit=limit,
@@ -377,13 +729,15 @@ def validate_request(
         kind=kind,
         tail_count=count,
         args=args,
-        extra=extra,
     )
+    request._values = values
+    return request
 
 
 def _by_schema(field: str, value: Any) -> Any:
     """Check one non-ordered field against its schema; None (absent) passes through."""
-    schema = FIELD_SCHEMAS.get(field, {})
+    param = PARAMS.get(field)
+    schema = param.schema if param is not None else {}
     kind = schema.get("type")
     option = option_name(field)
     if value is None:

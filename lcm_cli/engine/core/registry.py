@@ -1,26 +1,35 @@
 """The operation registry: every capability, written once, reachable from every door.
 
 :data:`OPERATIONS` declares each operation's interface (which module implements it,
-which request fields and positional arguments it takes) without importing anything, so
-a door can parse and validate a call before paying for the implementation. Modules
-bind their functions with :func:`operation`; :func:`get_operation` imports only the
-module that owns the requested name.
+which request fields and positional arguments it takes, its summary, help and example)
+without importing anything, so a door can parse, validate and document a call before
+paying for the implementation. With :data:`ARGUMENTS`, :data:`DOOR_COMMANDS`,
+:data:`GROUPS` and :data:`COMMAND_ORDER` it is the whole manifest the doors are generated
+from. Modules bind their functions with :func:`operation`; :func:`get_operation` imports
+only the module that owns the requested name.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.render_hints import Branch, Fold, Render, Rows, Sections, Text, Transcript, Tree
 
 
 class OpSpec(NamedTuple):
-    """An operation's interface: what a door needs to know before calling it."""
+    """An operation's interface: everything a door needs to know before calling it.
+
+    ``options`` name request fields declared in :mod:`lcm_cli.engine.core.params` (type,
+    bounds, option spelling, help); ``args`` name positional arguments (see
+    :data:`ARGUMENTS`). ``help`` is the `--help` text (its first line is the command's
+    one-line help), ``example`` one runnable `lcm ...` line, ``param_help`` and
+    ``metavars`` the few fields and arguments documented differently for this operation.
+    """
 
     module: str
-    options: tuple[str, ...] = ()  # request fields (see request.FIELD_SCHEMAS)
+    options: tuple[str, ...] = ()  # request fields (see params.PARAMS)
     args: tuple[str, ...] = ()  # positional arguments, in order
     needs_selector: bool = False
     opens_db: bool = True
@@ -29,13 +38,38 @@ class OpSpec(NamedTuple):
     long_running: bool = False  # shows a progress bar on a terminal
     writes: bool = False  # changes the database or config: `lcm serve` serializes it per session
     meta_paths: bool = True  # the envelope's meta names the database and config paths
+    summary: str = ""  # one line for `lcm hook --list`
+    help: str = ""
+    example: str = ""
+    param_help: Mapping[str, str] | None = None
+    metavars: Mapping[str, str] | None = None
     render: Render | None = None  # how `--format table` draws the result (None: the defaults)
+
+
+class Argument(NamedTuple):
+    """A positional argument's spelling in help: its metavar and help text."""
+
+    metavar: str
+    help: str
 
 
 def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
     """The CLI words that run an operation."""
     return spec.words or tuple(name.split("."))
 
+
+# Positional arguments by name; an operation may word one differently (OpSpec.param_help).
+ARGUMENTS: dict[str, Argument] = {
+    "summary_id": Argument("SUMMARY_ID", "A summary id such as sum_1b2c3d4e5f607182."),
+    "path": Argument("PATH", "Dot path, e.g. freshTailCount."),
+    "pattern": Argument("PATTERN", "A regex (default) or full-text words."),
+    "item_id": Argument("ID", "A summary id (sum_…) or file id (file_…)."),
+    "prompt": Argument("PROMPT", "What to answer from the history."),
+    "operation": Argument("OPERATION", "Operation name, e.g. messages.tail."),
+    "archive": Argument("ARCHIVE", "A .jsonl.gz written by `lcm prune`."),
+    "json_value": Argument("JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'."),
+    "name": Argument("NAME", "Template name: system, leaf, condensed-d1, condensed-d2, condensed-d3."),
+}
 
 # The columns a person scans first in a list of records; JSON output carries every field.
 _FINDINGS = Rows("check", ("status", "check", "count", "fix"))
@@ -129,43 +163,106 @@ _SELECTOR = ("conversation_id", "session_key")
 _PROMPTS = "lcm_cli.engine.summarize.ops"
 
 OPERATIONS: dict[str, OpSpec] = {
-    "status": OpSpec("lcm_cli.engine.read.status"),
+    "status": OpSpec(
+        "lcm_cli.engine.read.status",
+        summary="Database-wide counts, token totals, coverage and maintenance state.",
+        help="Database-wide counts, token totals, time coverage and maintenance state.",
+        example="lcm status --pretty",
+    ),
     "conversations.list": OpSpec(
-        "lcm_cli.engine.read.conversations", ("limit", "cursor"), render=Render(rows=(_CONVERSATIONS,))
+        "lcm_cli.engine.read.conversations",
+        ("limit", "cursor"),
+        summary="List conversations, most recently updated first, with aggregate figures.",
+        help="Conversations, most recently updated first, with message, summary and tail figures.",
+        example="lcm conversations list --limit 20",
+        render=Render(rows=(_CONVERSATIONS,)),
     ),
     "conversations.show": OpSpec(
-        "lcm_cli.engine.read.conversations", _SELECTOR, needs_selector=True, render=_RECORDS
+        "lcm_cli.engine.read.conversations",
+        _SELECTOR,
+        needs_selector=True,
+        summary="One conversation's figures, summary depths, context, maintenance and bootstrap state.",
+        help="One conversation: figures, summary depths, context, telemetry, maintenance, bootstrap.",
+        example="lcm conversations show --session-key agent:main:main",
+        render=_RECORDS,
     ),
     "messages.list": OpSpec(
         "lcm_cli.engine.read.messages",
         _SELECTOR + _TIME + ("limit", "cursor", "role", "include_content", "max_tokens"),
         needs_selector=True,
+        summary="Page through a conversation's messages, newest first, with role and time filters.",
+        help="A conversation's messages, newest first, with previews (or full content).",
+        example="lcm messages list --conversation-id 1 --role user --recency 2d",
         render=Render(rows=(_MESSAGES,)),
     ),
     "messages.tail": OpSpec(
         "lcm_cli.engine.read.messages",
         _SELECTOR + ("count",),
         needs_selector=True,
+        summary="The protected fresh tail: the newest raw messages in the conversation's context.",
+        help="The fresh tail: newest raw messages in context, oldest first, with full content.",
+        example="lcm messages tail --session-key agent:main:main --count 10",
         render=Render(rows=(_MESSAGES,)),
     ),
     "summaries.list": OpSpec(
         "lcm_cli.engine.read.summaries",
         _SELECTOR + _TIME + ("limit", "cursor", "include_content", "depth", "kind"),
+        summary="Page through summaries (one conversation or all), newest coverage first.",
+        help="Summaries (one conversation, or all), newest coverage first.",
+        example="lcm summaries list --conversation-id 1 --kind condensed",
         render=Render(rows=(_SUMMARIES,)),
     ),
     "summaries.show": OpSpec(
-        "lcm_cli.engine.read.summaries", ("max_tokens",), args=("summary_id",), render=_SUMMARY_TREE
+        "lcm_cli.engine.read.summaries",
+        ("max_tokens",),
+        args=("summary_id",),
+        summary=(
+            "One summary with full content, the summaries that consume it, its sources and source messages."
+        ),
+        help=(
+            "One summary with full content, its parents (summaries that consume it), its children "
+            "(its source summaries) and its source messages."
+        ),
+        example="lcm summaries show sum_1b2c3d4e5f607182 --format table",
+        render=_SUMMARY_TREE,
     ),
-    "config.show": OpSpec("lcm_cli.engine.config.ops", opens_db=False),
-    "config.get": OpSpec("lcm_cli.engine.config.ops", args=("path",), opens_db=False),
+    "config.show": OpSpec(
+        "lcm_cli.engine.config.ops",
+        opens_db=False,
+        summary="The Lossless plugin config: as stored, effective, and its sources.",
+        help="The stored and effective Lossless config, pattern sources and LCM_* overrides.",
+        example="lcm config show --pretty",
+    ),
+    "config.get": OpSpec(
+        "lcm_cli.engine.config.ops",
+        args=("path",),
+        opens_db=False,
+        summary="One config key: whether it is set, its stored and effective values.",
+        help="One key: whether it is set, its stored value and its effective value.",
+        example="lcm config get autoRotateSessionFiles.sizeBytes",
+    ),
     "config.set": OpSpec(
-        "lcm_cli.engine.config.ops", args=("path", "json_value"), opens_db=False, writes=True
+        "lcm_cli.engine.config.ops",
+        args=("path", "json_value"),
+        opens_db=False,
+        writes=True,
+        summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic).",
+        help="Set one key after validating it; backs the file up and replaces it atomically.",
+        example="lcm config set freshTailCount 32",
     ),
     "doctor.scan": OpSpec(
         "lcm_cli.doctor.scan",
         _SELECTOR + ("recency", "check", "fail_on", "limit", "cursor"),
         words=("doctor",),
         long_running=True,
+        summary="Check lcm.db for every known problem; each finding names its fix (read-only).",
+        help=(
+            "Check lcm.db for every known problem (read-only); each finding names the command that "
+            "fixes it.\n\n"
+            "Subcommands repair (apply) and remove junk conversations (clean). Exit status 0 when "
+            "nothing is at or above --fail-on, 6 otherwise. Checks are listed in docs/doctor.md."
+        ),
+        example="lcm doctor --format table",
         render=_DOCTOR,
     ),
     "doctor.apply": OpSpec(
@@ -173,6 +270,13 @@ OPERATIONS: dict[str, OpSpec] = {
         _SELECTOR + ("check", "apply", "no_backup"),
         long_running=True,
         writes=True,
+        summary="Repair what `lcm doctor` found (dry run unless --apply; backup first).",
+        help=(
+            "Repair what the scan found: FTS, context ordinals, dangling items, stale debt, counts.\n\n"
+            "Dry run by default (lists every change it would make); --apply backs up first, then "
+            "writes one transaction per repaired unit and lists every change made."
+        ),
+        example="lcm doctor apply --check fts --apply",
         render=_DOCTOR,
     ),
     "doctor.clean": OpSpec(
@@ -180,6 +284,18 @@ OPERATIONS: dict[str, OpSpec] = {
         ("conversation_class", "apply", "vacuum", "no_backup"),
         long_running=True,
         writes=True,
+        summary="Remove junk conversations by class (dry run unless --apply; backup first).",
+        help=(
+            "Remove junk conversations by class (archived subagents, cron sessions, keyless subagent "
+            "contexts).\n\n"
+            "Dry run by default; --apply backs up first and deletes in one transaction."
+        ),
+        example="lcm doctor clean --class cron_sessions --apply --vacuum",
+        param_help={
+            "conversation_class": (
+                "archived_subagents, cron_sessions or null_subagent_context; repeatable (default: all)."
+            ),
+        },
         render=_DOCTOR,
     ),
     "migrate.sessions": OpSpec(
@@ -200,6 +316,22 @@ OPERATIONS: dict[str, OpSpec] = {
         words=("migrate-sessions",),
         long_running=True,
         writes=True,
+        summary="Backfill OpenClaw session transcripts into lcm.db (dry run by default).",
+        help=(
+            "Backfill OpenClaw session transcripts into lcm.db; a dry run unless --apply.\n\n"
+            "Without --file, --sessions-dir or --store it reads <state dir>/agents/*/sessions/*.jsonl "
+            "and every <state dir>/agents/*/agent/openclaw-agent.sqlite. Safe to re-run: entries "
+            "already imported are skipped. Exits 1 when a file failed (its report says why)."
+        ),
+        example="lcm migrate-sessions --openclaw-dir ~/.openclaw --apply",
+        param_help={
+            "file": "Import this transcript; repeatable.",
+            "apply": (
+                "Write: back up the database if anything would be imported, then import (one "
+                "transaction per file)."
+            ),
+            "keep": "With --apply, afterwards keep only the newest N `migrate-sessions` backups.",
+        },
         render=Render(rows=(_TRANSCRIPTS, _CONVERSATIONS)),
     ),
     "backup.create": OpSpec(
@@ -207,17 +339,49 @@ OPERATIONS: dict[str, OpSpec] = {
         ("out", "quick", "keep"),
         words=("backup",),
         long_running=True,
+        summary="Back up lcm.db online (small page steps), check the copy, write a manifest.",
+        help=(
+            "Back up lcm.db online (the live agent keeps writing), check the copy, write a manifest.\n\n"
+            "Subcommands list, verify and restore backups."
+        ),
+        example="lcm backup --keep 5",
+        param_help={
+            "out": "Where to write the copy (default: beside the database, timestamped).",
+            "keep": "Afterwards keep only the newest N `backup` backups.",
+        },
         render=Render(rows=(_BACKUPS,)),
     ),
-    "backup.list": OpSpec("lcm_cli.engine.maintenance.backup_ops", render=Render(rows=(_BACKUPS,))),
+    "backup.list": OpSpec(
+        "lcm_cli.engine.maintenance.backup_ops",
+        summary="Backups beside the database, newest first.",
+        help="Backups beside the database, newest first, with their manifest status.",
+        example="lcm backup list --format table",
+        render=Render(rows=(_BACKUPS,)),
+    ),
     "backup.verify": OpSpec(
-        "lcm_cli.engine.maintenance.backup_ops", args=("path",), render=Render(rows=(_BACKUPS,))
+        "lcm_cli.engine.maintenance.backup_ops",
+        args=("path",),
+        summary="Re-check a backup against its manifest (size, sha256, integrity, row counts).",
+        help="Re-check a backup against its manifest: size, sha256, integrity and row counts.",
+        example="lcm backup verify ~/.openclaw/lcm.db.backup-20260710T123456789Z-k3x9q2.bak",
+        param_help={
+            "path": "The backup file.",
+        },
+        render=Render(rows=(_BACKUPS,)),
     ),
     "backup.restore": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
         ("apply", "force"),
         args=("path",),
         writes=True,
+        summary="Restore lcm.db from a verified backup (dry run unless --apply).",
+        help="Replace lcm.db with a verified backup; the replaced file is kept as a backup.",
+        example="lcm backup restore ~/.openclaw/lcm.db.backup-20260710T123456789Z-k3x9q2.bak --apply",
+        param_help={
+            "path": "The backup file.",
+            "apply": "Really replace the database (dry run otherwise).",
+            "force": "Restore even while another process has the database open.",
+        },
         render=Render(rows=(_BACKUPS,)),
     ),
     "prune": OpSpec(
@@ -235,6 +399,17 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         long_running=True,
         writes=True,
+        summary="Archive old conversations to a checksummed .jsonl.gz, then delete them (dry run).",
+        help=(
+            "Archive old conversations to a checksummed .jsonl.gz, verify it, then delete them.\n\n"
+            "Dry run by default: says which conversations and how many bytes. At least one of "
+            "--before, --max-db-size, --conversation-id, --class is required. Subcommand restore puts "
+            "an archive back."
+        ),
+        example="lcm prune --before 90d --apply --vacuum",
+        param_help={
+            "out": "Archive file (default: beside the database, timestamped).",
+        },
         render=Render(rows=(_CONVERSATIONS,)),
     ),
     "prune.restore": OpSpec(
@@ -243,6 +418,9 @@ OPERATIONS: dict[str, OpSpec] = {
         args=("archive",),
         long_running=True,
         writes=True,
+        summary="Put a prune archive back (verified first; idempotent; dry run).",
+        help="Put the conversations of a prune archive back (verified first; safe to run twice).",
+        example="lcm prune restore ~/.openclaw/lcm.db.prune-20260710T123456789Z.jsonl.gz --apply",
         render=Render(rows=(_CONVERSATIONS,)),
     ),
     # The control contract's results are sanitized: no paths, not even in meta.
@@ -252,9 +430,24 @@ OPERATIONS: dict[str, OpSpec] = {
         ("operation", "session_key", "session_id"),
         meta_paths=False,
         writes=True,
+        summary="Run a sanitized control operation for the host: status, doctor or rotate",
+        help=(
+            "Run a control operation; the result holds counts and flags only (no paths or text).\n\n"
+            "An operation this lcm cannot run answers CONTROL_UNAVAILABLE with a reasonCode."
+        ),
+        example="lcm control --operation status --session-key agent:main:main",
+        param_help={
+            "session_key": "The caller's session key.",
+            "session_id": "The caller's runtime session id.",
+        },
     ),
     "control.capabilities": OpSpec(
-        "lcm_cli.engine.maintenance.control", opens_db=False, resolves_paths=False
+        "lcm_cli.engine.maintenance.control",
+        opens_db=False,
+        resolves_paths=False,
+        summary="Which control operations (status, doctor, rotate) this lcm can run",
+        help="Which control operations this lcm can run: {status, doctor, rotate}.",
+        example="lcm control capabilities",
     ),
     "grep": OpSpec(
         "lcm_cli.engine.recall.grep",
@@ -262,24 +455,62 @@ OPERATIONS: dict[str, OpSpec] = {
         + _TIME
         + ("mode", "scope", "file_id", "all_conversations", "sort", "limit", "cursor", "deadline_ms"),
         args=("pattern",),
+        summary="Search messages, summaries or large files by regex or full text; meta says what ran.",
+        help=(
+            "Search messages, summaries or large files; meta says what ran and if it is complete.\n\n"
+            "--session-key searches the whole session family (active and archived conversations)."
+        ),
+        example='lcm grep "deploy failed" --mode full_text --session-key agent:main:main',
+        param_help={
+            "session_key": "Search the whole session family of KEY: its active and archived conversations.",
+        },
         render=_RECORDS,
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",
         _SELECTOR + ("all_conversations", "max_bytes", "max_tokens", "cursor"),
         args=("item_id",),
+        summary="One summary (metadata, DAG neighbours, source ids) or large file (metadata, content).",
+        help=(
+            "Describe one summary (sum_…) or large file (file_…): metadata, links, content.\n\n"
+            "A summary shows its time range, parents, children, source message ids and file ids; a "
+            "file its metadata, exploration summary and content up to --max-bytes."
+        ),
+        example="lcm describe sum_1b2c3d4e5f607182 --max-tokens 800",
+        param_help={
+            "session_key": "Search the whole session family of KEY: its active and archived conversations.",
+        },
         render=_RECORDS,
     ),
     "expand": OpSpec(
         "lcm_cli.engine.recall.expand",
         _SELECTOR + ("all_conversations", "max_tokens", "cursor"),
         args=("summary_id",),
+        summary="Walk a summary down the DAG to its source messages, in order, within a token cap.",
+        help=(
+            "A summary's source messages, in order, within a token cap (default maxExpandTokens).\n\n"
+            "Reports what was left out and a cursor that continues exactly there."
+        ),
+        example="lcm expand sum_1b2c3d4e5f607182 --max-tokens 2000",
+        param_help={
+            "summary_id": "The summary to expand.",
+            "session_key": "Search the whole session family of KEY: its active and archived conversations.",
+        },
         render=_RECORDS,
     ),
     "export": OpSpec(
         "lcm_cli.engine.recall.export",
         _SELECTOR + ("to", "out", "include_summaries"),
         needs_selector=True,
+        summary="Export one conversation's messages as Markdown or a re-importable JSONL transcript.",
+        help=(
+            "Export one conversation's raw messages as Markdown or a JSONL transcript.\n\n"
+            "The JSONL form re-imports with `lcm migrate-sessions --file` to the same messages."
+        ),
+        example="lcm export --session-key agent:main:main --to jsonl --out main.jsonl",
+        param_help={
+            "out": "Write here (must not exist); default: the document on stdout.",
+        },
         render=_RECORDS,
     ),
     "expand.query": OpSpec(
@@ -287,6 +518,17 @@ OPERATIONS: dict[str, OpSpec] = {
         _SELECTOR + ("all_conversations", "query", "summary_id", "max_tokens", "token_cap", "timeout_ms"),
         args=("prompt",),
         words=("expand-query",),
+        summary="Answer a prompt from expanded summaries (found by --query or given by --summary-id).",
+        help=(
+            "Answer PROMPT from expanded summaries with the configured model.\n\n"
+            "Without a model it returns the ranked, expanded evidence and says no answer was "
+            "generated."
+        ),
+        example='lcm expand-query "Why did the deploy fail?" --query deploy --session-key agent:main:main',
+        param_help={
+            "session_key": "Search the whole session family of KEY: its active and archived conversations.",
+            "max_tokens": "Answer length target (default 2000).",
+        },
         render=_RECORDS,
     ),
     "session.ingest": OpSpec(
@@ -294,24 +536,70 @@ OPERATIONS: dict[str, OpSpec] = {
         ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
         words=("ingest",),
         writes=True,
+        summary="Store messages for a session (JSON on stdin, --file, or --messages).",
+        help=(
+            "Store messages for a session: one JSON object, a JSON array, or JSON lines on stdin.\n\n"
+            "Each message is reported as ingested (with its message id and seq) or skipped with the "
+            "reason. Bad JSON or invalid UTF-8 is an INVALID_INPUT error naming the line, and nothing "
+            "is written. Ingest never compacts."
+        ),
+        example=(
+            'echo \'{"role": "user", "content": "Is the nightly green now?"}\' | lcm ingest '
+            "--session-id 9b1f0c2e-0000-4000-8000-000000000002 --session-key agent:main:main"
+        ),
+        param_help={
+            "file": "Read the messages from PATH instead of stdin ('-' is stdin).",
+            "is_heartbeat": "A heartbeat turn: nothing is stored (reported as skipped).",
+        },
         render=_RECORDS,
     ),
     "session.bootstrap": OpSpec(
         "lcm_cli.engine.session.ops",
         ("session_id", "session_key", "session_file", "host_store"),
         writes=True,
+        summary="Import a session's transcript JSONL, or reconcile what is missing.",
+        help=(
+            "Import a session's transcript, or only what the database is missing.\n\n"
+            "The first import keeps the newest messages within bootstrapMaxTokens; later runs find "
+            "the anchor and import what follows it (at most max(20% of stored, 50) a run). A current "
+            "host (2026.7.2+) keeps no JSONL: without a --session-file that exists, the session is "
+            "read from the host's SQLite store (--host-store, else the agent's openclaw-agent.sqlite "
+            "under the state dir), once, when lcm has no conversation for it."
+        ),
+        example=(
+            "lcm session bootstrap --session-id 9b1f0c2e-0000-4000-8000-0000000000a1 --session-file "
+            "~/.openclaw/agents/main/sessions/9b1f0c2e-0000-4000-8000-0000000000a1.jsonl"
+        ),
         render=_RECORDS,
     ),
     "session.new": OpSpec(
-        "lcm_cli.engine.session.ops", ("session_id", "session_key"), writes=True, render=_RECORDS
+        "lcm_cli.engine.session.ops",
+        ("session_id", "session_key"),
+        writes=True,
+        summary="/new: prune the context to summaries of depth >= newSessionRetainDepth.",
+        help=(
+            "/new: drop messages and shallow summaries from the context (newSessionRetainDepth).\n\n"
+            "Messages and summaries stay in the database; only context items are removed."
+        ),
+        example="lcm session new --session-key agent:main:main",
+        render=_RECORDS,
     ),
     "session.reset": OpSpec(
-        "lcm_cli.engine.session.ops", ("session_id", "session_key"), writes=True, render=_RECORDS
+        "lcm_cli.engine.session.ops",
+        ("session_id", "session_key"),
+        writes=True,
+        summary="/reset: archive the active conversation and start a fresh one.",
+        help="/reset: archive the active conversation (manual-reset) and start a fresh one.",
+        example="lcm session reset --session-key agent:main:main",
+        render=_RECORDS,
     ),
     "session.end": OpSpec(
         "lcm_cli.engine.session.ops",
         ("session_id", "session_key", "reason", "next_session_id", "next_session_key"),
         writes=True,
+        summary="Session end: archive per the reason (deleted, reset, idle, ...).",
+        help="Session end: archive the conversation as the host's reason says.",
+        example="lcm session end --session-key agent:main:main --reason deleted",
         render=_RECORDS,
     ),
     "session.after_turn": OpSpec(
@@ -331,6 +619,28 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("after-turn",),
         writes=True,
+        summary=(
+            "After a turn: store its new messages, then compact (inline) or record debt (deferred) "
+            "when over the threshold."
+        ),
+        help=(
+            "After a turn: store its new messages, then apply the threshold policy.\n\n"
+            "The new messages are messages[N:] (N = --pre-prompt-message-count). With --session-file "
+            "the transcript is reconciled first; when it cannot be lined up with the database nothing "
+            "is stored this turn. Over the threshold, the context is compacted now "
+            "(proactiveThresholdCompactionMode inline) or one threshold debt row is recorded for `lcm "
+            "maintain` (deferred, the default)."
+        ),
+        example=(
+            'echo \'[{"role": "user", "content": "Is the nightly green?"}]\' | lcm after-turn '
+            "--session-id 9b1f0c2e-0000-4000-8000-000000000002 --session-key agent:main:main "
+            "--pre-prompt-message-count 0"
+        ),
+        param_help={
+            "session_file": "The session's transcript JSONL (reconciled first).",
+            "file": "Read the live messages from PATH instead of stdin.",
+            "messages": "The live messages as a JSON array.",
+        },
         render=_RECORDS,
     ),
     "session.commit_turn": OpSpec(
@@ -350,6 +660,27 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("commit-turn",),
         writes=True,
+        summary=(
+            "Store one host-accepted turn atomically and idempotently by its advancement key "
+            "(OpenClaw 2026.8+)."
+        ),
+        help=(
+            "Commit one accepted turn, atomically and idempotently by its advancement key.\n\n"
+            "What OpenClaw 2026.8+ calls as commitTurn: the turn's messages and its turn_advancements "
+            "ledger row are stored in one transaction. A retry with the same key answers status "
+            '"duplicate" and stores nothing; the same key with another turn is refused '
+            "(TURN_ADVANCEMENT_CONFLICT). Then the threshold policy applies, as after `lcm "
+            "after-turn`."
+        ),
+        example=(
+            "lcm commit-turn --advancement-key turn-1 --session-id s1 --session-key agent:main:main "
+            '--messages \'[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]\''
+        ),
+        param_help={
+            "file": "Read the turn's messages from PATH instead of stdin.",
+            "messages": "The turn's messages as a JSON array.",
+            "is_heartbeat": "A heartbeat turn: acknowledged, nothing stored.",
+        },
         render=_RECORDS,
     ),
     "session.compact": OpSpec(
@@ -368,12 +699,32 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("compact",),
         writes=True,
+        summary="Compact a conversation: leaf passes, then condensation (dry run unless --apply).",
+        help=(
+            "Compact a conversation: leaf passes over old raw messages, then condensation.\n\n"
+            "Runs what the host's compact runs: nothing at or below the threshold unless --manual or "
+            "--force. Without --apply this is a dry run on an in-memory copy of the conversation, "
+            "with placeholder summaries: it lists the passes that would run and the tokens they would "
+            "roughly save."
+        ),
+        example="lcm compact --session-key agent:main:main --manual --apply",
+        param_help={
+            "apply": "Really compact (dry run on an in-memory copy otherwise).",
+        },
         render=_RECORDS,
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.compaction.ops",
         _SELECTOR + ("session_id", "token_budget", "prompt", "messages", "available_tools"),
         words=("context", "show"),
+        summary="The context the model would see: summaries as XML, then the fresh tail, within a budget.",
+        help="The assembled context exactly as the model would see it, with token totals.",
+        example="lcm context show --conversation-id 1 --token-budget 32000 --format table",
+        param_help={
+            "messages": (
+                "The host's live messages: the fallback, a fork's live suffix, large tool outputs to stub."
+            ),
+        },
         render=_CONTEXT,
     ),
     "session.maintain": OpSpec(
@@ -381,6 +732,9 @@ OPERATIONS: dict[str, OpSpec] = {
         _SELECTOR + ("session_id", "token_budget", "force"),
         words=("maintain",),
         writes=True,
+        summary="Drain a conversation's deferred compaction debt (the host's maintain step).",
+        help="Drain a conversation's deferred compaction debt now (the host's maintain step).",
+        example="lcm maintain --session-key agent:main:main",
         render=_RECORDS,
     ),
     "rotate": OpSpec(
@@ -388,15 +742,72 @@ OPERATIONS: dict[str, OpSpec] = {
         _SELECTOR + ("apply", "backup", "session_file"),
         needs_selector=True,
         writes=True,
+        summary=(
+            "Cut a session's transcript to its preserved tail (dry run unless --apply); LCM keeps the rest."
+        ),
+        help=(
+            "Rotate a session's transcript: keep the preserved tail and current settings, drop the "
+            "rest.\n\n"
+            "With --apply: import what the transcript has that lcm.db lacks, leaf-compact the raw "
+            "messages outside the fresh tail, back up the database, then replace the transcript "
+            "atomically (the old file is kept as <path>.rotate-<stamp>.bak) and refresh the bootstrap "
+            "checkpoint so nothing is replayed. Same conversation row, nothing lost. Ignored and "
+            "stateless sessions, and sessions without LCM state, are refused."
+        ),
+        example="lcm rotate --session-key agent:main:main --apply --backup none",
+        param_help={
+            "apply": "Really rotate (dry run otherwise: nothing is written).",
+            "session_file": "The session's transcript JSONL (default: the path its bootstrap checkpoint records).",
+        },
         render=Render(rows=_RECORDS.rows, sections=Sections("passes", "leaf passes")),
     ),
-    "prompts.list": OpSpec(_PROMPTS, opens_db=False, resolves_paths=False),
-    "prompts.show": OpSpec(
-        _PROMPTS, args=("name",), opens_db=False, resolves_paths=False, render=_prompt_text("text")
+    "prompts.list": OpSpec(
+        _PROMPTS,
+        opens_db=False,
+        resolves_paths=False,
+        summary="The summary prompt templates: builtin or overridden, and where.",
+        help=(
+            "Every template with its source (builtin or override), its path and its variables.\n\n"
+            "Overrides live in $LCM_PROMPTS_DIR, else in the user config dir (lcm/prompts)."
+        ),
+        example="lcm prompts list --format table",
     ),
-    "prompts.export": OpSpec(_PROMPTS, ("out", "force"), opens_db=False, resolves_paths=False),
+    "prompts.show": OpSpec(
+        _PROMPTS,
+        args=("name",),
+        opens_db=False,
+        resolves_paths=False,
+        summary="The effective text of one prompt template.",
+        help="The effective text of one template (the override when there is one).",
+        example="lcm prompts show leaf",
+        render=_prompt_text("text"),
+    ),
+    "prompts.export": OpSpec(
+        _PROMPTS,
+        ("out", "force"),
+        opens_db=False,
+        resolves_paths=False,
+        summary="Copy the builtin templates into the override folder to edit them.",
+        help=(
+            "Copy the builtin templates into the override folder, ready to edit.\n\n"
+            "Existing files are kept unless --force; every file is written atomically."
+        ),
+        example="lcm prompts export --out ./my-prompts",
+        param_help={
+            "out": "Write here instead of the override folder.",
+            "force": "Overwrite templates that already exist.",
+        },
+        metavars={"out": "DIR"},
+    ),
     "prompts.diff": OpSpec(
-        _PROMPTS, args=("name",), opens_db=False, resolves_paths=False, render=_prompt_text("diff")
+        _PROMPTS,
+        args=("name",),
+        opens_db=False,
+        resolves_paths=False,
+        summary="Unified diff of an override against the builtin template.",
+        help="Unified diff of a template's override against the builtin (empty without an override).",
+        example="lcm prompts diff condensed-d1",
+        render=_prompt_text("diff"),
     ),
     "prompts.render": OpSpec(
         _PROMPTS,
@@ -404,9 +815,94 @@ OPERATIONS: dict[str, OpSpec] = {
         args=("name",),
         opens_db=False,
         resolves_paths=False,
+        summary="Fill a prompt template with sample or given values.",
+        help=(
+            "Fill a template with sample values, or with --var and --source-file, as a model would see it."
+        ),
+        example="lcm prompts render leaf --var target_tokens=800 --var aggressive=true",
         render=_prompt_text("text"),
     ),
 }
+
+
+# Commands of the CLI door that are not operations: they read their own arguments
+# (`lcm hook`, `lcm serve`) or describe the others (`lcm commands`).
+DOOR_COMMANDS: dict[str, OpSpec] = {
+    "hook": OpSpec(
+        "lcm_cli.commands.hook",
+        ("list",),
+        args=("operation",),
+        opens_db=False,
+        help=(
+            "Run one operation with JSON parameters from stdin; the envelope goes to stdout.\n\n"
+            "Parameters are one JSON object keyed by field name (camelCase or snake_case); empty "
+            'stdin means {}, e.g. {"sessionKey": "agent:main:main", "count": 5}. Errors go to '
+            "stderr with the usual exit statuses."
+        ),
+        example="""echo '{"sessionKey": "agent:main:main", "count": 5}' | lcm hook messages.tail""",
+    ),
+    "serve": OpSpec(
+        "lcm_cli.commands.serve",
+        ("stdio", "socket", "max_request_bytes"),
+        opens_db=False,
+        help=(
+            "Keep one warm engine process answering {id, method, params} requests.\n\n"
+            "Answers are {id, result} (the same envelope as the command) or {id, error}. Server "
+            "methods: health, reload, shutdown. Stops cleanly on EOF, shutdown or SIGTERM."
+        ),
+        example="lcm serve --stdio",
+    ),
+    "commands": OpSpec(
+        "lcm_cli.commands.catalog",
+        opens_db=False,
+        help="Every command with its arguments and options (types, defaults, one-line help) as JSON.",
+        example="lcm commands --pretty",
+    ),
+}
+
+# Help of the command groups that only hold subcommands (`lcm conversations --help`).
+# A group that runs itself (`lcm backup`, `lcm doctor`) is documented by its operation.
+GROUPS: dict[str, str] = {
+    "conversations": "List conversations or show one in detail.",
+    "messages": "Page through a conversation's messages or read its fresh tail.",
+    "summaries": "Page through the summary DAG or show one summary with its neighbours.",
+    "context": "The context the model sees.",
+    "session": "A session's lifecycle: bootstrap from its transcript, /new, /reset, end.",
+    "config": "Show, read or change the Lossless plugin config in openclaw.json.",
+    "prompts": "Summary prompt templates (leaf, condensed-d1..d3, system): list, show, export, diff, render.",
+}
+
+# The order of `lcm --help`: inspect, recall, keep and maintain, operate, host doors; then
+# the groups in the same order. Subcommands follow OPERATIONS.
+COMMAND_ORDER: tuple[str, ...] = (
+    "status",
+    "grep",
+    "describe",
+    "expand",
+    "expand-query",
+    "export",
+    "ingest",
+    "after-turn",
+    "commit-turn",
+    "compact",
+    "maintain",
+    "migrate-sessions",
+    "rotate",
+    "hook",
+    "serve",
+    "commands",
+    "conversations",
+    "messages",
+    "summaries",
+    "context",
+    "session",
+    "backup",
+    "doctor",
+    "prune",
+    "config",
+    "prompts",
+    "control",
+)
 
 
 class Result(NamedTuple):
@@ -423,22 +919,21 @@ class Result(NamedTuple):
 
 
 class Operation(NamedTuple):
-    """A bound operation: its name, implementation, one-line summary and interface."""
+    """A bound operation: its name, implementation and interface."""
 
     name: str
     func: Callable[..., Result]
-    summary: str
     spec: OpSpec
 
 
 _BOUND: dict[str, Operation] = {}
 
 
-def operation(name: str, *, summary: str) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
-    """Bind the decorated function as the implementation of operation ``name``."""
+def operation(name: str) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+    """Bind the decorated function as the implementation of operation ``name`` (declared in OPERATIONS)."""
 
     def bind(func: Callable[..., Result]) -> Callable[..., Result]:
-        _BOUND[name] = Operation(name, func, summary, OPERATIONS[name])
+        _BOUND[name] = Operation(name, func, OPERATIONS[name])
         return func
 
     return bind

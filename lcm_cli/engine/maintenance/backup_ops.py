@@ -10,39 +10,34 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import APPLY, FORCE, KEEP, OUT, QUICK, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.maintenance import backup
 
 
-@operation(
-    "backup.create", summary="Back up lcm.db online (small page steps), check the copy, write a manifest."
-)
+@operation("backup.create")
 def create(ctx: Context, req: Request) -> Result:
     """Copy the live database; with ``--keep N`` also prune older backups."""
-    extra = req.extra or {}
     result: dict[str, Any] = backup.create_backup(
         ctx.database_path,
-        out=extra.get("out"),
-        quick=bool(extra.get("quick")),
+        out=req[OUT],
+        quick=req[QUICK],
         progress=lambda done, total: ctx.report_progress("backing up", done, total),
     )
     ctx.report_progress("done", 1, 1)
-    keep = extra.get("keep")
+    keep = req[KEEP]
     if keep is not None:
         result["pruned"] = backup.prune_backups(ctx.database_path, keep, label="backup")
     return Result(result)
 
 
-@operation("backup.list", summary="Backups beside the database, newest first.")
+@operation("backup.list")
 def list_backups(ctx: Context, req: Request) -> Result:
     """Every backup file next to lcm.db with its manifest status."""
     return Result({"databasePath": ctx.database_path, "backups": backup.list_backups(ctx.database_path)})
 
 
-@operation(
-    "backup.verify", summary="Re-check a backup against its manifest (size, sha256, integrity, row counts)."
-)
+@operation("backup.verify")
 def verify(ctx: Context, req: Request) -> Result:
     """Verify one backup; a failed check is an error so scripts can gate on it."""
     (path,) = req.args
@@ -58,13 +53,8 @@ def verify(ctx: Context, req: Request) -> Result:
     return Result(result)
 
 
-@operation("backup.restore", summary="Restore lcm.db from a verified backup (dry run unless --apply).")
+@operation("backup.restore")
 def restore(ctx: Context, req: Request) -> Result:
     """Replace the database with a backup, keeping the replaced file as a backup."""
     (path,) = req.args
-    extra = req.extra or {}
-    return Result(
-        backup.restore_backup(
-            path, ctx.database_path, apply=bool(extra.get("apply")), force=bool(extra.get("force"))
-        )
-    )
+    return Result(backup.restore_backup(path, ctx.database_path, apply=req[APPLY], force=req[FORCE]))

@@ -14,7 +14,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import OPERATION, SESSION_ID, Request
 from lcm_cli.engine.core.registry import OPERATIONS, Result, operation
 
 CONTROL_OPERATIONS = ("status", "doctor", "rotate")
@@ -60,25 +60,22 @@ def _current_conversation(ctx: Context, session_key: str | None, session_id: str
     return None
 
 
-@operation(
-    "control.capabilities", summary="Which control operations (status, doctor, rotate) this lcm can run"
-)
+@operation("control.capabilities")
 def control_capabilities(ctx: Context, req: Request) -> Result:
     """``{status, doctor, rotate}`` booleans."""
     return Result(capabilities())
 
 
-@operation("control", summary="Run a sanitized control operation for the host: status, doctor or rotate")
+@operation("control")
 def control(ctx: Context, req: Request) -> Result:
     """Dispatch one control operation; results hold counts and flags only."""
-    extra = req.extra or {}
-    name = extra.get("operation")
+    name = req[OPERATION]
     if name not in CONTROL_OPERATIONS:
         raise unavailable(
             str(name), "unsupported_operation", "Control operation must be one of status, doctor, rotate."
         )
     session_key = str(req.selector.value) if req.selector is not None else None
-    session_id = (extra.get("session_id") or "").strip() or None
+    session_id = (req[SESSION_ID] or "").strip() or None
     if name == "status":
         if not os.path.exists(ctx.database_path):
             return Result({"operation": "status", "active": False, "messageCount": 0})

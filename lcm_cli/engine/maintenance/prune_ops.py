@@ -17,7 +17,16 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import (
+    APPLY,
+    CONVERSATION_CLASS,
+    INCLUDE_ACTIVE,
+    MAX_DB_SIZE,
+    OUT,
+    PRUNE_BEFORE,
+    VACUUM,
+    Request,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.timefilter import (
     looks_like_timestamp,
@@ -82,22 +91,21 @@ def _class_members(ctx: Context, classes: list[str]) -> set[int]:
 
 def select_candidates(ctx: Context, req: Request, now_ms: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The conversations prune would remove, oldest activity first, with size estimates."""
-    extra = req.extra or {}
     require_lcm_tables(ctx)
-    classes = list(extra.get("conversation_class") or [])
+    classes = list(req[CONVERSATION_CLASS] or [])
     for name in classes:
         if name not in CLASSES:
             raise invalid_argument(
                 f"Invalid --class value {name!r}: expected one of {', '.join(CLASSES)}.", {"value": name}
             )
-    before = extra.get("prune_before")
-    max_size_text = extra.get("max_db_size")
+    before = req[PRUNE_BEFORE]
+    max_size_text = req[MAX_DB_SIZE]
     if not (before or max_size_text or req.selector or classes):
         raise invalid_argument(
             "Say what to prune: --before DURATION|TIMESTAMP, --max-db-size SIZE, --class CLASS or "
             "--conversation-id ID (see `lcm prune --help`).",
         )
-    include_active = bool(extra.get("include_active"))
+    include_active = req[INCLUDE_ACTIVE]
     probe = ctx.probe
     has_active = probe.has_column("conversations", "active")
     cutoff = parse_before(before, now_ms) if before else None
@@ -217,12 +225,9 @@ def _fingerprint(conn: sqlite3.Connection) -> dict[str, int]:
     }
 
 
-@operation(
-    "prune", summary="Archive old conversations to a checksummed .jsonl.gz, then delete them (dry run)."
-)
+@operation("prune")
 def prune_conversations(ctx: Context, req: Request) -> Result:
     """Select, archive, verify, delete in one transaction, optionally VACUUM."""
-    extra = req.extra or {}
     now_ms = int(time.time() * 1000)
     candidates, facts = select_candidates(ctx, req, now_ms)
     ids = [c["conversationId"] for c in candidates]
@@ -235,12 +240,12 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         "messageCount": sum(c["messages"] for c in candidates),
         "estimatedReclaimBytes": estimate,
     }
-    if not extra.get("apply") or not ids:
-        if not extra.get("apply"):
+    if not req[APPLY] or not ids:
+        if not req[APPLY]:
             data["message"] = "Dry run: nothing was written. Re-run with --apply to archive and delete these."
         return Result(data)
     ctx.close()
-    path = os.path.abspath(extra.get("out") or _default_archive(ctx.database_path))
+    path = os.path.abspath(req[OUT] or _default_archive(ctx.database_path))
     started = time.perf_counter()
     try:
         conn = _open_writer(ctx.database_path, ctx.timeout_ms)
@@ -291,7 +296,7 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         deleted_at = time.perf_counter()
         after_used = prune.used_bytes(conn)
         vacuum: dict[str, Any] | None = None
-        if extra.get("vacuum"):
+        if req[VACUUM]:
             size_before = os.path.getsize(ctx.database_path)
             conn.execute("VACUUM")
             row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -330,14 +335,13 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation("prune.restore", summary="Put a prune archive back (verified first; idempotent; dry run).")
+@operation("prune.restore")
 def restore(ctx: Context, req: Request) -> Result:
     """Verify the archive, then insert its rows that are missing, in one transaction."""
     (path,) = req.args
-    extra = req.extra or {}
     verified = prune.verify_archive(path)
     data: dict[str, Any] = {"applied": False, **verified}
-    if not extra.get("apply"):
+    if not req[APPLY]:
         data["message"] = "Dry run: the archive verified; re-run with --apply to restore it."
         return Result(data)
     ctx.close()

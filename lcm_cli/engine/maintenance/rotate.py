@@ -49,7 +49,7 @@ from lcm_cli.engine.core.files import (
     remove_orphans,
     remove_quietly,
 )
-from lcm_cli.engine.core.params import SQLITE_MAX_INT, Request
+from lcm_cli.engine.core.params import APPLY, BACKUP, SESSION_FILE, SQLITE_MAX_INT, Request
 from lcm_cli.engine.core.registry import Result, operation
 
 BACKUP_MODES = ("latest", "full", "none")
@@ -653,8 +653,8 @@ def _report(target: Target, transcript: Any, plan: RewritePlan, new_size: int) -
     }
 
 
-def _backup_mode(extra: Mapping[str, Any]) -> str:
-    mode = extra.get("backup") or "latest"
+def _backup_mode(req: Request) -> str:
+    mode = req[BACKUP] or "latest"
     if mode not in BACKUP_MODES:
         raise invalid_argument(
             f"Invalid --backup value {mode!r}: expected latest (the rolling rotate-latest copy), full or none.",
@@ -672,16 +672,12 @@ def _frontier_hash(conn: Any, cid: int) -> str | None:
     return entry_hash(str(row[0]), row[1] or "") if row is not None else None
 
 
-@operation(
-    "rotate",
-    summary="Cut a session's transcript to its preserved tail (dry run unless --apply); LCM keeps the rest.",
-)
+@operation("rotate")
 def rotate(ctx: Context, req: Request) -> Result:
     """Dry run: what would be kept and removed. ``--apply``: reconcile, compact, back up, rewrite."""
-    extra = req.extra or {}
-    mode = _backup_mode(extra)
-    session_file = extra.get("session_file") or None
-    if not extra.get("apply"):
+    mode = _backup_mode(req)
+    session_file = req[SESSION_FILE] or None
+    if not req[APPLY]:
         return Result(dry_run(ctx, req, session_file, mode))
     return Result(apply_rotation(ctx, req, session_file, mode))
 

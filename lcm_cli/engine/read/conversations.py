@@ -19,9 +19,7 @@ from lcm_cli.engine.read.conversation_rows import (
 )
 
 
-@operation(
-    "conversations.list", summary="List conversations, most recently updated first, with aggregate figures."
-)
+@operation("conversations.list")
 def list_conversations(ctx: Context, req: Request) -> Result:
     """One keyset page of conversations ordered by ``updated_at`` DESC, id DESC."""
     require_lcm_tables(ctx)
@@ -44,10 +42,7 @@ def list_conversations(ctx: Context, req: Request) -> Result:
     return Result({"items": conversation_stats(ctx, page, fresh=stale is None)}, pagination, stale)
 
 
-@operation(
-    "conversations.show",
-    summary="One conversation's figures, summary depths, context, maintenance and bootstrap state.",
-)
+@operation("conversations.show")
 def show_conversation(ctx: Context, req: Request) -> Result:
     """Everything known about one conversation, without transcript text."""
     assert req.selector is not None

@@ -7,7 +7,7 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.core.paging import paginate
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db import totals as db_totals
 from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of, totals_meta
@@ -32,10 +32,7 @@ def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:
     return item
 
 
-@operation(
-    "messages.list",
-    summary="Page through a conversation's messages, newest first, with role and time filters.",
-)
+@operation("messages.list")
 def list_messages(ctx: Context, req: Request) -> Result:
     """One keyset page of messages ordered by ``created_at`` DESC, id DESC."""
     assert req.selector is not None
@@ -66,7 +63,7 @@ def list_messages(ctx: Context, req: Request) -> Result:
     page, pagination = paginate(rows, req.limit, "messages", lambda r: (r["created_at"], r["message_id"]))
     items = [message_item(r, include_content=req.include_content) for r in page]
     data: dict[str, Any] = {"conversation": identity_of(conversation), "items": items}
-    max_tokens = (req.extra or {}).get("max_tokens")
+    max_tokens = req[MAX_TOKENS]
     if max_tokens:
         from lcm_cli.engine.recall.token_budget import REPORT_TOKENS, fit_page, json_tokens
 
@@ -78,10 +75,7 @@ def list_messages(ctx: Context, req: Request) -> Result:
     return Result(data, pagination)
 
 
-@operation(
-    "messages.tail",
-    summary="The protected fresh tail: the newest raw messages in the conversation's context.",
-)
+@operation("messages.tail")
 def tail_messages(ctx: Context, req: Request) -> Result:
     """The fresh tail with full content, oldest first, and the conversation's totals."""
     assert req.selector is not None

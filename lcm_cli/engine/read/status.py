@@ -14,7 +14,7 @@ from lcm_cli.engine.read.conversation_rows import MESSAGE_STATS_INDEX, require_l
 from lcm_cli.engine.read.fresh_tail import tail_limits
 
 
-@operation("status", summary="Database-wide counts, token totals, coverage and maintenance state.")
+@operation("status")
 def status(ctx: Context, req: Request) -> Result:
     """Summarize the whole database in one read."""
     require_lcm_tables(ctx)

@@ -9,7 +9,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.paging import paginate
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 from lcm_cli.engine.read.preview import PREVIEW_SOURCE_CHARS, make_preview
@@ -90,9 +90,7 @@ def summary_items(ctx: Context, rows: list[Any], *, include_content: bool) -> li
     return items
 
 
-@operation(
-    "summaries.list", summary="Page through summaries (one conversation or all), newest coverage first."
-)
+@operation("summaries.list")
 def list_summaries(ctx: Context, req: Request) -> Result:
     """One keyset page ordered by coverage time (``latest_at`` or ``created_at``) DESC, id DESC."""
     require_lcm_tables(ctx)
@@ -130,10 +128,7 @@ def list_summaries(ctx: Context, req: Request) -> Result:
     return Result({"conversationId": conversation_id, "items": items}, pagination)
 
 
-@operation(
-    "summaries.show",
-    summary="One summary with full content, the summaries that consume it, its sources and source messages.",
-)
+@operation("summaries.show")
 def show_summary(ctx: Context, req: Request) -> Result:
     """A summary node and its neighbours in the DAG (same conversation only)."""
     require_lcm_tables(ctx)
@@ -172,7 +167,7 @@ def show_summary(ctx: Context, req: Request) -> Result:
         "children": summary_items(ctx, list(children), include_content=True),
         "sourceMessages": [dict(r) for r in sources],
     }
-    max_tokens = (req.extra or {}).get("max_tokens")
+    max_tokens = req[MAX_TOKENS]
     if max_tokens:
         from lcm_cli.engine.recall.token_budget import fit_sections
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import MAX_BYTES, MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.summaries import _summary_columns, summary_items
 from lcm_cli.engine.recall import token_budget as tb
@@ -42,22 +42,18 @@ def parse_item_id(text: str) -> str:
     return raw
 
 
-@operation(
-    "describe",
-    summary="One summary (metadata, DAG neighbours, source ids) or large file (metadata, content).",
-)
+@operation("describe")
 def describe(ctx: Context, req: Request) -> Result:
     """Describe the summary or file named by the positional id."""
     item_id = parse_item_id(req.args[0])
     scope = resolve_scope(ctx, req, required=False)
-    extra = req.extra or {}
-    max_tokens = extra.get("max_tokens")
+    max_tokens = req[MAX_TOKENS]
     offset = 0
     if req.cursor:
         offset, _ = tb.decode_offset_cursor(req.cursor, "describe", item_id)
     if item_id.startswith("file_"):
         try:
-            data = _describe_file(ctx, item_id, scope, extra.get("max_bytes") or DEFAULT_MAX_BYTES)
+            data = _describe_file(ctx, item_id, scope, req[MAX_BYTES] or DEFAULT_MAX_BYTES)
         except LcmError as exc:
             # Summary ids are opaque text: one may start with "file_" too.
             known = ctx.query_one("SELECT 1 FROM summaries WHERE summary_id = ?", (item_id,))

@@ -14,7 +14,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
@@ -110,16 +110,12 @@ def expand_messages(
     }
 
 
-@operation(
-    "expand",
-    summary="Walk a summary down the DAG to its source messages, in order, within a token cap.",
-)
+@operation("expand")
 def expand(ctx: Context, req: Request) -> Result:
     """The source messages of one summary, within ``--max-tokens``, with a cursor to continue."""
     summary_id = req.args[0].strip()
     scope = resolve_scope(ctx, req, required=False)
-    extra = req.extra or {}
-    cap = extra.get("max_tokens") or default_cap(ctx)
+    cap = req[MAX_TOKENS] or default_cap(ctx)
     offset = char = 0
     if req.cursor:
         offset, char = tb.decode_offset_cursor(req.cursor, "expand", summary_id)
@@ -135,7 +131,7 @@ def expand(ctx: Context, req: Request) -> Result:
         "sourceMessageTokenCount": row["source_message_token_count"],
     }
     room = cap
-    if extra.get("max_tokens"):
+    if req[MAX_TOKENS]:
         # --max-tokens caps everything printed: the messages get what the rest leaves.
         # (The configured maxExpandTokens budgets the messages alone, as in the reference.)
         room = cap - tb.json_tokens({"summary": summary}) - tb.REPORT_TOKENS - 10  # 10: rounding

@@ -18,7 +18,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import MAX_TOKENS, QUERY, SUMMARY_ID, TIMEOUT_MS, TOKEN_CAP, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import grep as grep_mod
 from lcm_cli.engine.recall import token_budget as tb
@@ -49,16 +49,12 @@ def chat_model(ctx: Context) -> ChatModel | None:
     return build_chat_model(ctx.effective, ctx.env, purpose="expansion")
 
 
-@operation(
-    "expand.query",
-    summary="Answer a prompt from expanded summaries (found by --query or given by --summary-id).",
-)
+@operation("expand.query")
 def expand_query(ctx: Context, req: Request) -> Result:
     """Rank, expand within the token cap, and answer with the configured model if any."""
     prompt = req.args[0].strip()
-    extra = req.extra or {}
-    query = (extra.get("query") or "").strip()
-    explicit = [s.strip() for s in extra.get("summary_id") or [] if s.strip()]
+    query = (req[QUERY] or "").strip()
+    explicit = [s.strip() for s in req[SUMMARY_ID] or [] if s.strip()]
     if not prompt:
         raise invalid_argument("The prompt is empty: say what you want answered.", {"value": req.args[0]})
     if not query and not explicit:
@@ -68,10 +64,10 @@ def expand_query(ctx: Context, req: Request) -> Result:
             {"option": "query"},
         )
     scope = resolve_scope(ctx, req, required=not explicit)
-    timeout_ms = extra.get("timeout_ms") or _effective_int(ctx, "delegationTimeoutMs", DEFAULT_TIMEOUT_MS)
+    timeout_ms = req[TIMEOUT_MS] or _effective_int(ctx, "delegationTimeoutMs", DEFAULT_TIMEOUT_MS)
     deadline = Deadline(timeout_ms)
-    token_cap = extra.get("token_cap") or default_cap(ctx)
-    answer_tokens = extra.get("max_tokens") or DEFAULT_ANSWER_TOKENS
+    token_cap = req[TOKEN_CAP] or default_cap(ctx)
+    answer_tokens = req[MAX_TOKENS] or DEFAULT_ANSWER_TOKENS
 
     candidates, via = _candidates(ctx, req, scope, explicit, query, deadline)
     if not candidates:
@@ -138,7 +134,7 @@ def expand_query(ctx: Context, req: Request) -> Result:
         }
         return Result(data, meta={"candidateSource": via})
     answer, cited = _parse_reply(raw, evidence)
-    if extra.get("max_tokens") and answer:
+    if req[MAX_TOKENS] and answer:
         # A model may overrun the limit it was given; what is printed never does.
         from lcm_cli.engine.recall.token_budget import cut_text
 

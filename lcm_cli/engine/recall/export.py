@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import INCLUDE_SUMMARIES, OUT, TO, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of
 from lcm_cli.engine.recall.scope import choice
@@ -256,19 +256,15 @@ class _Counting(io.TextIOBase):
         return len(text)
 
 
-@operation(
-    "export",
-    summary="Export one conversation's messages as Markdown or a re-importable JSONL transcript.",
-)
+@operation("export")
 def export(ctx: Context, req: Request) -> Result:
     """Write the export to ``--out``, to the door's stream, or (no stream) into ``data.document``."""
     assert req.selector is not None
-    extra = req.extra or {}
-    fmt = choice(req, "to")
+    fmt = choice(req, TO)
     if fmt is None:
         raise invalid_argument("`lcm export` needs --to markdown or --to jsonl.", {"option": "to"})
-    out_path = extra.get("out")
-    with_summaries = bool(extra.get("include_summaries"))
+    out_path = req[OUT]
+    with_summaries = req[INCLUDE_SUMMARIES]
     conv = find_conversation(ctx, req.selector)
     writer = _write_jsonl if fmt == "jsonl" else _write_markdown
     data: dict[str, Any] = {"conversation": identity_of(conv), "format": fmt}

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.limits import loads_bounded
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import DEADLINE_MS, FILE_ID, MODE, SCOPE, SORT, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
@@ -81,19 +81,15 @@ class Query(NamedTuple):
 # --------------------------------------------------------------------------------------
 
 
-@operation(
-    "grep",
-    summary="Search messages, summaries or large files by regex or full text; meta says what ran.",
-)
+@operation("grep")
 def grep(ctx: Context, req: Request) -> Result:
     """Search in scope and return one page of hits per source, with an honest ``meta``."""
-    extra = req.extra or {}
     pattern = req.args[0].strip()
-    mode = choice(req, "mode") or "regex"
-    scope_name = choice(req, "scope") or "both"
-    requested_sort = choice(req, "sort") or "recency"
-    file_ids = list(extra.get("file_id") or [])
-    deadline = Deadline(extra.get("deadline_ms") or DEFAULT_DEADLINE_MS)
+    mode = choice(req, MODE) or "regex"
+    scope_name = choice(req, SCOPE) or "both"
+    requested_sort = choice(req, SORT) or "recency"
+    file_ids = list(req[FILE_ID] or [])
+    deadline = Deadline(req[DEADLINE_MS] or DEFAULT_DEADLINE_MS)
     if not pattern:
         raise LcmError(
             "INVALID_PATTERN",

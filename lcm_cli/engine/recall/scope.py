@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import FIELD_SCHEMAS, Request, option_name
+from lcm_cli.engine.core.params import ALL_CONVERSATIONS, Param, Request
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
 
@@ -38,8 +38,7 @@ def resolve_scope(ctx: Context, req: Request, *, required: bool) -> Scope:
     (grep, expand-query); otherwise the scope is "unscoped" (describe, expand by id).
     """
     require_lcm_tables(ctx)
-    extra = req.extra or {}
-    everything = bool(extra.get("all_conversations"))
+    everything = req[ALL_CONVERSATIONS]
     if req.selector is not None and everything:
         raise LcmError(
             "INVALID_SELECTOR",
@@ -92,14 +91,14 @@ def not_in_scope(kind: str, item_id: str, scope: Scope) -> LcmError:
     )
 
 
-def choice(req: Request, field: str) -> str | None:
+def choice(req: Request, param: Param[str | None]) -> str | None:
     """The value of an enumerated option (``--mode``, ``--scope``, ``--sort``, ``--to``), checked
     against its schema: INVALID_ARGUMENT naming the accepted values."""
-    value = (req.extra or {}).get(field)
-    choices = FIELD_SCHEMAS[field]["enum"]
+    value = req[param]
+    choices = param.schema["enum"]
     if value is not None and value not in choices:
         raise invalid_argument(
-            f"Invalid {option_name(field)} value {value!r}: expected one of {', '.join(choices)}.",
+            f"Invalid {param.option} value {value!r}: expected one of {', '.join(choices)}.",
             {"value": value},
         )
     return value

@@ -29,7 +29,21 @@ from lcm_cli.engine.compaction import context_items as ci
 from lcm_cli.engine.compaction.threshold import evaluate, resolve_threshold
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import Request, Selector
+from lcm_cli.engine.core.params import (
+    APPLY,
+    AUTO_COMPACTION_SUMMARY,
+    COMPACTION_TARGET,
+    CURRENT_TOKEN_COUNT,
+    FILE,
+    IS_HEARTBEAT,
+    MESSAGES,
+    MODEL,
+    PRE_PROMPT_MESSAGE_COUNT,
+    SESSION_FILE,
+    TOKEN_BUDGET,
+    Request,
+    Selector,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.session.ingest import (
     PERSISTABLE_ROLES,
@@ -93,33 +107,29 @@ def _covered_by_summary(summary: str, message: dict[str, Any]) -> bool:
     return bool(text) and text in summary
 
 
-def _live_messages(ctx: Context, extra: dict[str, Any]) -> list[Any]:
+def _live_messages(ctx: Context, req: Request) -> list[Any]:
     from lcm_cli.engine.session.ops import read_input
 
-    if extra.get("messages") is None and not extra.get("file"):
+    if req[MESSAGES] is None and not req[FILE]:
         if ctx.stream is None:
             # Only the CLI door owns its stdin; through hook/serve the messages are a parameter.
             raise invalid_argument(
                 "`session.after_turn` needs the parameter 'messages' (the live message list of the session).",
                 {"parameter": "messages"},
             )
-    messages, _ = read_input({"messages": extra.get("messages"), "file": extra.get("file")})
+    messages, _ = read_input({"messages": req[MESSAGES], "file": req[FILE]})
     return messages
 
 
-@operation(
-    "session.after_turn",
-    summary="After a turn: store its new messages, then compact (inline) or record debt (deferred) when over the threshold.",
-)
+@operation("session.after_turn")
 def after_turn(ctx: Context, req: Request) -> Result:
     """Persist the turn's new messages and apply the threshold policy."""
     from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
     from lcm_cli.engine.session.ops import request_session, session_id_for_key
 
-    extra = req.extra or {}
     session_id, key = request_session(req)
-    messages = _live_messages(ctx, extra)
-    start = extra.get("pre_prompt_message_count") or 0
+    messages = _live_messages(ctx, req)
+    start = req[PRE_PROMPT_MESSAGE_COUNT] or 0
     if start > len(messages):
         raise invalid_argument(
             f"prePromptMessageCount {start} is larger than the {len(messages)} messages given; "
@@ -128,8 +138,8 @@ def after_turn(ctx: Context, req: Request) -> Result:
         )
     for index in range(start, len(messages)):
         check_message_shape(messages[index], index, require_role=False)
-    summary = extra.get("auto_compaction_summary")
-    is_heartbeat = bool(extra.get("is_heartbeat"))
+    summary = req[AUTO_COMPACTION_SUMMARY]
+    is_heartbeat = req[IS_HEARTBEAT]
     effective = ctx.effective
     mode = compaction_mode(effective)
     fresh = [m for m in messages[start:] if m.get("role") in PERSISTABLE_ROLES]
@@ -165,7 +175,7 @@ def after_turn(ctx: Context, req: Request) -> Result:
     # Transcript reconcile (§2.7 step 2, §3.6), failing closed: when the database and the
     # transcript cannot be proven to line up, nothing of this turn is stored.
     covered = False
-    session_file = extra.get("session_file")
+    session_file = req[SESSION_FILE]
     if session_file and os.path.exists(session_file):
         try:
             outcome = bootstrap_session(
@@ -241,7 +251,7 @@ def after_turn(ctx: Context, req: Request) -> Result:
         found = find_active(store.conn, session_id, key)
     else:
         data["ingest"] = {"ingested": 0, "skipped": 0, "alreadyStored": already, "messages": []}
-    return post_turn_threshold(ctx, data, found, session_id, key, extra, mode)
+    return post_turn_threshold(ctx, data, found, session_id, key, req, mode)
 
 
 def post_turn_threshold(
@@ -250,14 +260,14 @@ def post_turn_threshold(
     found: Any,
     session_id: str,
     key: str | None,
-    extra: dict[str, Any],
+    req: Request,
     mode: str,
 ) -> Result:
     """After a stored turn: test the threshold (§2.7 step 9, §4.2), then compact or record debt.
 
     ``found`` is the session's active conversation row (None: nothing is stored, nothing
     to test). Fills ``data``'s ``conversationId``, ``threshold``, ``reason``,
-    ``compaction`` and ``debt``; ``extra`` carries the host's ``token_budget``,
+    ``compaction`` and ``debt``; ``req`` carries the host's ``token_budget``,
     ``current_token_count`` and ``model``.
     """
     from lcm_cli.engine.compaction.compactor import Settings
@@ -267,9 +277,9 @@ def post_turn_threshold(
         return Result(data)
     cid, key = int(found[0]), found[2] or key
     data.update(conversationId=cid, sessionKey=key)
-    token_budget = extra.get("token_budget")
-    current_token_count = extra.get("current_token_count")
-    model = extra.get("model")
+    token_budget = req[TOKEN_BUDGET]
+    current_token_count = req[CURRENT_TOKEN_COUNT]
+    model = req[MODEL]
     store = ctx.store()
     effective = ctx.effective
     resolution = resolve_threshold(effective, session_key=key, model=model)
@@ -318,12 +328,12 @@ def _compact_now(ctx: Context, cid: int, budget: int, observed: int | None, mode
 
     request = Request(
         selector=Selector("conversationId", cid),
-        extra={
-            "apply": True,
-            "compaction_target": "threshold",
-            "token_budget": budget,
-            "current_token_count": observed,
-            "model": model,
+        values={
+            APPLY: True,
+            COMPACTION_TARGET: "threshold",
+            TOKEN_BUDGET: budget,
+            CURRENT_TOKEN_COUNT: observed,
+            MODEL: model,
         },
     )
     try:

@@ -17,7 +17,19 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.limits import JsonTooDeep, loads_bounded, read_capped
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import (
+    FILE,
+    HOST_STORE,
+    IS_HEARTBEAT,
+    MESSAGE,
+    MESSAGES,
+    NEXT_SESSION_ID,
+    NEXT_SESSION_KEY,
+    REASON,
+    SESSION_FILE,
+    SESSION_ID,
+    Request,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches
 from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages, input_error
@@ -33,8 +45,7 @@ def open_store(ctx: Context) -> Any:
 
 
 def request_session(req: Request, *, required: bool = True) -> tuple[str | None, str | None]:
-    extra = req.extra or {}
-    session_id = (extra.get("session_id") or "").strip() or None
+    session_id = (req[SESSION_ID] or "").strip() or None
     key = str(req.selector.value) if req.selector is not None and req.selector.kind == "sessionKey" else None
     if required and session_id is None and key is None:
         raise invalid_argument(
@@ -142,17 +153,16 @@ def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
     return parse_messages_text(read_capped(sys.stdin.buffer, "stdin"), "stdin"), True
 
 
-@operation("session.ingest", summary="Store messages for a session (JSON on stdin, --file, or --messages).")
+@operation("session.ingest")
 def ingest(ctx: Context, req: Request) -> Result:
     """Ingest one message or a batch in one transaction; report each message."""
-    extra = req.extra or {}
     session_id, key = request_session(req)
-    messages, from_text = read_input(extra)
+    messages, from_text = read_input({"message": req[MESSAGE], "messages": req[MESSAGES], "file": req[FILE]})
     settings = IngestSettings.from_config(ctx.effective)
     if session_id is None:
         session_id = session_id_for_key(ctx, key)
     # Nothing is written for a heartbeat or an excluded session: do not even open the file.
-    quiet = bool(extra.get("is_heartbeat")) or settings.policy.exclusion(session_id, key) is not None
+    quiet = req[IS_HEARTBEAT] or settings.policy.exclusion(session_id, key) is not None
     store = None if quiet or not messages else open_store(ctx)
     data = ingest_messages(
         store,
@@ -160,10 +170,10 @@ def ingest(ctx: Context, req: Request) -> Result:
         session_id,
         messages,
         session_key=key,
-        is_heartbeat=bool(extra.get("is_heartbeat")),
+        is_heartbeat=req[IS_HEARTBEAT],
         require_role=from_text,
         # One --message is the reference's ``ingest``; anything else is its ``ingestBatch``.
-        raw_id_filter=extra.get("message") is None,
+        raw_id_filter=req[MESSAGE] is None,
     )
     return Result(data)
 
@@ -187,21 +197,20 @@ def session_id_for_key(ctx: Context, key: str | None) -> str:
 # --- bootstrap ----------------------------------------------------------------------------
 
 
-@operation("session.bootstrap", summary="Import a session's transcript JSONL, or reconcile what is missing.")
+@operation("session.bootstrap")
 def bootstrap(ctx: Context, req: Request) -> Result:
     """First import bounded by ``bootstrapMaxTokens``; later, only what follows the anchor."""
     from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
 
-    extra = req.extra or {}
     session_id, key = request_session(req)
-    session_file = extra.get("session_file")
+    session_file = req[SESSION_FILE]
     if not (session_file and os.path.isfile(session_file)) and session_id is not None:
         # A current host (2026.7.2+) keeps the session in its SQLite store, and names the
         # session (not a file) in sessionFile: import from the store on first sight.
         from lcm_cli.engine.session.turns import bootstrap_from_host_store
         from lcm_cli.engine.transcript.host_store import store_for_session
 
-        host_store = store_for_session(ctx.state_dir, key, extra.get("host_store"))
+        host_store = store_for_session(ctx.state_dir, key, req[HOST_STORE])
         if host_store is not None:
             store = open_store(ctx)
             with session_lock(queue_key(session_id, key)):
@@ -270,7 +279,7 @@ def _create(conn: sqlite3.Connection, session_id: str, key: str | None) -> int:
     return int(cursor.lastrowid or 0)
 
 
-@operation("session.new", summary="/new: prune the context to summaries of depth >= newSessionRetainDepth.")
+@operation("session.new")
 def new_session(ctx: Context, req: Request) -> Result:
     """Delete message items and shallow summary items from the context; rows stay."""
     session_id, key = request_session(req)
@@ -333,7 +342,7 @@ def _reset(conn: sqlite3.Connection, session_id: str | None, key: str | None, ca
     return {"archivedConversationId": cid, "conversationId": new_id, "changed": True}
 
 
-@operation("session.reset", summary="/reset: archive the active conversation and start a fresh one.")
+@operation("session.reset")
 def reset_session(ctx: Context, req: Request) -> Result:
     """Archive (``manual-reset``) and create a new active row with the same session id and key."""
     session_id, key = request_session(req)
@@ -346,17 +355,16 @@ def reset_session(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation("session.end", summary="Session end: archive per the reason (deleted, reset, idle, ...).")
+@operation("session.end")
 def end_session(ctx: Context, req: Request) -> Result:
     """``deleted`` archives; ``reset`` archives and replaces; other non-ignored reasons roll over."""
-    extra = req.extra or {}
     session_id, key = request_session(req)
-    reason = (extra.get("reason") or "").strip()
+    reason = (req[REASON] or "").strip()
     data: dict[str, Any] = {"reason": reason, "changed": False}
     if reason in IGNORED_END_REASONS:
         data["skipped"] = "ignored-reason"
         return Result(data)
-    exclusion = _excluded(ctx, session_id, key or extra.get("next_session_key"))
+    exclusion = _excluded(ctx, session_id, key or req[NEXT_SESSION_KEY])
     if exclusion is not None:
         data["skipped"] = f"{exclusion}-session"
         return Result(data)
@@ -376,7 +384,7 @@ def end_session(ctx: Context, req: Request) -> Result:
             data.update(archivedConversationId=cid, conversationId=None, changed=True)
             return Result(data)
         _archive(conn, cid, "session-end")
-        next_id = (extra.get("next_session_id") or "").strip() or str(row[1])
-        next_key = (extra.get("next_session_key") or "").strip() or row[2]
+        next_id = (req[NEXT_SESSION_ID] or "").strip() or str(row[1])
+        next_key = (req[NEXT_SESSION_KEY] or "").strip() or row[2]
         data.update(archivedConversationId=cid, conversationId=_create(conn, next_id, next_key), changed=True)
     return Result(data)

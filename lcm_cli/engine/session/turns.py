@@ -32,7 +32,16 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.jscompat import collation_key, stringify
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import (
+    ADMISSION,
+    ADVANCEMENT_KEY,
+    FILE,
+    IS_HEARTBEAT,
+    MESSAGES,
+    TERMINAL,
+    Param,
+    Request,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.session.ingest import IngestSettings, check_message_shape, ingest_messages, input_error
 from lcm_cli.engine.session.sessions import find_active, queue_key, session_lock
@@ -69,8 +78,8 @@ def payload_hash(
     return hashlib.sha256(stringify(_canonical(payload)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _object(extra: dict[str, Any], field: str) -> dict[str, Any] | None:
-    value = extra.get(field)
+def _object(req: Request, param: Param[Any]) -> dict[str, Any] | None:
+    field, value = param.name, req[param]
     if value is None:
         return None
     if isinstance(value, str):
@@ -150,30 +159,26 @@ def bootstrap_from_host_store(
     return outcome
 
 
-@operation(
-    "session.commit_turn",
-    summary="Store one host-accepted turn atomically and idempotently by its advancement key (OpenClaw 2026.8+).",
-)
+@operation("session.commit_turn")
 def commit_turn(ctx: Context, req: Request) -> Result:
     """Commit a turn: ``committed`` the first time, ``duplicate`` for a retry of the same key."""
     from lcm_cli.engine.session.after_turn import compaction_mode, post_turn_threshold, unflushed_start
     from lcm_cli.engine.session.ops import read_input, request_session
 
-    extra = req.extra or {}
-    key_value = extra.get("advancement_key")
+    key_value = req[ADVANCEMENT_KEY]
     if not isinstance(key_value, str) or not key_value.strip():
         raise invalid_argument("Pass the turn's advancementKey.", {"parameter": "advancementKey"})
     advancement_key = key_value
-    if extra.get("messages") is None and not extra.get("file") and ctx.stream is None:
+    if req[MESSAGES] is None and not req[FILE] and ctx.stream is None:
         raise invalid_argument(
             "`session.commit_turn` needs the parameter 'messages' (the turn's messages).",
             {"parameter": "messages"},
         )
-    messages, _ = read_input({"messages": extra.get("messages"), "file": extra.get("file")})
+    messages, _ = read_input({"messages": req[MESSAGES], "file": req[FILE]})
     for index, message in enumerate(messages):
         check_message_shape(message, index, require_role=False)
-    admission = _object(extra, "admission")
-    terminal = _object(extra, "terminal")
+    admission = _object(req, ADMISSION)
+    terminal = _object(req, TERMINAL)
     session_id, key = request_session(req, required=False)
     session_id = session_id or (admission or {}).get("sessionId")
     key = key or (admission or {}).get("sessionKey")
@@ -181,7 +186,7 @@ def commit_turn(ctx: Context, req: Request) -> Result:
         raise invalid_argument("Name the session: pass sessionId (or an admission that carries it).")
     if admission is not None:
         _check_range(advancement_key, admission, terminal, len(messages))
-    is_heartbeat = bool(extra.get("is_heartbeat"))
+    is_heartbeat = req[IS_HEARTBEAT]
     settings = IngestSettings.from_config(ctx.effective)
     data: dict[str, Any] = {
         "status": "committed",
@@ -279,7 +284,7 @@ def commit_turn(ctx: Context, req: Request) -> Result:
             "messages": result["messages"],
         }
     found = find_active(conn, session_id, key)
-    return post_turn_threshold(ctx, data, found, session_id, key, extra, compaction_mode(ctx.effective))
+    return post_turn_threshold(ctx, data, found, session_id, key, req, compaction_mode(ctx.effective))
 
 
 def _committed(conn: Any, advancement_key: str) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.files import atomic_write, fsync_dir
-from lcm_cli.engine.core.params import Request
+from lcm_cli.engine.core.params import FORCE, OUT, SOURCE_FILE, VAR, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.summarize.base import SummaryRequest
 from lcm_cli.engine.summarize.prompts import (
@@ -63,7 +63,7 @@ def _describe(name: str, ctx: Context) -> dict[str, Any]:
     }
 
 
-@operation("prompts.list", summary="The summary prompt templates: builtin or overridden, and where.")
+@operation("prompts.list")
 def list_prompts(ctx: Context, req: Request) -> Result:
     """Each template with its source (builtin/override), path and the variables it uses."""
     return Result(
@@ -74,7 +74,7 @@ def list_prompts(ctx: Context, req: Request) -> Result:
     )
 
 
-@operation("prompts.show", summary="The effective text of one prompt template.")
+@operation("prompts.show")
 def show_prompt(ctx: Context, req: Request) -> Result:
     """The template text the summarizer would use (the override when there is one)."""
     (name,) = req.args
@@ -93,16 +93,15 @@ def _fsync_dir(folder: Path) -> None:
         fsync_dir(str(folder))
 
 
-@operation("prompts.export", summary="Copy the builtin templates into the override folder to edit them.")
+@operation("prompts.export")
 def export_prompts(ctx: Context, req: Request) -> Result:
     """Write every builtin template into the override folder (or ``--out``).
 
     Existing files are kept unless ``--force``; each file is written atomically.
     """
-    extra = req.extra or {}
-    out = extra.get("out")
+    out = req[OUT]
     folder = Path(os.path.expanduser(out)) if out else override_dir(ctx.env)
-    force = bool(extra.get("force"))
+    force = req[FORCE]
     written: list[str] = []
     skipped: list[str] = []
     try:
@@ -125,7 +124,7 @@ def export_prompts(ctx: Context, req: Request) -> Result:
     return Result({"dir": str(folder), "written": written, "skipped": skipped, "force": force})
 
 
-@operation("prompts.diff", summary="Unified diff of an override against the builtin template.")
+@operation("prompts.diff")
 def diff_prompt(ctx: Context, req: Request) -> Result:
     """How the override of one template differs from the builtin (empty when there is none)."""
     (name,) = req.args
@@ -168,14 +167,13 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
     return values
 
 
-@operation("prompts.render", summary="Fill a prompt template with sample or given values.")
+@operation("prompts.render")
 def render_prompt(ctx: Context, req: Request) -> Result:
     """The prompt text a model would receive, from sample values or ``--var`` / ``--source-file``."""
     (name,) = req.args
     stem = check_name(name)
-    extra = req.extra or {}
-    given = _parse_vars(list(extra.get("var") or []))
-    source_file = extra.get("source_file")
+    given = _parse_vars(list(req[VAR] or []))
+    source_file = req[SOURCE_FILE]
     if source_file:
         try:
             given["source_text"] = Path(source_file).read_text(encoding="utf-8")

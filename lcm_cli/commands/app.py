@@ -1,0 +1,177 @@
+"""The typer app, generated from the operation manifest: `--help` and shell completion.
+
+Nothing here is written per command. :func:`build_command` walks
+:func:`lcm_cli.commands.catalog.command_tree` and makes typer's own command, group,
+option and argument classes from the declarations (the operation's help and example,
+each field's option spelling, metavar and help), so typer renders help and completion
+in its usual style. A command run through this app takes the CLI door's own path
+(:func:`lcm_cli.cli.run_parsed`): the same validation, output and exit status as the
+typer-free fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import typer
+import typer.main
+from typer._click.globals import get_current_context  # typer 0.28 vendors click
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from lcm_cli.commands.argv import GLOBALS, GLOBALS_EPILOG, ROOT_HELP, CommandShape, Parsed
+from lcm_cli.commands.catalog import Node, command_tree, option_help, option_metavar
+from lcm_cli.engine.core.params import PARAMS, Param
+from lcm_cli.engine.core.registry import OPERATIONS, OpSpec
+
+_HELP_OPTIONS = {"help_option_names": ["--help", "-h"]}
+
+
+def _option(param: Param[Any], help_text: str, metavar: str, *aliases: str) -> TyperOption:
+    """A click option for one declared field (values stay text: the engine validates them)."""
+    decls = [param.option, *aliases, param.name]
+    if param.flag:
+        return TyperOption(param_decls=decls, is_flag=True, default=False, help=help_text)
+    return TyperOption(
+        param_decls=decls,
+        type=str,
+        default=None,
+        multiple=param.repeatable,
+        metavar=metavar or None,
+        help=help_text,
+    )
+
+
+def _params(spec: OpSpec, *, required: bool) -> list[Any]:
+    """The arguments, then the options, of one command, as its declaration words them."""
+    params: list[Any] = [
+        TyperArgument(
+            param_decls=[arg],
+            type=str,
+            required=required,
+            default=None,
+            metavar=option_metavar(spec, arg),
+            help=option_help(spec, arg),
+        )
+        for arg in spec.args
+    ]
+    params += [
+        _option(PARAMS[field], option_help(spec, field), option_metavar(spec, field))
+        for field in spec.options
+    ]
+    return params
+
+
+def _help(spec: OpSpec) -> str:
+    return f"{spec.help}\n\nExample: {spec.example}" if spec.example else spec.help
+
+
+def _root_params(ctx: Any) -> dict[str, Any]:
+    return ctx.find_root().params  # type: ignore[no-any-return]
+
+
+def _run_operation(node: Node, values: dict[str, Any]) -> None:
+    """Run an operation the way the fast path does, from the values click parsed."""
+    from lcm_cli.cli import run_parsed
+
+    assert node.name is not None and node.spec is not None
+    spec = node.spec
+    params: dict[str, Any] = {}
+    for field in spec.options:
+        value = values.get(field)
+        if isinstance(value, tuple):
+            value = list(value)
+        if value not in (None, False, []):
+            params[field] = value
+    root = _root_params(get_current_context())
+    globals_: dict[str, Any] = {
+        p.option: root[p.name]
+        for p in GLOBALS
+        if p.name != "version" and root.get(p.name) not in (None, False)
+    }
+    shape = CommandShape(node.name, {PARAMS[f].option: f for f in spec.options}, spec.args)
+    parsed = Parsed(shape, node.words, params, tuple(values[a] for a in spec.args), globals_)
+    status = run_parsed(parsed)
+    if status:
+        raise typer.Exit(status)
+
+
+def _run_door(node: Node, values: dict[str, Any]) -> None:
+    """`lcm hook`, `lcm serve`, `lcm commands` through typer: the same argv, the same door."""
+    from lcm_cli.cli import main
+
+    assert node.spec is not None
+    root = _root_params(get_current_context())
+    argv: list[str] = []
+    for p in GLOBALS:
+        value = root.get(p.name)
+        if p.name != "version" and value not in (None, False):
+            argv += [p.option] if value is True else [f"{p.option}={value}"]
+    argv += list(node.words)
+    for field in node.spec.options:
+        value = values.get(field)
+        if value is True:
+            argv.append(PARAMS[field].option)
+        elif value not in (None, False):
+            argv.append(f"{PARAMS[field].option}={value}")
+    argv += [values[a] for a in node.spec.args if values.get(a) is not None]
+    status = main(argv)
+    if status:
+        raise typer.Exit(status)
+
+
+def _callback(node: Node) -> Callable[..., None]:
+    def run(**values: Any) -> None:
+        ctx = get_current_context()
+        if node.children and ctx.invoked_subcommand is not None:
+            return  # `lcm backup list`: the group's own operation does not run
+        if node.name in OPERATIONS:
+            _run_operation(node, values)
+        else:
+            _run_door(node, values)
+
+    return run
+
+
+def _command(node: Node) -> Any:
+    """The click command (or group) of one node of the tree."""
+    spec = node.spec
+    if not node.children:
+        assert spec is not None
+        return TyperCommand(
+            node.words[-1],
+            callback=_callback(node),
+            params=_params(spec, required=node.name in OPERATIONS),
+            help=_help(spec),
+            epilog=GLOBALS_EPILOG,
+            rich_markup_mode=None,
+        )
+    return TyperGroup(
+        name=node.words[-1],
+        commands={child.words[-1]: _command(child) for child in node.children},
+        callback=_callback(node) if spec is not None else None,
+        params=_params(spec, required=True) if spec is not None else [],
+        help=_help(spec) if spec is not None else node.help,
+        epilog=GLOBALS_EPILOG if spec is not None else None,
+        invoke_without_command=spec is not None,
+        no_args_is_help=spec is None,
+        rich_markup_mode=None,
+    )
+
+
+def build_command() -> TyperGroup:
+    """`lcm` as a click command tree: global options, completion, every command."""
+    root_params: list[Any] = [
+        _option(p, p.help, p.metavar, *(("-v",) if p.name == "version" else ())) for p in GLOBALS
+    ]
+    root_params += list(typer.main.get_install_completion_arguments())
+    return TyperGroup(
+        name="lcm",
+        commands={node.words[0]: _command(node) for node in command_tree()},
+        callback=lambda **_: None,
+        params=root_params,
+        help=ROOT_HELP,
+        no_args_is_help=True,
+        context_settings=_HELP_OPTIONS,
+        rich_markup_mode=None,
+    )
