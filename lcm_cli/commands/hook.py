@@ -71,11 +71,12 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
             "`lcm hook` needs an operation name, e.g. `lcm hook status`; see `lcm hook --list`.",
         )
     from lcm_cli.commands.dispatch import operation_spec, split_params
-    from lcm_cli.engine.api import call
+    from lcm_cli.commands.door import deliver
+    from lcm_cli.engine.api import invoke
 
     operation_spec(method)  # an unknown name fails before stdin is read
     fields, args = split_params(method, read_params(stdin))
-    envelope = call(
+    outcome = invoke(
         method,
         fields,
         args=args,
@@ -83,8 +84,7 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
         config=globals_.get("--config"),
         openclaw_dir=globals_.get("--openclaw-dir"),
     )
-    out.emit(envelope)
-    return 0
+    return deliver(outcome, out)
 
 
 def main_hook(argv: list[str], globals_: dict[str, Any]) -> int:

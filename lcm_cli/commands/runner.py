@@ -8,20 +8,22 @@ import typer
 
 
 def run(ctx: typer.Context, name: str, params: dict[str, Any], args: tuple[str, ...] = ()) -> None:
-    """Run operation ``name`` and hand its envelope to the output sink in ``ctx.obj``."""
-    from lcm_cli.engine.api import call
+    """Run operation ``name`` through the CLI door's helper; a non-zero exit status exits so."""
+    from lcm_cli.commands.door import run_cli
 
     state = ctx.find_root().obj
-    envelope = call(
+    status = run_cli(
         name,
         {k: v for k, v in params.items() if v is not None},
         args=args,
         db=state.db,
         config=state.config,
         openclaw_dir=state.openclaw_dir,
+        output=state.output,
         output_format=state.format,
     )
-    state.output.emit(envelope)
+    if status:
+        raise typer.Exit(status)
 
 
 def emit(ctx: typer.Context, envelope: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """`lcm doctor`: run the checks (read-only) and report each with its status and fix.
 
 Exit status: the report carries ``exitStatus`` — 0 when no finding is at or above
-``--fail-on`` (default ``warn``), :data:`FINDINGS_EXIT_STATUS` otherwise — and the CLI
-door exits with it, so scripts can gate on `lcm doctor` without parsing JSON.
+``--fail-on`` (default ``warn``), :data:`FINDINGS_EXIT_STATUS` otherwise — and the result's
+exit status is the same, so every door (CLI, hook, serve) reports it, so scripts can gate on `lcm doctor` without parsing JSON.
 """
 
 from __future__ import annotations
@@ -300,7 +300,8 @@ def doctor(ctx: Context, req: Request) -> Result:
         if not is_corruption(exc):
             raise
         # A damaged schema stops every query: report it as the finding it is.
-        return Result(damaged_report(ctx, checks, fail_on, exc, started))
+        report = damaged_report(ctx, checks, fail_on, exc, started)
+        return Result(report, exit_status=report["exitStatus"])
     entries = []
     for check, outcome, elapsed in results:
         entry = report_check(check, outcome, req, scope, after)
@@ -333,4 +334,4 @@ def doctor(ctx: Context, req: Request) -> Result:
         "elapsedMs": int((time.perf_counter() - started) * 1000),
         "checks": entries,
     }
-    return Result(data)
+    return Result(data, exit_status=data["exitStatus"])

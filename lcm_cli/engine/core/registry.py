@@ -257,17 +257,33 @@ OPERATIONS: dict[str, OpSpec] = {
 }
 
 
+class FollowUp(NamedTuple):
+    """Work an operation leaves for after its answer: operation ``name`` called with ``params``.
+
+    A warm door (`lcm serve`) runs it in the background, in the session's write queue; a
+    cold door (the CLI, `lcm hook`, :func:`lcm_cli.engine.api.call`) leaves it undone, and
+    the state that asked for it stays recorded (debt waits for the next ``session.maintain``).
+    """
+
+    name: str
+    params: dict[str, Any]
+
+
 class Result(NamedTuple):
     """What an operation returns: ``data``, for lists ``pagination``, and extra ``meta``.
 
     ``meta`` entries are added to the envelope's meta (e.g. which search back-end ran);
-    ``streamed`` says the operation already wrote its document to the door's stream.
+    ``streamed`` says the operation already wrote its document to the door's stream;
+    ``exit_status`` is the status a successful call exits with (a report whose findings
+    fail the run, as `lcm doctor --fail-on`); ``follow_ups`` is work for after the answer.
     """
 
     data: Any
     pagination: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
     streamed: bool = False
+    exit_status: int = 0
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 class Operation(NamedTuple):

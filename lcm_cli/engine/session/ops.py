@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 from typing import Any
 
 from lcm_cli.engine.context import Context
@@ -111,8 +110,15 @@ def _structured(value: Any, field: str) -> Any:
     return value
 
 
-def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
-    """The messages to ingest and whether they came as text (file or stdin)."""
+def read_input(
+    extra: dict[str, Any], stdin: bytes | None, needs: str = "`session.ingest` needs its messages"
+) -> tuple[list[Any], bool]:
+    """The messages to ingest and whether they came as text (a file or the CLI's stdin).
+
+    ``stdin`` is what the CLI door read from its own stdin (None through hook, serve and
+    Python): without ``message``, ``messages`` or a ``file``, and without it, the call is
+    an immediate ``INVALID_ARGUMENT`` (``needs`` starts its message), never a read.
+    """
     if extra.get("message") is not None and extra.get("messages") is not None:
         raise invalid_argument("Pass either --message or --messages, not both.")
     if extra.get("message") is not None:
@@ -137,9 +143,13 @@ def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
                 "INPUT_NOT_FOUND", f"Cannot read --file {path}: {exc.strerror or exc}.", {"file": path}
             ) from None
         return parse_messages_text(data, path), True
-    if not files and sys.stdin.isatty():
-        raise invalid_argument("Pipe JSON messages on stdin, or pass --file PATH (or --messages JSON).")
-    return parse_messages_text(read_capped(sys.stdin.buffer, "stdin"), "stdin"), True
+    if stdin is None:
+        raise invalid_argument(
+            f"{needs}: pass the parameter 'messages' (--messages JSON) or 'file' (--file PATH), "
+            "or pipe JSON messages on the command line's stdin.",
+            {"parameter": "messages"},
+        )
+    return parse_messages_text(stdin, "stdin"), True
 
 
 @operation("session.ingest", summary="Store messages for a session (JSON on stdin, --file, or --messages).")
@@ -147,7 +157,7 @@ def ingest(ctx: Context, req: Request) -> Result:
     """Ingest one message or a batch in one transaction; report each message."""
     extra = req.extra or {}
     session_id, key = request_session(req)
-    messages, from_text = read_input(extra)
+    messages, from_text = read_input(extra, ctx.stdin)
     settings = IngestSettings.from_config(ctx.effective)
     if session_id is None:
         session_id = session_id_for_key(ctx, key)
