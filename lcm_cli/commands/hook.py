@@ -2,7 +2,8 @@
 
 The parameters are one JSON object on stdin (empty stdin means ``{}``); the result
 envelope goes to stdout and a failure to stderr with the usual exit statuses, exactly as
-the matching `lcm` command would print them. `lcm hook --list` prints every operation
+the matching `lcm` command would print them (a report that fails the run, `doctor.scan`
+with `failOn`, exits non-zero as the CLI does). `lcm hook --list` prints every operation
 with the JSON Schema of its parameters.
 """
 

@@ -86,7 +86,7 @@ class Server:
         self.abandoning = threading.Event()  # stopping, and reads are no longer waited for
         self.failed = threading.Event()  # a transport died: the process exits non-zero
         self._calls: set[_Call] = set()
-        self._draining = 0  # session queues being worked through (writes and debt drains)
+        self._draining = 0  # session queues being worked through (writes and follow-ups)
         self.started = time.monotonic()
         self.served = 0
 

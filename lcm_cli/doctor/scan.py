@@ -314,6 +314,7 @@ def doctor(ctx: Context, req: Request) -> Result:
         (severity_rank(c.severity) for c, o, _ in results if o.skipped is None and o.count), default=-1
     )
     failing = fail_on != "none" and worst >= severity_rank(fail_on)
+    status = FINDINGS_EXIT_STATUS if failing else 0
     data = {
         "healthy": worst < 0,
         "status": "FAIL"
@@ -324,7 +325,7 @@ def doctor(ctx: Context, req: Request) -> Result:
         if counts["INFO"]
         else "PASS",
         "failOn": fail_on,
-        "exitStatus": FINDINGS_EXIT_STATUS if failing else 0,
+        "exitStatus": status,
         "scope": {
             "conversationIds": scope.conversation_ids,
             "recencyAfter": scope.recency_after,
@@ -334,4 +335,4 @@ def doctor(ctx: Context, req: Request) -> Result:
         "elapsedMs": int((time.perf_counter() - started) * 1000),
         "checks": entries,
     }
-    return Result(data, exit_status=data["exitStatus"])
+    return Result(data, exit_status=status)

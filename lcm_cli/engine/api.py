@@ -1,7 +1,8 @@
 """The Python door: call any operation by name and get the result envelope.
 
-Every other door (typer commands, later ``lcm hook`` and ``lcm serve``) goes through
-:func:`call`, so validation, errors and results are identical whichever door is used.
+Every other door (the CLI and its typer app, ``lcm hook``, ``lcm serve``) goes through
+:func:`invoke`, so validation, errors, results and exit statuses are identical whichever
+door is used (``tests/doors/test_parity.py``). :func:`call` is its envelope alone.
 """
 
 from __future__ import annotations
