@@ -159,41 +159,21 @@ def _door_command(argv: list[str]) -> int | None:
 
 
 def _call(parsed: Parsed, fallback: Any) -> int:
-    """Run the parsed command's operation and emit its envelope."""
-    from lcm_cli.engine.api import call
-    from lcm_cli.engine.core.registry import OPERATIONS
+    """Run the parsed command's operation and emit its outcome (exit status from the result)."""
+    from lcm_cli.commands.door import run_cli
 
     assert parsed.command is not None
-    fmt = parsed.globals.get("--format", "json")
-    progress = None
-    if OPERATIONS[parsed.command.name].long_running:
-        from lcm_cli.render.progress import terminal_progress
-
-        progress = terminal_progress()
-    try:
-        envelope = call(
-            parsed.command.name,
-            parsed.params,
-            args=parsed.args,
-            db=parsed.globals.get("--db"),
-            config=parsed.globals.get("--config"),
-            openclaw_dir=parsed.globals.get("--openclaw-dir"),
-            output_format=fmt,
-            progress=progress,
-            stream=sys.stdout,
-        )
-    finally:
-        if progress is not None:
-            progress.close()
-    if envelope.get("streamed"):
-        sys.stdout.flush()
-        return 0  # the document itself was the output
-    fallback.format = fmt
-    fallback.emit(envelope)
-    # A report may ask for a non-zero exit with its data on stdout (`lcm doctor --fail-on`).
-    data = envelope.get("data")
-    status = data.get("exitStatus", 0) if isinstance(data, dict) else 0
-    return status if isinstance(status, int) and not isinstance(status, bool) else 0
+    fallback.format = parsed.globals.get("--format", "json")
+    return run_cli(
+        parsed.command.name,
+        parsed.params,
+        args=parsed.args,
+        db=parsed.globals.get("--db"),
+        config=parsed.globals.get("--config"),
+        openclaw_dir=parsed.globals.get("--openclaw-dir"),
+        output=fallback,
+        output_format=fallback.format,
+    )
 
 
 def _typer(argv: list[str], *, completion: bool = False) -> int:

@@ -22,7 +22,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from lcm_cli.commands.argv import GLOBALS, GLOBALS_EPILOG, ROOT_HELP, CommandShape, Parsed
 from lcm_cli.commands.catalog import Node, command_tree, option_help, option_metavar
 from lcm_cli.engine.core.params import PARAMS, Param
-from lcm_cli.engine.core.registry import OPERATIONS, OpSpec
+from lcm_cli.engine.core.registry import ARGUMENTS, OPERATIONS, OpSpec
 
 _HELP_OPTIONS = {"help_option_names": ["--help", "-h"]}
 
@@ -145,6 +145,8 @@ def _command(node: Node) -> Any:
             help=_help(spec),
             epilog=GLOBALS_EPILOG,
             rich_markup_mode=None,
+            # A JSON argument may be a negative number: click must not read `-1` as an option.
+            context_settings={"ignore_unknown_options": any(ARGUMENTS[a].json for a in spec.args)},
         )
     return TyperGroup(
         name=node.words[-1],

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import PARAMS, Param, option_name
-from lcm_cli.engine.core.registry import DOOR_COMMANDS, OPERATIONS, command_words
+from lcm_cli.engine.core.registry import ARGUMENTS, DOOR_COMMANDS, OPERATIONS, command_words
 
 ROOT_HELP = (
     "Inspect and maintain an agent's Lossless Context Management database (lcm.db).\n\n"
@@ -101,6 +101,17 @@ def _is_json_number(token: str) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _takes_json_at(table: dict[tuple[str, ...], CommandShape], words: list[str], position: int) -> bool:
+    """True when word ``position`` of ``words`` is a command's declared JSON argument."""
+    for depth in (2, 1):
+        shape = table.get(tuple(words[:depth]))
+        if shape is not None:
+            args = shape.args
+            index = position - depth
+            return len(words) - depth == len(args) and 0 <= index < len(args) and ARGUMENTS[args[index]].json
+    return False
+
+
 def parse_argv(argv: list[str]) -> Parsed:
     """Read ``argv`` against the command table; raise the reference's first error."""
     table = command_table()
@@ -142,16 +153,10 @@ def parse_argv(argv: list[str]) -> Parsed:
         options.append((name, argv[index]))
         index += 1
 
-    # A negative JSON number is a value only as the fourth word of `config set`.
+    # A negative JSON number is a value only where the command declares a JSON argument.
     if negatives:
         merged = sorted(positionals + negatives)
-        words_with = [t for _, t in merged]
-        if (
-            len(negatives) == 1
-            and words_with[:2] == ["config", "set"]
-            and len(merged) == 4
-            and merged[3] == negatives[0]
-        ):
+        if len(negatives) == 1 and _takes_json_at(table, [t for _, t in merged], merged.index(negatives[0])):
             positionals = merged
         else:
             raise invalid_argument(f"Unknown option '{negatives[0][1]}'. Run `lcm --help` for the options.")

@@ -2,7 +2,8 @@
 
 The parameters are one JSON object on stdin (empty stdin means ``{}``); the result
 envelope goes to stdout and a failure to stderr with the usual exit statuses, exactly as
-the matching `lcm` command would print them. `lcm hook --list` prints every operation
+the matching `lcm` command would print them (a report that fails the run, `doctor.scan`
+with `failOn`, exits non-zero as the CLI does). `lcm hook --list` prints every operation
 with the JSON Schema of its parameters.
 """
 
@@ -71,11 +72,12 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
             "`lcm hook` needs an operation name, e.g. `lcm hook status`; see `lcm hook --list`.",
         )
     from lcm_cli.commands.dispatch import operation_spec, split_params
-    from lcm_cli.engine.api import call
+    from lcm_cli.commands.door import deliver
+    from lcm_cli.engine.api import invoke
 
     operation_spec(method)  # an unknown name fails before stdin is read
     fields, args = split_params(method, read_params(stdin))
-    envelope = call(
+    outcome = invoke(
         method,
         fields,
         args=args,
@@ -83,8 +85,7 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
         config=globals_.get("--config"),
         openclaw_dir=globals_.get("--openclaw-dir"),
     )
-    out.emit(envelope)
-    return 0
+    return deliver(outcome, out)
 
 
 def main_hook(argv: list[str], globals_: dict[str, Any]) -> int:

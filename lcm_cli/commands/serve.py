@@ -1,7 +1,8 @@
 """`lcm serve`: one warm process answering newline-delimited JSON requests.
 
 Each request is one line ``{"id", "method", "params"}``; each answer is one line
-``{"id", "result"}`` (``result`` is exactly the envelope the in-process call returns) or
+``{"id", "result"}`` (``result`` is exactly the envelope the in-process call returns, with
+``"exitStatus": N`` beside it when the call would exit N from `lcm hook`) or
 ``{"id", "error": {code, message, details}}``. Answers may come back out of order: match
 them by ``id``. Besides every registry operation there are three methods of the server
 itself: ``health``, ``reload`` (re-read config and reopen the database on next use) and
@@ -85,7 +86,7 @@ class Server:
         self.abandoning = threading.Event()  # stopping, and reads are no longer waited for
         self.failed = threading.Event()  # a transport died: the process exits non-zero
         self._calls: set[_Call] = set()
-        self._draining = 0  # session queues being worked through (writes and debt drains)
+        self._draining = 0  # session queues being worked through (writes and follow-ups)
         self.started = time.monotonic()
         self.served = 0
 
@@ -137,27 +138,24 @@ class Server:
             self._queues[key] = collections.deque([job])
         self._executor.submit(self._drain, key)
 
-    def _schedule_debt_drain(self, key: str, envelope: dict[str, Any]) -> None:
-        """After a deferred ``session.after_turn`` that recorded debt, drain it in the background.
+    def _schedule_follow_up(self, key: str, follow_up: Any) -> None:
+        """Run an operation's follow-up (the debt drain after a deferred turn) in the background.
 
-        The drain (``session.maintain`` of that conversation) goes into the session's
-        write queue, so it runs when the session is otherwise idle and never overlaps its
-        writes; when another write of the session is already waiting it is skipped (that
-        write's own after-turn, if any, schedules the next one), as in the reference.
+        It goes into the session's write queue, so it runs when the session is otherwise
+        idle and never overlaps its writes; when another write of the session is already
+        waiting it is skipped (that write's own follow-up, if any, comes next), as the
+        reference skips its drain on a busy session. A stopping server skips it too: the
+        state that asked for it stays recorded (debt waits for the next maintain).
         """
-        data = envelope.get("data") or {}
-        if data.get("mode") != "deferred" or not (data.get("debt") or {}).get("recorded"):
-            return
-        conversation_id = data.get("conversationId")
 
-        def drain_debt() -> None:
+        def run_follow_up() -> None:
             if self.stopping.is_set():
-                return  # stopping: the debt stays recorded for the next maintain
+                return
             from lcm_cli.engine.api import call
 
             try:
-                call("session.maintain", {"conversation_id": conversation_id}, context=self.context())
-            except Exception:  # a background drain has no caller to answer; the row keeps the failure
+                call(follow_up.name, follow_up.params, context=self.context())
+            except Exception:  # a background job has no caller to answer; the row keeps the failure
                 if os.environ.get("LCM_DEBUG") == "1":
                     import traceback
 
@@ -168,9 +166,9 @@ class Server:
             if queue:
                 return
             if queue is not None:  # this worker is draining the session: it runs the job next
-                queue.append(drain_debt)
+                queue.append(run_follow_up)
                 return
-            self._queues[key] = collections.deque([drain_debt])
+            self._queues[key] = collections.deque([run_follow_up])
         self._executor.submit(self._drain, key)
 
     def _drain(self, key: str) -> None:
@@ -258,9 +256,9 @@ class Server:
 
         def job() -> None:
             try:
-                envelope = self._run(call, params)
-                if method == "session.after_turn" and envelope is not None:
-                    self._schedule_debt_drain(key, envelope)
+                outcome = self._run(call, params)
+                for follow_up in outcome.follow_ups if outcome is not None else ():
+                    self._schedule_follow_up(key, follow_up)
             finally:
                 done.set_result(None)
 
@@ -299,10 +297,11 @@ class Server:
             }
         return {"ok": True, "command": method, "data": data, "meta": {}}
 
-    def _run(self, call: _Call, params: Any) -> dict[str, Any] | None:
-        """Answer one operation request; returns the success envelope (None on error)."""
+    def _run(self, call: _Call, params: Any) -> Any:
+        """Answer one operation request; returns the successful outcome (None on error)."""
         from lcm_cli.commands.dispatch import operation_spec, split_params
-        from lcm_cli.engine.api import call as call_operation
+        from lcm_cli.commands.door import serve_answer
+        from lcm_cli.engine.api import invoke
 
         method = call.method
         call.thread = threading.get_ident()
@@ -312,11 +311,11 @@ class Server:
             operation_spec(method)
             fields, args = split_params(method, params)
             ctx = call.ctx = self.context()
-            envelope = call_operation(method, fields, args=args, context=ctx)
+            outcome = invoke(method, fields, args=args, context=ctx)
             if method == "config.set":
                 self.reload()  # the config changed under every warm context
-            call.answer({"id": call.request_id, "result": envelope})
-            return envelope
+            call.answer(serve_answer(call.request_id, outcome))
+            return outcome
         except LcmError as err:
             call.answer(_error(call.request_id, err))
         except Exception as exc:  # one bad request must not take the server down

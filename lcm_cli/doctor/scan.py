@@ -1,8 +1,8 @@
 """`lcm doctor`: run the checks (read-only) and report each with its status and fix.
 
 Exit status: the report carries ``exitStatus`` — 0 when no finding is at or above
-``--fail-on`` (default ``warn``), :data:`FINDINGS_EXIT_STATUS` otherwise — and the CLI
-door exits with it, so scripts can gate on `lcm doctor` without parsing JSON.
+``--fail-on`` (default ``warn``), :data:`FINDINGS_EXIT_STATUS` otherwise — and the result's
+exit status is the same, so every door (CLI, hook, serve) reports it, so scripts can gate on `lcm doctor` without parsing JSON.
 """
 
 from __future__ import annotations
@@ -298,7 +298,8 @@ def doctor(ctx: Context, req: Request) -> Result:
         if not is_corruption(exc):
             raise
         # A damaged schema stops every query: report it as the finding it is.
-        return Result(damaged_report(ctx, checks, fail_on, exc, started))
+        report = damaged_report(ctx, checks, fail_on, exc, started)
+        return Result(report, exit_status=report["exitStatus"])
     entries = []
     for check, outcome, elapsed in results:
         entry = report_check(check, outcome, req, scope, after)
@@ -311,6 +312,7 @@ def doctor(ctx: Context, req: Request) -> Result:
         (severity_rank(c.severity) for c, o, _ in results if o.skipped is None and o.count), default=-1
     )
     failing = fail_on != "none" and worst >= severity_rank(fail_on)
+    status = FINDINGS_EXIT_STATUS if failing else 0
     data = {
         "healthy": worst < 0,
         "status": "FAIL"
@@ -321,7 +323,7 @@ def doctor(ctx: Context, req: Request) -> Result:
         if counts["INFO"]
         else "PASS",
         "failOn": fail_on,
-        "exitStatus": FINDINGS_EXIT_STATUS if failing else 0,
+        "exitStatus": status,
         "scope": {
             "conversationIds": scope.conversation_ids,
             "recencyAfter": scope.recency_after,
@@ -331,4 +333,4 @@ def doctor(ctx: Context, req: Request) -> Result:
         "elapsedMs": int((time.perf_counter() - started) * 1000),
         "checks": entries,
     }
-    return Result(data)
+    return Result(data, exit_status=status)

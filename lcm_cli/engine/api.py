@@ -1,7 +1,8 @@
 """The Python door: call any operation by name and get the result envelope.
 
-Every other door (typer commands, later ``lcm hook`` and ``lcm serve``) goes through
-:func:`call`, so validation, errors and results are identical whichever door is used.
+Every other door (the CLI and its typer app, ``lcm hook``, ``lcm serve``) goes through
+:func:`invoke`, so validation, errors, results and exit statuses are identical whichever
+door is used (``tests/commands/test_parity.py``). :func:`call` is its envelope alone.
 """
 
 from __future__ import annotations
@@ -9,13 +10,26 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.params import STATE_DIR, validate_request
-from lcm_cli.engine.core.registry import get_operation
+from lcm_cli.engine.core.registry import FollowUp, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
+
+
+class Outcome(NamedTuple):
+    """A successful call as every door delivers it: the envelope, the exit status, the follow-ups.
+
+    ``exit_status`` is 0 unless the operation's report asks for more (``lcm doctor
+    --fail-on``'s findings, ``migrate-sessions``' failed files; their data keeps
+    ``exitStatus`` too). ``follow_ups`` is work a warm door runs after answering.
+    """
+
+    envelope: dict[str, Any]
+    exit_status: int = 0
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 def call(
@@ -31,15 +45,56 @@ def call(
     now_ms: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     stream: TextIO | None = None,
+    stdin: bytes | None = None,
     context: Context | None = None,
 ) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
+
+    The options are :func:`invoke`'s. Only the envelope is returned: its exit status is in
+    :func:`invoke`'s answer, and the follow-ups are left undone, as by any cold door (see
+    :class:`~lcm_cli.engine.core.registry.FollowUp`).
+    """
+    return invoke(
+        name,
+        params,
+        args=args,
+        db=db,
+        config=config,
+        openclaw_dir=openclaw_dir,
+        env=env,
+        output_format=output_format,
+        now_ms=now_ms,
+        progress=progress,
+        stream=stream,
+        stdin=stdin,
+        context=context,
+    ).envelope
+
+
+def invoke(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    args: tuple[str, ...] = (),
+    db: str | None = None,
+    config: str | None = None,
+    openclaw_dir: str | None = None,
+    env: Mapping[str, str] | None = None,
+    output_format: str | None = None,
+    now_ms: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    stream: TextIO | None = None,
+    stdin: bytes | None = None,
+    context: Context | None = None,
+) -> Outcome:
+    """Run operation ``name``: its envelope, exit status and follow-ups (raises ``LcmError``).
 
     ``params`` holds option values keyed by request field (``conversation_id``,
     ``limit``, ...); ``args`` holds positional arguments (a summary id, a config path).
     ``stream`` is where a document-producing operation (``export`` without ``--out``) may
     write its document; the envelope then carries ``"streamed": true`` and the door
-    prints nothing more.
+    prints nothing more. ``stdin`` is what the CLI door read from its own stdin for an
+    operation that takes messages as text (hook, serve and Python pass ``messages``).
     ``context`` is a warm :class:`Context` kept by a long-lived door (``lcm serve``):
     its paths, config and connections are reused and it is not closed here; the
     path options are then ignored (they were given when the context was made).
@@ -62,6 +117,7 @@ def call(
     )
     ctx.progress = progress
     ctx.stream = stream
+    ctx.stdin = stdin
     try:
         if spec.resolves_paths and not (warm and ctx.paths_resolved and name != "config.set"):
             ctx.resolve_paths(read_config=name != "config.set")
@@ -74,6 +130,7 @@ def call(
             raise translated from None
     finally:
         ctx.progress = None
+        ctx.stdin = None
         if not warm:
             ctx.close()
     envelope: dict[str, Any] = {"ok": True, "command": name, "data": result.data}
@@ -84,7 +141,7 @@ def call(
         envelope["meta"].update(result.meta)
     if result.streamed:
         envelope["streamed"] = True
-    return envelope
+    return Outcome(envelope, result.exit_status, result.follow_ups)
 
 
 def _state_dir_option(request: Any, openclaw_dir: str | None, warm: bool) -> str | None:

@@ -48,6 +48,10 @@ class Context:
         self.progress: Callable[[str, int, int], None] | None = None
         # Where a document-producing operation may stream its output (set by the CLI door).
         self.stream: TextIO | None = None
+        # What the CLI door read from its stdin for an operation that takes messages as
+        # text (`lcm ingest < turn.jsonl`); None through hook, serve and Python, whose
+        # messages are a parameter. Operations never read the process's stdin themselves.
+        self.stdin: bytes | None = None
 
     def resolve_paths(self, *, read_config: bool = True) -> None:
         """Resolve state dir and config path, read the config, then the database path.

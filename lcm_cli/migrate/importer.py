@@ -191,7 +191,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
     # with the whole report still on stdout.
     data["exitStatus"] = 1 if data["errorFiles"] else 0
     data["files"] = reports
-    return Result(data)
+    return Result(data, exit_status=data["exitStatus"])
 
 
 # --- per-file reports -----------------------------------------------------------------

@@ -170,14 +170,14 @@ def test_a_handler_that_raises_is_answered_and_serving_goes_on(
     import lcm_cli.engine.api as api
     from lcm_cli.commands.serve import Server as Engine
 
-    real = api.call
+    real = api.invoke
 
     def flaky(name: str, *args: Any, **kwargs: Any) -> Any:
         if name == "status":
             raise RecursionError("boom")
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(api, "call", flaky)
+    monkeypatch.setattr(api, "invoke", flaky)
     engine = Engine(openclaw_dir=str(state_dir))
     answers: list[dict[str, Any]] = []
     for request_id, method in ((1, "status"), (2, "conversations.list")):

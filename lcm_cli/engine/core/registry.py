@@ -47,10 +47,15 @@ class OpSpec(NamedTuple):
 
 
 class Argument(NamedTuple):
-    """A positional argument's spelling in help: its metavar and help text."""
+    """A positional argument's spelling in help: its metavar and help text.
+
+    ``json`` marks a JSON value, which may be a negative number (``-1``) that the CLI
+    must not take for an option.
+    """
 
     metavar: str
     help: str
+    json: bool = False
 
 
 def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
@@ -67,7 +72,7 @@ ARGUMENTS: dict[str, Argument] = {
     "prompt": Argument("PROMPT", "What to answer from the history."),
     "operation": Argument("OPERATION", "Operation name, e.g. messages.tail."),
     "archive": Argument("ARCHIVE", "A .jsonl.gz written by `lcm prune`."),
-    "json_value": Argument("JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'."),
+    "json_value": Argument("JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'.", json=True),
     "name": Argument("NAME", "Template name: system, leaf, condensed-d1, condensed-d2, condensed-d3."),
 }
 
@@ -905,17 +910,33 @@ COMMAND_ORDER: tuple[str, ...] = (
 )
 
 
+class FollowUp(NamedTuple):
+    """Work an operation leaves for after its answer: operation ``name`` called with ``params``.
+
+    A warm door (`lcm serve`) runs it in the background, in the session's write queue; a
+    cold door (the CLI, `lcm hook`, :func:`lcm_cli.engine.api.call`) leaves it undone, and
+    the state that asked for it stays recorded (debt waits for the next ``session.maintain``).
+    """
+
+    name: str
+    params: dict[str, Any]
+
+
 class Result(NamedTuple):
     """What an operation returns: ``data``, for lists ``pagination``, and extra ``meta``.
 
     ``meta`` entries are added to the envelope's meta (e.g. which search back-end ran);
-    ``streamed`` says the operation already wrote its document to the door's stream.
+    ``streamed`` says the operation already wrote its document to the door's stream;
+    ``exit_status`` is the status a successful call exits with (a report whose findings
+    fail the run, as `lcm doctor --fail-on`); ``follow_ups`` is work for after the answer.
     """
 
     data: Any
     pagination: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
     streamed: bool = False
+    exit_status: int = 0
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 class Operation(NamedTuple):

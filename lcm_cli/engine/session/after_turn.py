@@ -44,7 +44,7 @@ from lcm_cli.engine.core.params import (
     Request,
     Selector,
 )
-from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.core.registry import FollowUp, Result, operation
 from lcm_cli.engine.session.ingest import (
     PERSISTABLE_ROLES,
     IngestSettings,
@@ -110,14 +110,8 @@ def _covered_by_summary(summary: str, message: dict[str, Any]) -> bool:
 def _live_messages(ctx: Context, req: Request) -> list[Any]:
     from lcm_cli.engine.session.ops import read_input
 
-    if req[MESSAGES] is None and not req[FILE]:
-        if ctx.stream is None:
-            # Only the CLI door owns its stdin; through hook/serve the messages are a parameter.
-            raise invalid_argument(
-                "`session.after_turn` needs the parameter 'messages' (the live message list of the session).",
-                {"parameter": "messages"},
-            )
-    messages, _ = read_input({"messages": req[MESSAGES], "file": req[FILE]})
+    needs = "`session.after_turn` needs the live message list of the session"
+    messages, _ = read_input({"messages": req[MESSAGES], "file": req[FILE]}, ctx.stdin, needs)
     return messages
 
 
@@ -310,10 +304,15 @@ def post_turn_threshold(
     else:
         debt_reason = "threshold"
         data["reason"] = "compaction deferred"
+    follow_ups: tuple[FollowUp, ...] = ()
     if debt_reason is not None:
         _record(store, cid, session_id, key, tuned, resolution, budget, decision, items)
         data["debt"] = {"recorded": True, "reason": debt_reason}
-    return Result(data)
+        if mode == "deferred":
+            # Deferred means "not on the host's clock": a warm door drains it after
+            # answering; elsewhere it waits for the host's maintain.
+            follow_ups = (FollowUp("session.maintain", {"conversation_id": cid}),)
+    return Result(data, follow_ups=follow_ups)
 
 
 def compaction_mode(effective: dict[str, Any]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 from typing import Any
 
 from lcm_cli.engine.context import Context
@@ -122,20 +121,27 @@ def _structured(value: Any, field: str) -> Any:
     return value
 
 
-def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
-    """The messages to ingest and whether they came as text (file or stdin)."""
-    if extra.get("message") is not None and extra.get("messages") is not None:
+def read_input(
+    given: dict[str, Any], stdin: bytes | None, needs: str = "`session.ingest` needs its messages"
+) -> tuple[list[Any], bool]:
+    """The messages to ingest and whether they came as text (a file or the CLI's stdin).
+
+    ``stdin`` is what the CLI door read from its own stdin (None through hook, serve and
+    Python): without ``message``, ``messages`` or a ``file``, and without it, the call is
+    an immediate ``INVALID_ARGUMENT`` (``needs`` starts its message), never a read.
+    """
+    if given.get("message") is not None and given.get("messages") is not None:
         raise invalid_argument("Pass either --message or --messages, not both.")
-    if extra.get("message") is not None:
-        return [_structured(extra["message"], "message")], False
-    if extra.get("messages") is not None:
-        value = _structured(extra["messages"], "messages")
+    if given.get("message") is not None:
+        return [_structured(given["message"], "message")], False
+    if given.get("messages") is not None:
+        value = _structured(given["messages"], "messages")
         if not isinstance(value, list):
             raise input_error(
                 "--messages must be a JSON array of message objects.", {"reason": "not-an-array"}
             )
         return value, False
-    files = extra.get("file") or []
+    files = given.get("file") or []
     if len(files) > 1:
         raise invalid_argument("`lcm ingest` reads one --file at a time.")
     if files and files[0] != "-":
@@ -148,16 +154,22 @@ def read_input(extra: dict[str, Any]) -> tuple[list[Any], bool]:
                 "INPUT_NOT_FOUND", f"Cannot read --file {path}: {exc.strerror or exc}.", {"file": path}
             ) from None
         return parse_messages_text(data, path), True
-    if not files and sys.stdin.isatty():
-        raise invalid_argument("Pipe JSON messages on stdin, or pass --file PATH (or --messages JSON).")
-    return parse_messages_text(read_capped(sys.stdin.buffer, "stdin"), "stdin"), True
+    if stdin is None:
+        raise invalid_argument(
+            f"{needs}: pass the parameter 'messages' (--messages JSON) or 'file' (--file PATH), "
+            "or pipe JSON messages on the command line's stdin.",
+            {"parameter": "messages"},
+        )
+    return parse_messages_text(stdin, "stdin"), True
 
 
 @operation("session.ingest")
 def ingest(ctx: Context, req: Request) -> Result:
     """Ingest one message or a batch in one transaction; report each message."""
     session_id, key = request_session(req)
-    messages, from_text = read_input({"message": req[MESSAGE], "messages": req[MESSAGES], "file": req[FILE]})
+    messages, from_text = read_input(
+        {"message": req[MESSAGE], "messages": req[MESSAGES], "file": req[FILE]}, ctx.stdin
+    )
     settings = IngestSettings.from_config(ctx.effective)
     if session_id is None:
         session_id = session_id_for_key(ctx, key)

@@ -169,12 +169,11 @@ def commit_turn(ctx: Context, req: Request) -> Result:
     if not isinstance(key_value, str) or not key_value.strip():
         raise invalid_argument("Pass the turn's advancementKey.", {"parameter": "advancementKey"})
     advancement_key = key_value
-    if req[MESSAGES] is None and not req[FILE] and ctx.stream is None:
-        raise invalid_argument(
-            "`session.commit_turn` needs the parameter 'messages' (the turn's messages).",
-            {"parameter": "messages"},
-        )
-    messages, _ = read_input({"messages": req[MESSAGES], "file": req[FILE]})
+    messages, _ = read_input(
+        {"messages": req[MESSAGES], "file": req[FILE]},
+        ctx.stdin,
+        "`session.commit_turn` needs the turn's messages",
+    )
     for index, message in enumerate(messages):
         check_message_shape(message, index, require_role=False)
     admission = _object(req, ADMISSION)

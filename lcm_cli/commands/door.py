@@ -1,0 +1,126 @@
+"""What every door does after parsing: call the operation, deliver its outcome, exit alike.
+
+A door (the CLI fast path, the typer app, `lcm hook`, `lcm serve`) parses its own input,
+then ends here: :func:`lcm_cli.engine.api.invoke` gives the envelope, the exit status and
+the follow-ups of a successful call, and this module turns them into the door's output in
+one way for all of them. The exit status comes from the operation's result (``lcm doctor
+--fail-on`` findings, ``migrate-sessions`` failed files); an error's comes from its code
+(:mod:`lcm_cli.engine.core.exit_codes`). Follow-ups are run by a warm door (`lcm serve`) and
+left undone by a cold one, whose recorded state waits for the next call that handles it.
+
+The CLI doors own the process's stdin: :func:`cli_stdin` reads it for an operation that
+takes messages as text, so no operation ever reads a door's stream.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import IO, Any
+
+from lcm_cli.engine.core.registry import OPERATIONS
+
+
+def reads_messages_text(name: str) -> bool:
+    """Whether operation ``name`` takes its messages as text (a ``file``, or the CLI's stdin)."""
+    spec = OPERATIONS.get(name)
+    return spec is not None and "file" in spec.options and "messages" in spec.options
+
+
+def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = None) -> bytes | None:
+    """The bytes the CLI door hands an operation that takes messages from its stdin, else None.
+
+    Read only when the call gives no ``message``/``messages`` and no ``--file`` other than
+    ``-``; a terminal is not read unless ``--file -`` asks for it (the operation then says
+    how to pass the messages). At most ``LCM_MAX_INPUT_BYTES`` are read (``INPUT_TOO_LARGE``).
+    """
+    from lcm_cli.engine.core.limits import read_capped
+
+    if not reads_messages_text(name):
+        return None
+    if params.get("message") is not None or params.get("messages") is not None:
+        return None
+    files = params.get("file") or []
+    if isinstance(files, str):
+        files = [files]
+    if list(files) not in ([], ["-"]):
+        return None
+    if stdin is None:
+        if not files and sys.stdin.isatty():
+            return None
+        stdin = sys.stdin.buffer
+    return read_capped(stdin, "stdin")
+
+
+def run_cli(
+    name: str,
+    params: Mapping[str, Any],
+    *,
+    args: tuple[str, ...] = (),
+    db: str | None = None,
+    config: str | None = None,
+    openclaw_dir: str | None = None,
+    output: Any,
+    output_format: str = "json",
+) -> int:
+    """Run ``name`` for a CLI door (fast path or typer) and print its outcome; the exit status.
+
+    The CLI doors stream a document-producing operation to stdout, hand it what they read
+    from stdin, and show a progress bar for a long operation on a terminal.
+    """
+    from lcm_cli.engine.api import invoke
+
+    progress = None
+    if OPERATIONS[name].long_running:
+        from lcm_cli.render.progress import terminal_progress
+
+        progress = terminal_progress()
+    try:
+        outcome = invoke(
+            name,
+            params,
+            args=args,
+            db=db,
+            config=config,
+            openclaw_dir=openclaw_dir,
+            output_format=output_format,
+            progress=progress,
+            stream=sys.stdout,
+            stdin=cli_stdin(name, params),
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    return deliver(outcome, output)
+
+
+def deliver(outcome: Any, output: Any) -> int:
+    """Print a successful outcome through ``output`` (unless it streamed); its exit status.
+
+    The one place where a result becomes a process exit status (CLI, typer, hook).
+    """
+    if outcome.envelope.get("streamed"):
+        sys.stdout.flush()  # the document itself was the output
+    else:
+        output.emit(outcome.envelope)
+    return exit_status(outcome)
+
+
+def exit_status(outcome: Any) -> int:
+    """The exit status of a successful outcome (0 unless its report asks for more)."""
+    status = outcome.exit_status
+    return status if isinstance(status, int) and not isinstance(status, bool) else 0
+
+
+def serve_answer(request_id: Any, outcome: Any) -> dict[str, Any]:
+    """The `lcm serve` answer line of a successful outcome.
+
+    ``result`` is exactly the envelope; a non-zero exit status (which a process door
+    would exit with) rides beside it as ``exitStatus``, so a host sees the same verdict
+    as from `lcm hook` without the envelope changing.
+    """
+    answer: dict[str, Any] = {"id": request_id, "result": outcome.envelope}
+    status = exit_status(outcome)
+    if status:
+        answer["exitStatus"] = status
+    return answer
