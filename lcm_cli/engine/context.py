@@ -95,8 +95,8 @@ class Context:
             self.database_path,
         )
         twin.config_root, twin.plugin_config = self.config_root, self.plugin_config
-        # The template pays for the typed settings once; every copy shares them.
-        twin._settings = self.settings if self.paths_resolved else None
+        # Typed settings, once the template has built them, are shared by every copy.
+        twin._settings = self._settings
         twin._effective = self._effective
         twin.paths_resolved = self.paths_resolved
         return twin
