@@ -29,7 +29,7 @@ from lcm_cli.engine.core.timefilter import parse_iso_timestamp
 from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
 
 if TYPE_CHECKING:
-    from lcm_cli.engine.session.sessions import SessionPolicy
+    from lcm_cli.engine.db.sessions import SessionPolicy
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -109,7 +109,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         limit=extra.get("max_files"),
     )
     keys = session_keys(ctx.state_dir, dirs_given)
-    from lcm_cli.engine.session.sessions import SessionPolicy
+    from lcm_cli.engine.db.sessions import SessionPolicy
 
     policy = SessionPolicy.from_config(ctx.effective)
     keep = extra.get("keep")

@@ -366,7 +366,7 @@ def stub_stored_results(
     ).fetchone()
     if "large_content" not in columns or has_files is None:
         return list(items)
-    from lcm_cli.engine.session.large_files import tool_output_reference
+    from lcm_cli.engine.assembly.large_files import tool_output_reference
 
     stubs = {r[0]: r[1:] for r in conn.execute(_STORED_STUBS, (conversation_id,))}
     if not stubs:

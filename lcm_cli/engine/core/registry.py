@@ -231,7 +231,7 @@ OPERATIONS: dict[str, OpSpec] = {
         writes=True,
     ),
     "context.assemble": OpSpec(
-        "lcm_cli.engine.compaction.ops",
+        "lcm_cli.engine.assembly.ops",
         _SELECTOR + ("session_id", "token_budget", "prompt", "messages", "available_tools"),
         words=("context", "show"),
     ),

@@ -31,6 +31,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import Request, Selector
 from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.session.ingest import (
     PERSISTABLE_ROLES,
     IngestSettings,
@@ -39,7 +40,6 @@ from lcm_cli.engine.session.ingest import (
     stored_form,
 )
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, STALE_CRON_REASON, stale_cron_run
-from lcm_cli.engine.session.sessions import find_active, queue_key, session_lock
 
 MODES = ("deferred", "inline")
 
@@ -94,7 +94,7 @@ def _covered_by_summary(summary: str, message: dict[str, Any]) -> bool:
 
 
 def _live_messages(ctx: Context, extra: dict[str, Any]) -> list[Any]:
-    from lcm_cli.engine.session.ops import read_input
+    from lcm_cli.engine.session.inputs import read_input
 
     if extra.get("messages") is None and not extra.get("file"):
         if ctx.stream is None:
@@ -113,8 +113,9 @@ def _live_messages(ctx: Context, extra: dict[str, Any]) -> list[Any]:
 )
 def after_turn(ctx: Context, req: Request) -> Result:
     """Persist the turn's new messages and apply the threshold policy."""
-    from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
-    from lcm_cli.engine.session.ops import request_session, session_id_for_key
+    from lcm_cli.engine.assembly.fallback import bootstrap_budget
+    from lcm_cli.engine.session.bootstrap import bootstrap_session
+    from lcm_cli.engine.session.inputs import request_session, session_id_for_key
 
     extra = req.extra or {}
     session_id, key = request_session(req)

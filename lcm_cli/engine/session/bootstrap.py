@@ -29,22 +29,12 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.sessions import get_or_create, queue_key, session_lock
 from lcm_cli.engine.session.ingest import Batch, IngestSettings
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, archive_for_rollover, check_rollover
-from lcm_cli.engine.session.sessions import get_or_create, queue_key, session_lock
 
 MIN_IMPORT_CAP = 50
 IMPORT_CAP_RATIO = 0.2
-
-
-def bootstrap_budget(effective: dict[str, Any]) -> int:
-    """``bootstrapMaxTokens``, else ``max(6000, floor(leafChunkTokens × 0.3))``."""
-    value = effective.get("bootstrapMaxTokens")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    chunk = effective.get("leafChunkTokens")
-    chunk = chunk if isinstance(chunk, int) and chunk > 0 else 40000
-    return max(6000, math.floor(chunk * 0.3))
 
 
 def trim_to_budget(messages: Sequence[Any], budget: int) -> list[Any]:

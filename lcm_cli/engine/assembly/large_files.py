@@ -19,10 +19,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from lcm_cli.engine.assembly.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.core.files import atomic_write, private_mode, remove_orphans
 from lcm_cli.engine.core.jscompat import stringify
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.session.exploration import exploration_summary, summarize_image
 
 TOOL_ROLES = frozenset({"tool", "toolResult"})
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "function_call_output"})
