@@ -69,7 +69,7 @@ def test_ingest_creates_the_database_and_reports_each_message(home: Path) -> Non
 
 
 def test_the_same_functions_as_the_importer_build_rows(home: Path) -> None:
-    from lcm_cli.engine.transcript.reader import build_message
+    from lcm_cli.engine.transcript.message import build_message
 
     message = {
         "role": "assistant",

@@ -249,7 +249,8 @@ def _scan(
     A store session is first written to a private JSONL snapshot (one line per event),
     which is what is scanned; :func:`_forget` deletes it once the session is done.
     """
-    from lcm_cli.engine.transcript.reader import SkippedLine, scan_transcript
+    from lcm_cli.engine.transcript.reader import scan_transcript
+    from lcm_cli.engine.transcript.records import SkippedLine
 
     if isinstance(source, StoreSource):
         from lcm_cli.engine.transcript.host_store import snapshot
@@ -703,7 +704,7 @@ def _produce(
     policy: SessionPolicy | None = None,
 ) -> None:
     """The reader process: per file, its report and scan, and for a new session its rows."""
-    from lcm_cli.engine.transcript.reader import read_header
+    from lcm_cli.engine.transcript.header import read_header
     from lcm_cli.migrate.staging import StagingWriter, discard
 
     seen: set[str] = set()

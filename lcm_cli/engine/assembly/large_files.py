@@ -415,7 +415,7 @@ class Interceptor:
         }
 
     def _tool_results(self, message: dict[str, Any]) -> dict[str, Any]:
-        from lcm_cli.engine.transcript.reader import _structured_text
+        from lcm_cli.engine.transcript.text import structured_text
 
         content = message.get("content")
         if isinstance(content, str):
@@ -446,7 +446,7 @@ class Interceptor:
                 source = block.get("content")
             else:
                 source = block
-            text = _structured_text(source)
+            text = structured_text(source)
             if text is None or _IMAGE_REFERENCE.match(_js_trim(text)):
                 out.append(block)
                 continue

@@ -527,7 +527,7 @@ def _resolve(
 
 def _require_header(target: Target) -> None:
     """Refuse a transcript without a session header line (compat/operations.md §3.3 step 1)."""
-    from lcm_cli.engine.transcript.reader import read_session_header
+    from lcm_cli.engine.transcript.header import read_session_header
 
     if read_session_header(target.path) is None:
         raise unavailable(
@@ -554,7 +554,7 @@ def prove_ownership(conn: Any, target: Target) -> dict[str, Any]:
     whatever else matches: merging it would move that session's messages here. Raises
     ``ROTATE_UNAVAILABLE`` (``transcript-not-owned``); returns ``{proof, headerId}``.
     """
-    from lcm_cli.engine.transcript.reader import read_header
+    from lcm_cli.engine.transcript.header import read_header
 
     header_id = read_header(target.path).header_id
     if header_id is not None and header_id == target.session_id:

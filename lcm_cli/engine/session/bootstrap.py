@@ -97,7 +97,8 @@ def bootstrap_session(
 
     ``append_only=False`` never takes the append-only fast path (tests compare the two).
     """
-    from lcm_cli.engine.transcript.reader import build_message, scan_transcript
+    from lcm_cli.engine.transcript.message import build_message
+    from lcm_cli.engine.transcript.reader import scan_transcript
 
     result: dict[str, Any] = {
         "bootstrapped": False,
@@ -330,7 +331,7 @@ def _append_only(
     """
     from lcm_cli.engine.core.identity import entry_hash
     from lcm_cli.engine.session.append_only import read_appended
-    from lcm_cli.engine.transcript.reader import build_message
+    from lcm_cli.engine.transcript.message import build_message
 
     path, size, mtime_ms = file_state
     conn, cid = store.conn, conversation.conversation_id

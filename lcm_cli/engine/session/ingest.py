@@ -165,7 +165,7 @@ def _is_empty_content(content: Any) -> bool:
 
 
 def _build(message: dict[str, Any], envelope_timestamp: str | None = None) -> Any:
-    from lcm_cli.engine.transcript.reader import build_message
+    from lcm_cli.engine.transcript.message import build_message
 
     if "content" not in message and not ("command" in message and "output" in message):
         message = {**message, "content": ""}

@@ -100,7 +100,7 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     if not session_file:
         raise invalid_argument("Pass --session-file PATH: the session's transcript JSONL.")
     if session_id is None:
-        from lcm_cli.engine.transcript.reader import read_header
+        from lcm_cli.engine.transcript.header import read_header
 
         session_id = read_header(session_file).session_id if os.path.exists(session_file) else None
     if session_id is None:
