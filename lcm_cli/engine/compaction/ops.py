@@ -1,10 +1,10 @@
-"""Registry operations over compaction and assembly: `session.compact`, `context.assemble`,
-`session.maintain`.
+"""Registry operations over compaction: `session.compact` and `session.maintain`.
 
 A conversation is named the way the read commands name it (``--conversation-id`` or
-``--session-key`` → the active conversation). Ignore and stateless session patterns are
-honoured (compat/engine.md §1.3): an ignored session is never compacted nor assembled
-from the database; a stateless one is assembled but never written.
+``--session-key`` → the active conversation, see :mod:`lcm_cli.engine.read.target`).
+Ignore and stateless session patterns are honoured (compat/engine.md §1.3): an ignored
+session is never compacted; a stateless one is never written. ``context.assemble`` lives
+in :mod:`lcm_cli.engine.assembly.ops`.
 """
 
 from __future__ import annotations
