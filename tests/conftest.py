@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -93,3 +94,15 @@ def state_dir(tmp_path: Path) -> Path:
 def db_path(state_dir: Path) -> Path:
     """The sample database's path."""
     return state_dir / "lcm.db"
+
+
+# Tests that kill a process mid-way or soak a server: minutes of wall time, so they carry the
+# `slow` marker (CI still runs them; `-m "not slow"` is the quick loop). Named, not listed.
+_SLOW_NAME = re.compile(r"(^|_)(kill|killed|sigkill)(_|$)|soak")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the kill and soak tests ``slow`` by their names."""
+    for item in items:
+        if _SLOW_NAME.search(item.name.split("[")[0].removeprefix("test_")):
+            item.add_marker(pytest.mark.slow)

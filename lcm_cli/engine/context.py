@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from lcm_cli.engine.config import paths as path_rules
 from lcm_cli.engine.config.file import plugin_config_of, read_config_root
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access, translate_database_failure
 from lcm_cli.engine.db.probe import SchemaProbe
+
+if TYPE_CHECKING:  # pydantic stays off the cold path
+    from lcm_cli.engine.config.model import SettingsBase
 
 
 class Context:
@@ -33,6 +36,7 @@ class Context:
         self.config_root: dict[str, Any] | None = None
         self.plugin_config: dict[str, Any] = {}
         self._effective: dict[str, Any] | None = None
+        self._settings: SettingsBase | None = None
         self._conn: sqlite3.Connection | None = None
         # Set when the database could only be read through SQLite's immutable URI.
         self.database_access: dict[str, str] | None = None
@@ -87,6 +91,8 @@ class Context:
             self.database_path,
         )
         twin.config_root, twin.plugin_config = self.config_root, self.plugin_config
+        # The template pays for the typed settings once; every copy shares them.
+        twin._settings = self.settings if self.paths_resolved else None
         twin._effective = self._effective
         twin.paths_resolved = self.paths_resolved
         return twin
@@ -105,16 +111,43 @@ class Context:
 
     @property
     def effective(self) -> dict[str, Any]:
-        """The effective Lossless config (environment > plugin config > defaults)."""
+        """The effective Lossless config (environment > plugin config > defaults).
+
+        Resolved from the key table without pydantic, so a one-shot read stays fast; a
+        context that already built :attr:`settings` uses their JSON form (the same dict).
+        """
         if self._effective is None:
             from lcm_cli.engine.config.resolve import resolve_effective
-            from lcm_cli.engine.config.schema import check_config_in_use
 
-            # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
-            # is refused rather than used.
-            check_config_in_use(self.plugin_config, self.env, self.config_path)
+            self._check_config()
             self._effective = resolve_effective(self.plugin_config, self.env, self.state_dir)
         return self._effective
+
+    @property
+    def settings(self) -> SettingsBase:
+        """The effective config as typed pydantic-settings (``LcmSettings``), built once.
+
+        Costs pydantic-settings and the generated model on first use, so it is for the
+        paths that pay that once: a warm `lcm serve` (its template context builds them, see
+        :meth:`warm_copy`) and Python callers that keep a context. Refuses a config with
+        problems (``CONFIG_INVALID``) exactly as :attr:`effective` does.
+        """
+        if self._settings is None:
+            from lcm_cli.engine.config.model import load_settings
+
+            if self._effective is None:
+                self._check_config()
+            self._settings = load_settings(self.plugin_config, self.env, self.state_dir)
+            if self._effective is None:
+                self._effective = self._settings.to_effective_dict()
+        return self._settings
+
+    def _check_config(self) -> None:
+        from lcm_cli.engine.config.schema import check_config_in_use
+
+        # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
+        # is refused rather than used.
+        check_config_in_use(self.plugin_config, self.env, self.config_path)
 
     @property
     def db(self) -> sqlite3.Connection:

@@ -8,8 +8,13 @@ Conversation 2 (same key, archived): 3 messages. Conversation 3 (no key): empty.
 
 from __future__ import annotations
 
+import atexit
+import copy
+import shutil
+import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from lcm_cli.engine.db.store import Store
 
@@ -22,8 +27,26 @@ def stamp(minutes: int) -> str:
     return (BASE + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def build_sample(path: Path) -> dict[str, object]:
-    """Create the sample database at ``path``; returns the ids tests refer to."""
+# One template per test process: copying the file costs about 1 ms, building it 150 ms.
+_template: tuple[Path, dict[str, Any]] | None = None
+
+
+def build_sample(path: Path) -> dict[str, Any]:
+    """Create the sample database at ``path`` (a copy of the template); returns the ids tests refer to."""
+    global _template
+    if _template is None:
+        folder = tempfile.mkdtemp(prefix="lcm-sample-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        template = Path(folder) / "lcm.db"
+        _template = (template, _build(template))
+    if path.exists():
+        raise FileExistsError(path)
+    shutil.copyfile(_template[0], path)
+    return copy.deepcopy(_template[1])
+
+
+def _build(path: Path) -> dict[str, Any]:
+    """Build the sample database at ``path`` through the Store."""
     with Store.open(path) as store:
         c1 = store.create_conversation(
             "sess-main",

@@ -1,10 +1,17 @@
 """Every Lossless plugin config key, in one table.
 
-This table is the single source of truth for the keys under
-``plugins.entries.lossless-claw.config`` (compat/config.md §4 and §6): the manifest
-schema (:mod:`lcm_cli.engine.config.schema`), the effective-config resolver
-(:mod:`lcm_cli.engine.config.resolve`), its pydantic-settings twin
-(:mod:`lcm_cli.engine.config.model`) and the docs are all built from it.
+This table is the one place a key of ``plugins.entries.lossless-claw.config`` is
+declared (compat/config.md §4 and §6): its spelling, manifest schema node (type, bounds,
+enum), default, environment variables, coercion rule and help. Everything else is
+derived from it:
+
+- the manifest JSON schema and the validator `config set` uses
+  (:mod:`lcm_cli.engine.config.schema`);
+- the effective-config resolver (:mod:`lcm_cli.engine.config.resolve`), which walks the
+  rows and applies each row's coercion rule;
+- the pydantic-settings model (:mod:`lcm_cli.engine.config.model`), generated from the
+  rows with the resolver as its only source;
+- the config table of docs/cli.md (``scripts/gen_cli_docs.py``).
 
 Standard library only: the JSON read commands import this module and must stay fast.
 """
@@ -33,7 +40,7 @@ class Coercion(enum.Enum):
     NUMBER = "number"
     #: INT, then floored and raised to at least 1.
     POSITIVE_INT_CLAMPED = "positive-int-clamped"
-    #: INT, but only integral values >= ``ConfigKey.accept_min`` count; others fall through.
+    #: INT, but only integral values >= the schema ``minimum`` count; others fall through.
     INT_AT_LEAST = "int-at-least"
     #: env: anything but exactly ``false`` is true; plugin: boolean or ``"true"``/``"false"``.
     BOOL_TRUE_UNLESS_FALSE = "bool-true-unless-false"
@@ -88,12 +95,12 @@ class Derived(NamedTuple):
     arg: str = ""
 
 
-# The rules a :class:`Derived` default can name (implemented in settings.py).
+# The rules a :class:`Derived` default can name (implemented in resolve.py).
 STATE_DIR_FILE = "state-dir-file"  # join(<state dir>, arg)
 SYSTEM_TIMEZONE = "system-timezone"  # the host's IANA zone, else "UTC"
 BOOTSTRAP_TOKENS = "bootstrap-tokens"  # max(6000, floor(leafChunkTokens * 0.3))
 DOUBLE_LEAF_CHUNK = "double-leaf-chunk"  # floor(leafChunkTokens * 2)
-SAME_AS = "same-as"  # the resolved value of the effective field named by arg
+SAME_AS = "same-as"  # a copy of the resolved effective field named by arg (an output mirror)
 
 
 class ConfigKey(NamedTuple):
@@ -113,12 +120,10 @@ class ConfigKey(NamedTuple):
     effective: str | None = None
     rank: int = 0
     alias_of: str | None = None
-    #: INT_AT_LEAST: the smallest accepted value.
-    accept_min: int | None = None
-    #: FLOAT: floor the value, then clamp it into [clamp_min, clamp_max].
+    #: FLOAT: floor the value, then (``clamp``) raise or lower it into the schema's
+    #: ``[minimum, maximum]``, where the other FLOAT keys would fall through or pass.
     floor: bool = False
-    clamp_min: float | None = None
-    clamp_max: float | None = None
+    clamp: bool = False
     #: the value is raised to at least the resolved value of this effective field.
     at_least_of: str | None = None
 
@@ -544,7 +549,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_FALLBACK_MAX_TOKENS",),
         C.INT_AT_LEAST,
         "Token budget of deterministic fallback summaries (values below 64 ignored).",
-        accept_min=MIN_FALLBACK_MAX_TOKENS,
     ),
     # ---- models, timing, safety ----------------------------------------------------
     ConfigKey(
@@ -666,7 +670,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_REPLAY_FLOOD_THRESHOLD_EXTERNAL",),
         C.INT_AT_LEAST,
         "Replays of one user row allowed within the same second.",
-        accept_min=1,
     ),
     ConfigKey(
         "replayFloodThresholdInternal",
@@ -675,7 +678,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_REPLAY_FLOOD_THRESHOLD_INTERNAL",),
         C.INT_AT_LEAST,
         "Identical tool/assistant/system rows allowed within the same second.",
-        accept_min=1,
     ),
     ConfigKey(
         "fallbackProviders",
@@ -806,7 +808,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_HOT_CACHE_PRESSURE_FACTOR",),
         C.FLOAT,
         "Deprecated; raw-history pressure factor while the cache is hot (at least 1).",
-        clamp_min=1,
+        clamp=True,
     ),
     ConfigKey(
         "cacheAwareCompaction.hotCacheBudgetHeadroomRatio",
@@ -815,8 +817,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_HOT_CACHE_BUDGET_HEADROOM_RATIO",),
         C.FLOAT,
         "Deprecated; budget headroom kept while the cache is hot (0 to 0.95).",
-        clamp_min=0,
-        clamp_max=0.95,
+        clamp=True,
     ),
     ConfigKey(
         "cacheAwareCompaction.coldCacheObservationThreshold",
@@ -826,7 +827,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         C.FLOAT,
         "Deprecated; cold observations before the cache counts as cold (floored, >= 1).",
         floor=True,
-        clamp_min=1,
+        clamp=True,
     ),
     ConfigKey(
         "cacheAwareCompaction.criticalBudgetPressureRatio",
@@ -835,8 +836,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         ("LCM_CRITICAL_BUDGET_PRESSURE_RATIO",),
         C.FLOAT,
         "Deprecated; budget pressure treated as critical (0 to 1).",
-        clamp_min=0,
-        clamp_max=1,
+        clamp=True,
     ),
     ConfigKey(
         "dynamicLeafChunkTokens",
@@ -942,17 +942,6 @@ EFFECTIVE_KEY_ORDER: tuple[str, ...] = (
     "stripInjectedContextTags",
 )
 
-#: Effective fields that copy another field's resolved value.
-EFFECTIVE_MIRRORS: dict[str, str] = {"incrementalMaxDepth": "sweepMaxDepth"}
-
-#: ``config get`` lookups: a config spelling and the effective field it reads
-#: (cli-contract.md §14.2). Applied to the whole path only.
-EFFECTIVE_PATH_ALIASES: dict[str, str] = {
-    "dbPath": "databasePath",
-    "largeFileThresholdTokens": "largeFileTokenThreshold",
-    "incrementalMaxDepth": "sweepMaxDepth",
-}
-
 
 class EffectiveField(NamedTuple):
     """One leaf of the effective ``LcmConfig`` and the keys that feed it, winner first."""
@@ -985,6 +974,13 @@ class EffectiveField(NamedTuple):
         return self.mirror_of is None and self.primary.default is UNSET
 
 
+def effective_path_aliases() -> dict[str, str]:
+    """``config get`` lookups (cli-contract.md §14.2): a legacy or deprecated spelling and
+    the effective field it reads (``dbPath`` → ``databasePath``), from each row's ``effective``.
+    Applied to the whole path only."""
+    return {k.path: k.effective for k in CONFIG_KEYS if k.effective is not None and k.effective != k.path}
+
+
 def key_by_path(path: str) -> ConfigKey | None:
     """The table row for a plugin-config dot path, or None."""
     for key in CONFIG_KEYS:
@@ -1001,15 +997,18 @@ def effective_fields() -> tuple[EffectiveField, ...]:
     if not _FIELDS_CACHE:
         fields: list[EffectiveField] = []
         for name in EFFECTIVE_KEY_ORDER:
-            mirror = EFFECTIVE_MIRRORS.get(name)
-            if mirror is not None:
-                fields.append(EffectiveField(name, (), mirror_of=mirror))
-                continue
             keys = [
                 k
                 for k in CONFIG_KEYS
                 if (k.effective or k.path) == name and k.coercion is not Coercion.OBJECT
             ]
+            if not keys:
+                # A deprecated spelling kept in the output as a copy of what it feeds
+                # (incrementalMaxDepth = sweepMaxDepth): its row's default names the field.
+                row = key_by_path(name)
+                assert row is not None and isinstance(row.default, Derived) and row.default.rule == SAME_AS
+                fields.append(EffectiveField(name, (), mirror_of=row.default.arg))
+                continue
             keys.sort(key=lambda k: k.rank)
             fields.append(EffectiveField(name, tuple(keys)))
         _FIELDS_CACHE.append(tuple(fields))

@@ -1,50 +1,39 @@
-"""The effective Lossless config as a pydantic-settings model.
+"""The effective Lossless config as a pydantic-settings model, generated from the key table.
 
-Same answer as :func:`lcm_cli.engine.config.resolve.resolve_effective`, expressed as typed
-settings for Python callers and ``config show/get/set``. Importing this module costs
-pydantic-settings (~180 ms): JSON read commands use :mod:`lcm_cli.engine.config.resolve` instead.
+Nothing here is declared by hand: :class:`LcmSettings` gets one field per effective field
+of :func:`lcm_cli.engine.config.keys.effective_fields`, in output order, typed from the
+key's manifest schema node (``boolean`` → bool, ``string`` with ``enum`` → a Literal,
+numbers → a JS number, arrays and objects → lists and nested models built the same way);
+keys without a default are optional. Its one settings source is the resolver of
+:mod:`lcm_cli.engine.config.resolve`, so precedence, the JavaScript coercion quirks and
+the cross-field rules exist once, and the model adds the typed, validated view.
 
-Sources, highest priority first: environment, plugin config, defaults. Every source reads
-values through the coercion functions of :mod:`lcm_cli.engine.config.resolve` (one copy of the
-JavaScript quirks) and leaves out what a source cannot supply, so the next source wins.
-The cross-field rules (derived defaults, the ``incrementalMaxDepth`` mirror, the
-``dynamicLeafChunkTokens.max`` floor) run once on the merged values.
+Importing this module costs pydantic-settings and building the model (measured in
+docs/dependencies.md): it is for the paths that pay that once — ``config show/get/set``
+and a warm ``lcm serve`` context. The JSON read commands call the resolver directly and
+never import pydantic.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from lcm_cli.engine.config.keys import UNSET, effective_fields
-from lcm_cli.engine.config.resolve import (
-    MISSING,
-    finish_flat,
-    flatten,
-    nest,
-    static_or_path_default,
-    value_from_env,
-    value_from_plugin,
-)
+from lcm_cli.engine.config.keys import STATE_DIR_ENV, EffectiveField, effective_fields
+from lcm_cli.engine.config.resolve import nest, resolve_flat
 
 #: A JS number as the resolver returns it: ``int`` when integral (< 1e21), else ``float``.
+#: Bounds are not enforced here: `config show` must still type a config whose problems it
+#: lists; the manifest validator (:mod:`lcm_cli.engine.config.schema`) owns the bounds.
 JsNumber = StrictInt | StrictFloat
 
 
@@ -62,7 +51,7 @@ def _current_inputs() -> _Inputs:
     inputs = _INPUTS.get()
     if inputs is None:
         # Constructed directly: the process environment, no plugin config.
-        return _Inputs({}, dict(os.environ), os.environ.get("OPENCLAW_STATE_DIR"))
+        return _Inputs({}, dict(os.environ), os.environ.get(STATE_DIR_ENV))
     return inputs
 
 
@@ -75,190 +64,22 @@ def _using(inputs: _Inputs) -> Iterator[None]:
         _INPUTS.reset(token)
 
 
-class _FlatSource(PydanticBaseSettingsSource):
-    """A source that resolves every effective field by itself and returns nested values."""
+class ResolvedSource(PydanticBaseSettingsSource):
+    """Environment > plugin config > defaults, as :func:`resolve_flat` applies them."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        # Unused: __call__ resolves all fields at once from the key table.
+        # Unused: __call__ resolves every field at once.
         return None, field_name, False
 
-    def read(self, inputs: _Inputs) -> dict[str, Any]:
-        raise NotImplementedError
-
     def __call__(self) -> dict[str, Any]:
-        return self.read(_current_inputs())
+        inputs = _current_inputs()
+        return nest(resolve_flat(inputs.plugin_config, inputs.env, inputs.state_dir))
 
 
-class EnvSource(_FlatSource):
-    """``LCM_*`` / ``TZ`` environment variables, parsed with the runtime's env rules."""
-
-    def read(self, inputs: _Inputs) -> dict[str, Any]:
-        flat: dict[str, Any] = {}
-        for field in effective_fields():
-            if field.mirror_of is None:
-                value = value_from_env(field, inputs.env)
-                if value is not MISSING:
-                    flat[field.name] = value
-        return nest(flat)
-
-
-class PluginConfigSource(_FlatSource):
-    """``plugins.entries.lossless-claw.config``; aliases ranked as the runtime ranks them."""
-
-    def read(self, inputs: _Inputs) -> dict[str, Any]:
-        flat: dict[str, Any] = {}
-        for field in effective_fields():
-            if field.mirror_of is None:
-                value = value_from_plugin(field, inputs.plugin_config)
-                if value is not MISSING:
-                    flat[field.name] = value
-        return nest(flat)
-
-
-class DefaultsSource(_FlatSource):
-    """Static defaults plus the state-dir paths and the system timezone."""
-
-    def read(self, inputs: _Inputs) -> dict[str, Any]:
-        flat: dict[str, Any] = {}
-        for field in effective_fields():
-            if field.mirror_of is None:
-                value = static_or_path_default(field, inputs.state_dir)
-                if value is not MISSING and value is not UNSET:
-                    flat[field.name] = value
-        return nest(flat)
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class ThresholdMatch(_Model):
-    """The matchers of one ``contextThresholdOverrides`` rule."""
-
-    model: StrictStr | None = None
-    model_context_window_min: JsNumber | None = Field(None, alias="modelContextWindowMin")
-    model_context_window_max: JsNumber | None = Field(None, alias="modelContextWindowMax")
-    session_pattern: StrictStr | None = Field(None, alias="sessionPattern")
-
-
-class ThresholdOverride(_Model):
-    """One normalized ``contextThresholdOverrides`` rule."""
-
-    name: StrictStr | None = None
-    match: ThresholdMatch
-    context_threshold: JsNumber = Field(alias="contextThreshold")
-    fresh_tail_count: JsNumber | None = Field(None, alias="freshTailCount")
-    leaf_chunk_tokens: JsNumber | None = Field(None, alias="leafChunkTokens")
-
-
-class FallbackProvider(_Model):
-    """One summarizer fallback pair."""
-
-    provider: StrictStr
-    model: StrictStr
-
-
-class AutoRotateSessionFiles(_Model):
-    """``autoRotateSessionFiles``."""
-
-    enabled: StrictBool
-    create_backups: StrictBool = Field(alias="createBackups")
-    size_bytes: JsNumber = Field(alias="sizeBytes")
-    startup: StrictStr
-    runtime: StrictStr
-
-
-class IndependentLogFile(_Model):
-    """``independentLogFile``."""
-
-    enabled: StrictBool
-    file: StrictStr | None = None
-    max_file_bytes: JsNumber = Field(alias="maxFileBytes")
-
-
-class CacheAwareCompaction(_Model):
-    """``cacheAwareCompaction`` (deprecated, accepted)."""
-
-    enabled: StrictBool
-    cache_ttl_seconds: JsNumber = Field(alias="cacheTTLSeconds")
-    max_cold_cache_catchup_passes: JsNumber = Field(alias="maxColdCacheCatchupPasses")
-    hot_cache_pressure_factor: JsNumber = Field(alias="hotCachePressureFactor")
-    hot_cache_budget_headroom_ratio: JsNumber = Field(alias="hotCacheBudgetHeadroomRatio")
-    cold_cache_observation_threshold: JsNumber = Field(alias="coldCacheObservationThreshold")
-    critical_budget_pressure_ratio: JsNumber = Field(alias="criticalBudgetPressureRatio")
-
-
-class DynamicLeafChunkTokens(_Model):
-    """``dynamicLeafChunkTokens`` (deprecated, accepted)."""
-
-    enabled: StrictBool
-    max: JsNumber
-
-
-class LcmSettings(BaseSettings):
-    """The effective ``LcmConfig``; fields are declared in JSON output order."""
+class SettingsBase(BaseSettings):
+    """What every generated :class:`LcmSettings` shares: its source and its JSON form."""
 
     model_config = SettingsConfigDict(populate_by_name=True, extra="forbid")
-
-    enabled: StrictBool
-    host_fallback_mode: StrictStr = Field(alias="hostFallbackMode")
-    database_path: StrictStr = Field(alias="databasePath")
-    large_files_dir: StrictStr = Field(alias="largeFilesDir")
-    ignore_session_patterns: list[StrictStr] = Field(alias="ignoreSessionPatterns")
-    stateless_session_patterns: list[StrictStr] = Field(alias="statelessSessionPatterns")
-    skip_stateless_sessions: StrictBool = Field(alias="skipStatelessSessions")
-    context_threshold: JsNumber = Field(alias="contextThreshold")
-    context_threshold_overrides: list[ThresholdOverride] = Field(alias="contextThresholdOverrides")
-    fresh_tail_count: JsNumber = Field(alias="freshTailCount")
-    fresh_tail_max_tokens: JsNumber | None = Field(None, alias="freshTailMaxTokens")
-    prompt_aware_eviction: StrictBool = Field(alias="promptAwareEviction")
-    stub_large_tool_payloads: StrictBool = Field(alias="stubLargeToolPayloads")
-    new_session_retain_depth: JsNumber = Field(alias="newSessionRetainDepth")
-    leaf_min_fanout: JsNumber = Field(alias="leafMinFanout")
-    condensed_min_fanout: JsNumber = Field(alias="condensedMinFanout")
-    condensed_min_fanout_hard: JsNumber = Field(alias="condensedMinFanoutHard")
-    sweep_max_depth: JsNumber = Field(alias="sweepMaxDepth")
-    incremental_max_depth: JsNumber = Field(alias="incrementalMaxDepth")
-    leaf_chunk_tokens: JsNumber = Field(alias="leafChunkTokens")
-    summary_prefix_target_tokens: JsNumber | None = Field(None, alias="summaryPrefixTargetTokens")
-    max_sweep_iterations: JsNumber = Field(alias="maxSweepIterations")
-    sweep_deadline_ms: JsNumber = Field(alias="sweepDeadlineMs")
-    compact_until_under_deadline_ms: JsNumber = Field(alias="compactUntilUnderDeadlineMs")
-    bootstrap_max_tokens: JsNumber = Field(alias="bootstrapMaxTokens")
-    leaf_target_tokens: JsNumber = Field(alias="leafTargetTokens")
-    condensed_target_tokens: JsNumber = Field(alias="condensedTargetTokens")
-    max_expand_tokens: JsNumber = Field(alias="maxExpandTokens")
-    large_file_token_threshold: JsNumber = Field(alias="largeFileTokenThreshold")
-    summary_provider: StrictStr = Field(alias="summaryProvider")
-    summary_model: StrictStr = Field(alias="summaryModel")
-    large_file_summary_provider: StrictStr = Field(alias="largeFileSummaryProvider")
-    large_file_summary_model: StrictStr = Field(alias="largeFileSummaryModel")
-    expansion_provider: StrictStr = Field(alias="expansionProvider")
-    expansion_model: StrictStr = Field(alias="expansionModel")
-    delegation_timeout_ms: JsNumber = Field(alias="delegationTimeoutMs")
-    summary_timeout_ms: JsNumber = Field(alias="summaryTimeoutMs")
-    summary_call_window_ms: JsNumber = Field(alias="summaryCallWindowMs")
-    summary_max_calls_per_window: JsNumber = Field(alias="summaryMaxCallsPerWindow")
-    summary_spend_backoff_ms: JsNumber = Field(alias="summarySpendBackoffMs")
-    timezone: StrictStr
-    prune_heartbeat_ok: StrictBool = Field(alias="pruneHeartbeatOk")
-    transcript_gc_enabled: StrictBool = Field(alias="transcriptGcEnabled")
-    enable_summary_thinking: StrictBool = Field(alias="enableSummaryThinking")
-    proactive_threshold_compaction_mode: StrictStr = Field(alias="proactiveThresholdCompactionMode")
-    auto_rotate_session_files: AutoRotateSessionFiles = Field(alias="autoRotateSessionFiles")
-    independent_log_file: IndependentLogFile = Field(alias="independentLogFile")
-    max_assembly_token_budget: JsNumber | None = Field(None, alias="maxAssemblyTokenBudget")
-    summary_max_overage_factor: JsNumber = Field(alias="summaryMaxOverageFactor")
-    fallback_max_tokens: JsNumber = Field(alias="fallbackMaxTokens")
-    custom_instructions: StrictStr = Field(alias="customInstructions")
-    circuit_breaker_threshold: JsNumber = Field(alias="circuitBreakerThreshold")
-    circuit_breaker_cooldown_ms: JsNumber = Field(alias="circuitBreakerCooldownMs")
-    replay_flood_threshold_external: JsNumber = Field(alias="replayFloodThresholdExternal")
-    replay_flood_threshold_internal: JsNumber = Field(alias="replayFloodThresholdInternal")
-    fallback_providers: list[FallbackProvider] = Field(alias="fallbackProviders")
-    cache_aware_compaction: CacheAwareCompaction = Field(alias="cacheAwareCompaction")
-    dynamic_leaf_chunk_tokens: DynamicLeafChunkTokens = Field(alias="dynamicLeafChunkTokens")
-    strip_injected_context_tags: list[StrictStr] = Field(alias="stripInjectedContextTags")
 
     @classmethod
     def settings_customise_sources(
@@ -269,34 +90,105 @@ class LcmSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Environment > plugin config > defaults; pydantic's own env parsing is not used."""
-        return (
-            EnvSource(settings_cls),
-            PluginConfigSource(settings_cls),
-            DefaultsSource(settings_cls),
-        )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _apply_cross_field_rules(cls, data: Any) -> Any:
-        # The merged sources are nested by alias; the shared rules work on dot paths.
-        if not isinstance(data, dict):
-            return data
-        return nest(finish_flat(flatten(data)))
+        """Only the resolver: pydantic's own environment parsing knows none of the JS rules."""
+        return (ResolvedSource(settings_cls),)
 
     def to_effective_dict(self) -> dict[str, Any]:
-        """The JSON-ready effective config, equal to ``settings.resolve_effective``."""
+        """The JSON-ready effective config, key for key what the resolver returns."""
         return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def attribute_name(key: str) -> str:
+    """The Python attribute for a config spelling: ``cacheTTLSeconds`` → ``cache_ttl_seconds``."""
+    return _WORD_BREAK.sub("_", key).lower()
+
+
+def _class_name(key: str) -> str:
+    return key[:1].upper() + key[1:]
+
+
+def _annotation(schema: Mapping[str, Any], name: str) -> Any:
+    """The Python type of a value that satisfies ``schema`` (a manifest schema node)."""
+    kind = schema.get("type")
+    if kind == "boolean":
+        return StrictBool
+    if kind == "string":
+        members = schema.get("enum")
+        return Literal[tuple(members)] if members else StrictStr
+    if kind in ("integer", "number"):
+        return JsNumber
+    if kind == "array":
+        return list[_annotation(schema.get("items", {}), name)]  # type: ignore[misc]
+    if kind == "object":
+        required = set(schema.get("required", ()))
+        fields: dict[str, Any] = {}
+        for child, node in schema.get("properties", {}).items():
+            annotation = _annotation(node, child)
+            if child in required:
+                fields[attribute_name(child)] = (annotation, Field(alias=child))
+            else:
+                fields[attribute_name(child)] = (annotation | None, Field(None, alias=child))
+        return create_model(_class_name(name), __base__=_Record, **fields)
+    raise TypeError(f"no Python type for the schema node of {name}: {schema!r}")
+
+
+def _field(field: EffectiveField, by_name: Mapping[str, EffectiveField]) -> tuple[Any, Any]:
+    source = by_name[field.mirror_of] if field.mirror_of is not None else field
+    leaf = field.name.rsplit(".", 1)[-1]
+    annotation = _annotation(source.primary.schema, leaf)
+    if field.optional:
+        return annotation | None, Field(None, alias=leaf)
+    return annotation, Field(alias=leaf)
+
+
+def build_settings_class() -> type[SettingsBase]:
+    """Generate :class:`LcmSettings` from the key table (nested objects become models)."""
+    fields = effective_fields()
+    by_name = {f.name: f for f in fields}
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for field in fields:
+        parent, _, leaf = field.name.rpartition(".")
+        spec = _field(field, by_name)
+        if not parent:
+            top[attribute_name(field.name)] = spec
+            continue
+        if parent not in groups:
+            groups[parent] = {}
+            top[attribute_name(parent)] = parent  # keeps the parent's place in the order
+        groups[parent][attribute_name(leaf)] = spec
+    for attribute, spec in top.items():
+        if isinstance(spec, str):
+            group = create_model(_class_name(spec), __base__=_Record, **groups[spec])
+            top[attribute] = (group, Field(alias=spec))
+    settings: type[SettingsBase] = create_model(
+        "LcmSettings",
+        __base__=SettingsBase,
+        __doc__="The effective ``LcmConfig``; fields in JSON output order.",
+        **top,
+    )
+    return settings
+
+
+#: The effective ``LcmConfig`` as typed settings, generated once when this module loads.
+LcmSettings = build_settings_class()
 
 
 def load_settings(
     plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
-) -> LcmSettings:
-    """Resolve the effective config from explicit inputs (not the process environment).
+) -> SettingsBase:
+    """Resolve and type the effective config from explicit inputs (not the process environment).
 
     ``state_dir`` stands in for ``OPENCLAW_STATE_DIR``. Raises
     :class:`lcm_cli.engine.config.resolve.ConfigRuntimeError` when ``contextThresholdOverrides``
-    fails runtime validation, like ``resolve_effective``.
+    fails runtime validation, like :func:`lcm_cli.engine.config.resolve.resolve_effective`.
     """
     with _using(_Inputs(plugin_config or {}, env, state_dir)):
-        return LcmSettings()  # type: ignore[call-arg]  # the sources supply every field
+        return LcmSettings()

@@ -33,7 +33,8 @@ def _typed_effective(ctx: Context, *, keep_unset: bool = False) -> dict[str, Any
     """The effective config through the pydantic-settings model.
 
     The config commands pay for pydantic (they exist to explain the config); read commands
-    use the stdlib resolver, which a property test keeps identical to this model.
+    call the resolver the model is built on. Unlike :attr:`Context.settings` this does not
+    refuse a config with problems: `config show` lists them instead.
     ``keep_unset``: keep the known keys that have no value, as None.
     """
     from lcm_cli.engine.config.model import load_settings
@@ -43,6 +44,24 @@ def _typed_effective(ctx: Context, *, keep_unset: bool = False) -> dict[str, Any
         full: dict[str, Any] = settings.model_dump(by_alias=True)
         return full
     return settings.to_effective_dict()
+
+
+def _type_effective(plugin: dict[str, Any], ctx: Context, path: str) -> None:
+    """Resolve and type the config this write would leave, before the file is touched."""
+    from pydantic import ValidationError
+
+    from lcm_cli.engine.config.model import load_settings
+
+    try:
+        load_settings(plugin, ctx.env, ctx.state_dir)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise LcmError(
+            "CONFIG_VALIDATION_FAILED",
+            f"After setting {path} the effective config does not type-check: {where} {first['msg']}.",
+            {"path": path},
+        ) from None
 
 
 def _own_lookup(node: Any, segments: list[str]) -> Any:
@@ -203,6 +222,7 @@ def set_config(ctx: Context, req: Request) -> Result:
         validate_runtime(plugin)
     except LcmError as exc:
         raise LcmError("CONFIG_VALIDATION_FAILED", exc.message, {"path": path}) from None
+    _type_effective(plugin, ctx, path)
 
     backup_path = write_with_backup(config_path, serialize_config(new_root))
     ctx.config_root, ctx.plugin_config = new_root, plugin

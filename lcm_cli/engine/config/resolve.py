@@ -8,8 +8,10 @@ are trimmed with JS whitespace rules, and numbers behave as IEEE doubles.
 Numbers in the result follow JS: a value is an ``int`` when it is integral and below
 1e21 in magnitude (JS prints those without a fraction), otherwise a ``float``.
 
-Standard library only: the JSON read commands call this on every run. The pydantic-settings
-model in :mod:`lcm_cli.engine.config.model` reuses these coercion functions.
+This is the only implementation of precedence and coercion: the rules are read from the
+key table (:mod:`lcm_cli.engine.config.keys`), and the pydantic-settings model
+(:mod:`lcm_cli.engine.config.model`) uses :func:`resolve_flat` as its settings source.
+Standard library only: the JSON read commands call this on every run.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from typing import Any
 from lcm_cli.engine.config.keys import (
     BOOTSTRAP_TOKENS,
     DOUBLE_LEAF_CHUNK,
-    EFFECTIVE_PATH_ALIASES,
-    SAME_AS,
     STATE_DIR_FILE,
     SYSTEM_TIMEZONE,
     UNSET,
@@ -33,6 +33,7 @@ from lcm_cli.engine.config.keys import (
     Derived,
     EffectiveField,
     effective_fields,
+    effective_path_aliases,
 )
 from lcm_cli.engine.core.errors import LcmError
 
@@ -228,10 +229,13 @@ def _clamp(key: ConfigKey, value: int | float | None) -> int | float | None:
         value = _floor(value)
     if value is None:
         return None
-    if key.clamp_min is not None and value < key.clamp_min:
-        return js_number(key.clamp_min)
-    if key.clamp_max is not None and value > key.clamp_max:
-        return js_number(key.clamp_max)
+    if not key.clamp:
+        return value
+    low, high = key.schema.get("minimum"), key.schema.get("maximum")
+    if low is not None and value < low:
+        return js_number(low)
+    if high is not None and value > high:
+        return js_number(high)
     return value
 
 
@@ -274,7 +278,7 @@ def _or_missing(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------
-# per-source coercion (shared with settings_model)
+# per-source coercion
 
 
 def coerce_env(key: ConfigKey, raw: str) -> Any:
@@ -289,7 +293,7 @@ def coerce_env(key: ConfigKey, raw: str) -> Any:
     if kind is Coercion.POSITIVE_INT_CLAMPED:
         return _or_missing(_positive_clamped(js_parse_int(raw)))
     if kind is Coercion.INT_AT_LEAST:
-        return _or_missing(_integer_at_least(js_parse_int(raw), key.accept_min or 1))
+        return _or_missing(_integer_at_least(js_parse_int(raw), key.schema["minimum"]))
     if kind is Coercion.BOOL_TRUE_UNLESS_FALSE:
         return raw != "false"
     if kind is Coercion.BOOL_FALSE_UNLESS_TRUE:
@@ -322,7 +326,7 @@ def coerce_plugin(key: ConfigKey, raw: Any) -> Any:
     if kind is Coercion.POSITIVE_INT_CLAMPED:
         return _or_missing(_positive_clamped(to_number(raw)))
     if kind is Coercion.INT_AT_LEAST:
-        return _or_missing(_integer_at_least(to_number(raw), key.accept_min or 1))
+        return _or_missing(_integer_at_least(to_number(raw), key.schema["minimum"]))
     if kind in (Coercion.BOOL_TRUE_UNLESS_FALSE, Coercion.BOOL_FALSE_UNLESS_TRUE):
         return _or_missing(to_bool(raw))
     if kind in (Coercion.STRING, Coercion.RAW_ENV_STRING):
@@ -492,8 +496,6 @@ def derived_default(field: EffectiveField, resolved: Mapping[str, Any]) -> Any:
         return bootstrap_default(resolved["leafChunkTokens"])
     if default.rule == DOUBLE_LEAF_CHUNK:
         return double_leaf_chunk_default(resolved["leafChunkTokens"])
-    if default.rule == SAME_AS:
-        return resolved[default.arg]
     return MISSING
 
 
@@ -742,4 +744,4 @@ def effective_value(effective: Mapping[str, Any], dot_path: str) -> Any:
     Objects are returned whole; lists are not indexable. MISSING means "not found";
     the caller reports ``effectiveValue: null`` for it.
     """
-    return lookup_path(effective, EFFECTIVE_PATH_ALIASES.get(dot_path, dot_path))
+    return lookup_path(effective, effective_path_aliases().get(dot_path, dot_path))

@@ -151,70 +151,96 @@ _EXPECTED = {
 }
 
 
-def _check(
-    schema: dict[str, Any], value: Any, path: str, errors: list[dict[str, str]], allow_unknown: bool = False
-) -> None:
-    kind = schema.get("type")
-    if kind == "object":
-        if not isinstance(value, dict):
-            errors.append({"path": path, "message": _EXPECTED["object"]})
-            return
-        properties = schema.get("properties")
-        if not isinstance(properties, dict):
-            properties = {}
-        for name in schema.get("required", ()):
-            if name not in value:
-                errors.append({"path": f"{path}/{name}", "message": "required property missing"})
-        min_props = schema.get("minProperties")
-        if isinstance(min_props, int) and len(value) < min_props:
-            errors.append(
-                {
-                    "path": path,
-                    "message": f"has fewer properties than minProperties ({_number_text(min_props)})",
-                }
-            )
-        for name in _own_keys(value):
-            child = properties.get(name)
-            if not isinstance(child, dict):
-                if schema.get("additionalProperties") is False and not allow_unknown:
-                    errors.append({"path": f"{path}/{name}", "message": "unexpected property"})
-                continue
-            _check(child, value[name], f"{path}/{name}", errors, allow_unknown)
-    elif kind == "array":
-        if not isinstance(value, list):
-            errors.append({"path": path, "message": _EXPECTED["array"]})
-            return
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
-                _check(items, item, f"{path}/{index}", errors, allow_unknown)
-    elif kind == "string":
-        if not isinstance(value, str):
-            errors.append({"path": path, "message": _EXPECTED["string"]})
-            return
-        min_length = schema.get("minLength")
-        if isinstance(min_length, int) and _utf16_length(value) < min_length:
-            errors.append(
-                {
-                    "path": path,
-                    "message": f"shorter than minLength ({_number_text(min_length)})",
-                }
-            )
-    elif kind == "boolean":
-        if not isinstance(value, bool):
-            errors.append({"path": path, "message": _EXPECTED["boolean"]})
-            return
-    elif kind in ("number", "integer"):
-        if not _is_finite_number(value) or (kind == "integer" and not _is_integral(value)):
-            errors.append({"path": path, "message": _EXPECTED[kind]})
-            return
-        minimum = schema.get("minimum")
-        if _is_number(minimum) and value < minimum:
-            errors.append({"path": path, "message": f"below minimum ({_number_text(minimum)})"})
-        maximum = schema.get("maximum")
-        if _is_number(maximum) and value > maximum:
-            errors.append({"path": path, "message": f"above maximum ({_number_text(maximum)})"})
+Errors = list[dict[str, str]]
 
+
+def _check_object(schema: dict[str, Any], value: Any, path: str, errors: Errors, allow_unknown: bool) -> bool:
+    if not isinstance(value, dict):
+        errors.append({"path": path, "message": _EXPECTED["object"]})
+        return False
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        properties = {}
+    for name in schema.get("required", ()):
+        if name not in value:
+            errors.append({"path": f"{path}/{name}", "message": "required property missing"})
+    min_props = schema.get("minProperties")
+    if isinstance(min_props, int) and len(value) < min_props:
+        errors.append(
+            {"path": path, "message": f"has fewer properties than minProperties ({_number_text(min_props)})"}
+        )
+    for name in _own_keys(value):
+        child = properties.get(name)
+        if not isinstance(child, dict):
+            if schema.get("additionalProperties") is False and not allow_unknown:
+                errors.append({"path": f"{path}/{name}", "message": "unexpected property"})
+            continue
+        _check(child, value[name], f"{path}/{name}", errors, allow_unknown)
+    return True
+
+
+def _check_array(schema: dict[str, Any], value: Any, path: str, errors: Errors, allow_unknown: bool) -> bool:
+    if not isinstance(value, list):
+        errors.append({"path": path, "message": _EXPECTED["array"]})
+        return False
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for index, item in enumerate(value):
+            _check(items, item, f"{path}/{index}", errors, allow_unknown)
+    return True
+
+
+def _check_string(schema: dict[str, Any], value: Any, path: str, errors: Errors, allow_unknown: bool) -> bool:
+    if not isinstance(value, str):
+        errors.append({"path": path, "message": _EXPECTED["string"]})
+        return False
+    min_length = schema.get("minLength")
+    if isinstance(min_length, int) and _utf16_length(value) < min_length:
+        errors.append({"path": path, "message": f"shorter than minLength ({_number_text(min_length)})"})
+    return True
+
+
+def _check_boolean(
+    schema: dict[str, Any], value: Any, path: str, errors: Errors, allow_unknown: bool
+) -> bool:
+    if not isinstance(value, bool):
+        errors.append({"path": path, "message": _EXPECTED["boolean"]})
+        return False
+    return True
+
+
+def _check_number(schema: dict[str, Any], value: Any, path: str, errors: Errors, allow_unknown: bool) -> bool:
+    kind = schema["type"]
+    if not _is_finite_number(value) or (kind == "integer" and not _is_integral(value)):
+        errors.append({"path": path, "message": _EXPECTED[kind]})
+        return False
+    minimum = schema.get("minimum")
+    if _is_number(minimum) and value < minimum:
+        errors.append({"path": path, "message": f"below minimum ({_number_text(minimum)})"})
+    maximum = schema.get("maximum")
+    if _is_number(maximum) and value > maximum:
+        errors.append({"path": path, "message": f"above maximum ({_number_text(maximum)})"})
+    return True
+
+
+# One checker per schema type; each returns False when the value has the wrong type,
+# and then nothing else (not even ``enum``) is checked at that path.
+_CHECKS = {
+    "object": _check_object,
+    "array": _check_array,
+    "string": _check_string,
+    "boolean": _check_boolean,
+    "number": _check_number,
+    "integer": _check_number,
+}
+
+
+def _check(
+    schema: dict[str, Any], value: Any, path: str, errors: Errors, allow_unknown: bool = False
+) -> None:
+    checker = _CHECKS.get(str(schema.get("type")))
+    if checker is not None and not checker(schema, value, path, errors, allow_unknown):
+        return
     members = schema.get("enum")
     if isinstance(members, list) and not any(_same_value(m, value) for m in members):
         listed = ", ".join(str(m) for m in members)

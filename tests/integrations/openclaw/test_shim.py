@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 SHIM = REPO / "integrations" / "openclaw"
 
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from tests.commands.test_doors import Client
+from tests.engine.summarize.test_openai_compat import Endpoint, reply
 from tests.support.compaction_sim import check_invariants
-from tests.test_doors import Client
-from tests.test_summarize_openai import Endpoint, reply
 
 KEY = "agent:main:main"
 BUDGET = 3000

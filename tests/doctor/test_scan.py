@@ -233,7 +233,7 @@ def test_control_contract_doctor_is_count_only(seeded: tuple[list[str], dict[str
 
 
 def test_every_check_is_documented_with_its_id_and_fix() -> None:
-    text = (Path(__file__).resolve().parent.parent / "docs" / "doctor.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text(encoding="utf-8")
     for check in CHECKS:
         row = next((line for line in text.splitlines() if line.startswith(f"| `{check.id}` |")), None)
         assert row is not None, f"docs/doctor.md has no row for {check.id}"

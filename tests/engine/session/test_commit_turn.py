@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.session.turns import payload_hash
-from tests.test_doors import LCM, Client, hook
+from tests.commands.test_doors import LCM, Client, hook
 
 KEY = "agent:main:explicit:s1"
 

@@ -2,7 +2,7 @@
 
 In-process through `api.call` (the same envelope every door returns) against real
 SQLite files; the serve-driven long conversation and the kill test are in
-tests/test_after_turn_serve.py.
+tests/commands/test_after_turn_serve.py.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_inline_mode_compacts_now_and_records_no_debt(tmp_path: Path) -> None:
 
 
 def test_inline_failure_records_debt(tmp_path: Path) -> None:
-    from tests.test_summarize_openai import Endpoint
+    from tests.engine.summarize.test_openai_compat import Endpoint
 
     endpoint = Endpoint()
     try:
@@ -345,7 +345,7 @@ def test_bad_input_is_a_structured_error_and_writes_nothing(
 
 
 def test_bad_input_through_the_hook_door(tmp_path: Path) -> None:
-    from tests.test_doors import hook
+    from tests.commands.test_doors import hook
 
     home = home_with(tmp_path)
     params = {"sessionId": "s1", "sessionKey": KEY, "messages": turn(0), "prePromptMessageCount": 9}

@@ -1,5 +1,6 @@
 """The effective Lossless config: precedence, coercion quirks, aliases, derived defaults,
-diagnostics, runtime validation, and the pydantic-settings twin (config.md §2–§6)."""
+diagnostics, runtime validation, and the pydantic-settings model generated from the key
+table (config.md §2–§6)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from hypothesis import strategies as st
 
 from lcm_cli.engine.config.keys import (
     CONFIG_KEYS,
-    EFFECTIVE_KEY_ORDER,
     Coercion,
     effective_fields,
     env_var_names,
@@ -223,10 +223,18 @@ def test_resolver_reads_72_environment_variables() -> None:
     assert "TZ" in names and "OPENCLAW_STATE_DIR" in names
 
 
-def test_effective_fields_cover_the_documented_order() -> None:
-    assert [f.name for f in effective_fields()] == list(EFFECTIVE_KEY_ORDER)
+def test_every_effective_field_has_a_source() -> None:
     for field in effective_fields():
         assert field.mirror_of is not None or field.keys, field.name
+
+
+def test_clamped_and_at_least_keys_have_schema_bounds() -> None:
+    # The resolver reads these bounds from the schema node: nothing else states them.
+    for key in CONFIG_KEYS:
+        if key.clamp:
+            assert key.coercion is Coercion.FLOAT and "minimum" in key.schema, key.path
+        if key.coercion is Coercion.INT_AT_LEAST:
+            assert isinstance(key.schema.get("minimum"), int), key.path
 
 
 def test_only_aliases_share_an_environment_variable() -> None:
@@ -945,7 +953,25 @@ def test_effective_value_distinguishes_null_from_missing() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# the pydantic-settings twin
+# the pydantic-settings model generated from the key table
+
+
+def test_attribute_names_follow_the_config_spelling() -> None:
+    from lcm_cli.engine.config.model import attribute_name
+
+    assert attribute_name("cacheTTLSeconds") == "cache_ttl_seconds"
+    assert attribute_name("compactUntilUnderDeadlineMs") == "compact_until_under_deadline_ms"
+    assert attribute_name("max") == "max"
+
+
+def test_enum_keys_are_typed_as_their_members() -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    field = LcmSettings.model_fields["proactive_threshold_compaction_mode"]
+    assert field.alias == "proactiveThresholdCompactionMode"
+    assert TypeAdapter(field.annotation).validate_python("inline") == "inline"
+    with pytest.raises(ValidationError):
+        TypeAdapter(field.annotation).validate_python("x")
 
 
 def test_load_settings_types_and_nested_models() -> None:
@@ -1074,9 +1100,12 @@ def _plugin_configs(draw: st.DrawFn) -> dict[str, Any]:
     env=st.dictionaries(st.sampled_from(env_var_names()), _ENV_TEXT, max_size=10),
     state_dir=st.sampled_from(["/st", " /st/ ", "", "a/../b"]),
 )
-def test_settings_model_matches_the_resolver(
+def test_generated_types_hold_every_resolved_value(
     plugin: dict[str, Any], env: dict[str, str], state_dir: str
 ) -> None:
+    # The model's only source is the resolver, so this checks the types generated from the
+    # schema nodes: every value the resolver can produce validates and dumps unchanged
+    # (ints stay ints, enum members fit their Literal, unset optionals are dropped).
     try:
         expected: Any = json.dumps(resolve_effective(plugin, env, state_dir))
     except ConfigRuntimeError as exc:
@@ -1104,3 +1133,14 @@ def test_plain_modules_do_not_import_pydantic() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_context_types_the_config_once_and_warm_copies_share_it(tmp_path: Any) -> None:
+    from lcm_cli.engine.context import Context
+
+    ctx = Context(openclaw_dir=str(tmp_path), env={"LCM_FRESH_TAIL_COUNT": "9"})
+    ctx.resolve_paths()
+    typed = ctx.settings
+    assert typed is ctx.settings and typed.fresh_tail_count == 9  # type: ignore[attr-defined]
+    assert ctx.effective == typed.to_effective_dict()
+    assert ctx.warm_copy().settings is typed
