@@ -1,34 +1,26 @@
-"""The whole-project checks run with the tests: lint, formatting, types, docs drift."""
+"""The whole-project checks run with the tests: lint, formatting, types.
+
+Each test runs one step of scripts/check (the import contracts are tests/test_layers.py),
+so the suite and `scripts/check` never disagree and no tool runs twice.
+"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from tests.support.check import load_check
 
-from tests.conftest import REPO
-
-PATHS = ["lcm_cli", "tests", "scripts", "benchmarks"]
-
-
-def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240)
-
-
-def tool(name: str) -> str:
-    return str(Path(sys.executable).with_name(name))
+check = load_check()
 
 
 def test_ruff_lint() -> None:
-    result = run(tool("ruff"), "check", *PATHS)
+    result = check.run_step("lint")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format() -> None:
-    result = run(tool("ruff"), "format", "--check", *PATHS)
+    result = check.run_step("format")
     assert result.returncode == 0, "run `ruff format`:\n" + result.stdout + result.stderr
 
 
 def test_mypy_strict_on_the_engine() -> None:
-    result = run(tool("mypy"), "lcm_cli")
+    result = check.run_step("types")
     assert result.returncode == 0, result.stdout + result.stderr

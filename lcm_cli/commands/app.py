@@ -72,7 +72,8 @@ def _root_params(ctx: Any) -> dict[str, Any]:
 
 def _run_operation(node: Node, values: dict[str, Any]) -> None:
     """Run an operation the way the fast path does, from the values click parsed."""
-    from lcm_cli.cli import run_parsed
+    from lcm_cli.commands.door import run_parsed, validate_parsed
+    from lcm_cli.render.output import Output
 
     assert node.name is not None and node.spec is not None
     spec = node.spec
@@ -91,23 +92,22 @@ def _run_operation(node: Node, values: dict[str, Any]) -> None:
     }
     shape = CommandShape(node.name, {PARAMS[f].option: f for f in spec.options}, spec.args)
     parsed = Parsed(shape, node.words, params, tuple(values[a] for a in spec.args), globals_)
-    status = run_parsed(parsed)
+    validate_parsed(parsed)
+    status = run_parsed(parsed, Output(pretty=globals_.get("--pretty") is True))
     if status:
         raise typer.Exit(status)
 
 
 def _run_door(node: Node, values: dict[str, Any]) -> None:
-    """`lcm hook`, `lcm serve`, `lcm commands` through typer: the same argv, the same door."""
-    from lcm_cli.cli import main
-
+    """`lcm hook` and `lcm serve` through typer: the same arguments, the same door."""
     assert node.spec is not None
     root = _root_params(get_current_context())
+    globals_: dict[str, Any] = {
+        p.option: root[p.name]
+        for p in GLOBALS
+        if p.name != "version" and root.get(p.name) not in (None, False)
+    }
     argv: list[str] = []
-    for p in GLOBALS:
-        value = root.get(p.name)
-        if p.name != "version" and value not in (None, False):
-            argv += [p.option] if value is True else [f"{p.option}={value}"]
-    argv += list(node.words)
     for field in node.spec.options:
         value = values.get(field)
         if value is True:
@@ -115,7 +115,14 @@ def _run_door(node: Node, values: dict[str, Any]) -> None:
         elif value not in (None, False):
             argv.append(f"{PARAMS[field].option}={value}")
     argv += [values[a] for a in node.spec.args if values.get(a) is not None]
-    status = main(argv)
+    if node.words == ("hook",):
+        from lcm_cli.commands.hook import main_hook
+
+        status = main_hook(argv, globals_)
+    else:
+        from lcm_cli.commands.serve import main_serve
+
+        status = main_serve(argv, globals_)
     if status:
         raise typer.Exit(status)
 
@@ -125,7 +132,7 @@ def _callback(node: Node) -> Callable[..., None]:
         ctx = get_current_context()
         if node.children and ctx.invoked_subcommand is not None:
             return  # `lcm backup list`: the group's own operation does not run
-        if node.name in OPERATIONS:
+        if node.name in OPERATIONS or node.name == "commands":
             _run_operation(node, values)
         else:
             _run_door(node, values)

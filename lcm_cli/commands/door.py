@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
+from lcm_cli.commands.argv import Parsed
 from lcm_cli.engine.core.registry import OPERATIONS
 
 
@@ -50,6 +51,44 @@ def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = No
             return None
         stdin = sys.stdin.buffer
     return read_capped(stdin, "stdin")
+
+
+def validate_parsed(parsed: Parsed) -> None:
+    """Validate a parsed command's request before anything runs (the operation checks it again, cheaply)."""
+    from lcm_cli.engine.core.params import validate_request
+
+    if parsed.command is None or parsed.command.name not in OPERATIONS:
+        return
+    spec = OPERATIONS[parsed.command.name]
+    validate_request(
+        parsed.command.name,
+        spec.options,
+        parsed.params,
+        needs_selector=spec.needs_selector,
+        output_format=parsed.globals.get("--format", "json"),
+        args=parsed.args,
+    )
+
+
+def run_parsed(parsed: Parsed, output: Any) -> int:
+    """Run a validated command of a CLI door (fast path or typer) and print its outcome; the exit status."""
+    assert parsed.command is not None
+    output.format = parsed.globals.get("--format", "json")
+    if parsed.command.name == "commands":
+        from lcm_cli.commands.catalog import build_inventory
+
+        output.emit({"ok": True, "command": "commands", "data": build_inventory(), "meta": {}})
+        return 0
+    return run_cli(
+        parsed.command.name,
+        parsed.params,
+        args=parsed.args,
+        db=parsed.globals.get("--db"),
+        config=parsed.globals.get("--config"),
+        openclaw_dir=parsed.globals.get("--openclaw-dir"),
+        output=output,
+        output_format=output.format,
+    )
 
 
 def run_cli(

@@ -18,10 +18,9 @@ from typing import Any
 
 from lcm_cli.doctor import context as context_checks
 from lcm_cli.doctor import dag, fts, maintenance, pending
-from lcm_cli.doctor.base import ScanInput, Scope
 from lcm_cli.doctor.resummarize import planned as planned_summaries
 from lcm_cli.doctor.resummarize import repair_order, resummarize
-from lcm_cli.doctor.scan import resolve_scope, scan_input, select_checks
+from lcm_cli.doctor.scan import resolve_scope, select_checks
 from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -29,6 +28,8 @@ from lcm_cli.engine.core.params import APPLY, CHECK, NO_BACKUP, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches, stale_batches
 from lcm_cli.engine.db.probe import SchemaProbe
+from lcm_cli.engine.maintenance.findings import ScanInput, Scope
+from lcm_cli.engine.maintenance.junk import scan_input
 
 REPAIRABLE = (
     "summaries.markers",

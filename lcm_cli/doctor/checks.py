@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from lcm_cli.doctor import context, dag, fts, maintenance, markers, pending, rollover, storage
-from lcm_cli.doctor.base import Outcome, ScanInput
-from lcm_cli.engine.maintenance import junk
+from lcm_cli.doctor import context, dag, fts, maintenance, pending, rollover, storage
+from lcm_cli.engine.maintenance import junk, markers
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput
 
 _RESTORE = (
     "Restore a backup taken before the damage: `lcm backup list`, then `lcm backup restore PATH --apply`."

@@ -11,8 +11,6 @@ import os
 import sqlite3
 from typing import Any
 
-from lcm_cli.doctor.base import Scope
-from lcm_cli.doctor.scan import scan_input
 from lcm_cli.doctor.writer import backup_first, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
@@ -20,7 +18,8 @@ from lcm_cli.engine.core.params import APPLY, CONVERSATION_CLASS, NO_BACKUP, VAC
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
-from lcm_cli.engine.maintenance.junk import CLASSES, CLEAN_CLASSES, class_conversations
+from lcm_cli.engine.maintenance.findings import Scope
+from lcm_cli.engine.maintenance.junk import CLASSES, CLEAN_CLASSES, class_conversations, scan_input
 from lcm_cli.engine.read.conversation_rows import require_lcm_tables
 
 _PREVIEW = 120

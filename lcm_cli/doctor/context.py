@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 
 def _item_id(conversation_id: int, ordinal: int) -> str:

@@ -3,7 +3,7 @@ matches kind and sources, no cycles, every source exists, descendant counts add 
 
 from __future__ import annotations
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 _TABLES = ("summaries", "summary_messages", "summary_parents", "messages")
 

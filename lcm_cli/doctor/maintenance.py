@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 TABLE = "conversation_compaction_maintenance"
 STUCK_AFTER_MINUTES = 30

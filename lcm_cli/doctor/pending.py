@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
 from lcm_cli.engine.db.pending_state import (
     ANCHOR_TRUST,
     BATCHES,
@@ -26,6 +25,7 @@ from lcm_cli.engine.db.pending_state import (
     OPEN_BATCH_STATES,
     TURNS,
 )
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 OPEN_FOR_HOURS = 24
 _OPEN = "(" + ", ".join(f"'{s}'" for s in OPEN_BATCH_STATES) + ")"

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from datetime import timezone
 from typing import Any
 
-from lcm_cli.doctor.base import ScanInput
-from lcm_cli.doctor.markers import ALL_MARKERS, contains_marker, marked_summaries
 from lcm_cli.doctor.writer import is_busy, unit_of_work
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import parse_timestamp
+from lcm_cli.engine.maintenance.findings import ScanInput
+from lcm_cli.engine.maintenance.markers import ALL_MARKERS, contains_marker, marked_summaries
 
 
 def strip_markers(text: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 
 def _is_isolated_cron(key: str) -> bool:

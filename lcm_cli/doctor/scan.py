@@ -15,7 +15,6 @@ import sqlite3
 import time
 from typing import Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, Scope, severity_rank
 from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -23,7 +22,8 @@ from lcm_cli.engine.core.params import CHECK, Request
 from lcm_cli.engine.core.params import FAIL_ON as FAIL_ON_PARAM
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import is_corruption
-from lcm_cli.engine.maintenance.junk import agent_ids
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, Scope, severity_rank
+from lcm_cli.engine.maintenance.junk import scan_input
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
 FINDINGS_EXIT_STATUS = 6
@@ -67,20 +67,6 @@ def resolve_scope(ctx: Context, req: Request) -> Scope:
         )
         return Scope([r[0] for r in rows], recency_after=req.time.after)
     return Scope()
-
-
-def scan_input(ctx: Context, scope: Scope, now_ms: int | None = None) -> ScanInput:
-    """Bundle the read-only connection and scope for the checks."""
-    has_key = ctx.probe.has_column("conversations", "session_key")
-    return ScanInput(
-        conn=ctx.db,
-        probe=ctx.probe,
-        scope=scope,
-        database_path=ctx.database_path,
-        agent_ids=agent_ids(ctx.db, ctx.config_root, has_key),
-        now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
-        state_dir=ctx.state_dir,
-    )
 
 
 def encode_cursor(check_id: str, last: Any) -> str:

@@ -6,8 +6,8 @@ import os
 import shutil
 from typing import Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
 from lcm_cli.engine.db import schema
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 WAL_WARN_BYTES = 64 * 1024 * 1024
 GROWTH_WINDOW_DAYS = 30

@@ -113,7 +113,7 @@ def is_side_file(path: str) -> bool:
     known = name.endswith(SIDE_SUFFIXES)
     if not known and not os.path.isfile(os.path.join(os.path.dirname(path), prefix + ".jsonl")):
         return False
-    from lcm_cli.engine.transcript.reader import read_session_header
+    from lcm_cli.engine.transcript.header import read_session_header
 
     try:
         return read_session_header(path) is None
@@ -193,7 +193,7 @@ def discover_sources(
             reports.append(report)
             continue
         if in_store:
-            from lcm_cli.engine.transcript.reader import read_header
+            from lcm_cli.engine.transcript.header import read_header
 
             try:
                 session_id = read_header(path).session_id

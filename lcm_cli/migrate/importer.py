@@ -39,7 +39,7 @@ from lcm_cli.engine.core.timefilter import parse_iso_timestamp
 from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
 
 if TYPE_CHECKING:
-    from lcm_cli.engine.session.sessions import SessionPolicy
+    from lcm_cli.engine.db.sessions import SessionPolicy
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -116,7 +116,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         limit=req[MAX_FILES],
     )
     keys = session_keys(ctx.state_dir, dirs_given)
-    from lcm_cli.engine.session.sessions import SessionPolicy
+    from lcm_cli.engine.db.sessions import SessionPolicy
 
     policy = SessionPolicy.from_config(ctx.effective)
     keep = req[KEEP]
@@ -256,7 +256,8 @@ def _scan(
     A store session is first written to a private JSONL snapshot (one line per event),
     which is what is scanned; :func:`_forget` deletes it once the session is done.
     """
-    from lcm_cli.engine.transcript.reader import SkippedLine, scan_transcript
+    from lcm_cli.engine.transcript.reader import scan_transcript
+    from lcm_cli.engine.transcript.records import SkippedLine
 
     if isinstance(source, StoreSource):
         from lcm_cli.engine.transcript.host_store import snapshot
@@ -710,7 +711,7 @@ def _produce(
     policy: SessionPolicy | None = None,
 ) -> None:
     """The reader process: per file, its report and scan, and for a new session its rows."""
-    from lcm_cli.engine.transcript.reader import read_header
+    from lcm_cli.engine.transcript.header import read_header
     from lcm_cli.migrate.staging import StagingWriter, discard
 
     seen: set[str] = set()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.doctor.markers import ALL_MARKERS, contains_marker
 from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.maintenance.markers import ALL_MARKERS, contains_marker
 from tests.conftest import lcm
 from tests.support.doctor_seed import TRUNCATION, build_seeded, conversation
 

@@ -21,7 +21,8 @@ import pytest
 
 from lcm_cli.engine.db.store import PART_ID_SQL, PartIds, Store
 from lcm_cli.engine.transcript import reader as transcript
-from lcm_cli.engine.transcript.reader import _SpanReader, scan_transcript
+from lcm_cli.engine.transcript.lines import SpanReader
+from lcm_cli.engine.transcript.reader import scan_transcript
 from lcm_cli.migrate import pipeline, staging
 from tests.support.processes import process_gone
 from tests.support.transcripts import append_garbage, append_truncated, write_transcript
@@ -201,7 +202,7 @@ def test_the_span_reader_returns_every_span_as_a_direct_read(tmp_path: Path) -> 
     spans = sorted((rng.randrange(len(data)), rng.randrange(1, 5000)) for _ in range(400))
     spans += [(10, 100), (0, 1 << 20), (len(data) - 5, 50)]  # backwards, larger than a chunk, past the end
     with open(path, "rb") as handle:
-        reader = _SpanReader(handle)
+        reader = SpanReader(handle)
         for offset, length in spans:
             assert reader.read(offset, length) == data[offset : offset + length]
 

@@ -366,7 +366,7 @@ def stub_stored_results(
     ).fetchone()
     if "large_content" not in columns or has_files is None:
         return list(items)
-    from lcm_cli.engine.session.large_files import tool_output_reference
+    from lcm_cli.engine.assembly.large_files import tool_output_reference
 
     stubs = {r[0]: r[1:] for r in conn.execute(_STORED_STUBS, (conversation_id,))}
     if not stubs:
@@ -459,13 +459,13 @@ def _has_tool_call_block(value: Any) -> bool:
 def substantive_assistant(message: Mapping[str, Any]) -> bool:
     """An assistant message with visible text or a replayable tool call (the reference's rule)."""
     from lcm_cli.engine.core.jscompat import trim
-    from lcm_cli.engine.transcript.reader import _structured_text
+    from lcm_cli.engine.transcript.text import structured_text
 
     calls = message.get("tool_calls")
     if isinstance(calls, list) and calls:
         return True
     content = message.get("content")
-    text = _structured_text(content)
+    text = structured_text(content)
     return bool(text and trim(text)) or _has_tool_call_block(content)
 
 

@@ -7,6 +7,7 @@ the newest suffix that fits, never an unbounded list once a conversation exists.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -159,3 +160,13 @@ def uncovered_volatile(
             continue
         out.append({**message, "role": "user"} if message.get("role") == "system" else message)
     return out
+
+
+def bootstrap_budget(effective: dict[str, Any]) -> int:
+    """``bootstrapMaxTokens``, else ``max(6000, floor(leafChunkTokens × 0.3))``."""
+    value = effective.get("bootstrapMaxTokens")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    chunk = effective.get("leafChunkTokens")
+    chunk = chunk if isinstance(chunk, int) and chunk > 0 else 40000
+    return max(6000, math.floor(chunk * 0.3))

@@ -121,7 +121,7 @@ def _drain(ctx: Context, session: Session, budget: int, attempts: int) -> dict[s
     """The emergency drain: forced past the retry backoff while fewer than 3 attempts failed."""
     from lcm_cli.engine.compaction.compactor import Compactor, drain_debt
     from lcm_cli.engine.compaction.ops import configured_summarizer, debt_resolution
-    from lcm_cli.engine.session.sessions import queue_key, session_lock
+    from lcm_cli.engine.db.sessions import queue_key, session_lock
 
     row = ctx.db.execute(
         "SELECT context_threshold, context_threshold_source FROM conversation_compaction_maintenance"
@@ -174,7 +174,7 @@ def _stub_live(
 ) -> tuple[list[dict[str, Any]], int]:
     """Step 5: large live tool outputs become deterministic file stubs (one short transaction)."""
     from lcm_cli.engine.assembly.live_stubs import LiveStubber, needs_stub
-    from lcm_cli.engine.session.sessions import queue_key, session_lock
+    from lcm_cli.engine.db.sessions import queue_key, session_lock
 
     threshold = int(ctx.effective.get("largeFileTokenThreshold") or 25000)
     if not needs_stub(live, threshold):
@@ -260,9 +260,7 @@ def run(
                         projection=projection,
                         details=base,
                     )
-                from lcm_cli.engine.session.bootstrap import bootstrap_budget
-
-                bounded = min(budget, bootstrap_budget(effective))
+                bounded = min(budget, fb.bootstrap_budget(effective))
                 return _result(
                     fb.bounded_live(live, bounded, host_turn),
                     budget,

@@ -14,9 +14,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from lcm_cli.engine.assembly.exploration import exploration_summary
+from lcm_cli.engine.assembly.large_files import TOOL_ROLES, tool_output_reference, write_large_file
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.session.exploration import exploration_summary
-from lcm_cli.engine.session.large_files import TOOL_ROLES, tool_output_reference, write_large_file
 
 STUB_VERSION = "lcm-live-tool-stub-v1"
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "function_call_output"})

@@ -1,21 +1,20 @@
-"""Registry operations over compaction and assembly: `session.compact`, `context.assemble`,
-`session.maintain`.
+"""Registry operations over compaction: `session.compact` and `session.maintain`.
 
 A conversation is named the way the read commands name it (``--conversation-id`` or
-``--session-key`` → the active conversation). Ignore and stateless session patterns are
-honoured (compat/engine.md §1.3): an ignored session is never compacted nor assembled
-from the database; a stateless one is assembled but never written.
+``--session-key`` → the active conversation, see :mod:`lcm_cli.engine.read.target`).
+Ignore and stateless session patterns are honoured (compat/engine.md §1.3): an ignored
+session is never compacted; a stateless one is never written. ``context.assemble`` lives
+in :mod:`lcm_cli.engine.assembly.ops`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sqlite3
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import quote
 
 from lcm_cli.engine.compaction import context_items as ci
@@ -24,26 +23,21 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
     APPLY,
-    AVAILABLE_TOOLS,
     COMPACTION_TARGET,
     CURRENT_TOKEN_COUNT,
     FORCE,
     MANUAL,
-    MESSAGES,
     MODEL,
-    PROMPT,
-    SESSION_ID,
     TOKEN_BUDGET,
     UNTIL_UNDER_TARGET,
     Param,
     Request,
-    Selector,
 )
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db import schema
-from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of, require_lcm_tables
-from lcm_cli.engine.session.sessions import SessionPolicy, find_active, queue_key, session_lock
+from lcm_cli.engine.db.sessions import queue_key, session_lock
+from lcm_cli.engine.read.target import resolve_target, target_identity
 from lcm_cli.engine.summarize.base import Summarizer, SummaryRequest
 
 TARGETS = ("budget", "threshold")
@@ -69,113 +63,6 @@ def configured_summarizer(ctx: Context) -> Summarizer:
     from lcm_cli.engine.summarize.factory import build_summarizer
 
     return build_summarizer(ctx.effective, dict(ctx.env))
-
-
-class Target(NamedTuple):
-    """The session a call names and its conversation (None when it has none yet)."""
-
-    row: Any
-    session_id: str | None
-    session_key: str | None
-    excluded: str | None  # "excluded", "stateless" or None (compat/engine.md §1.3)
-
-
-def _target(ctx: Context, req: Request) -> Target:
-    """Resolve ``--conversation-id``, else ``--session-key`` / ``--session-id``.
-
-    A conversation id must exist (CONVERSATION_NOT_FOUND). A session the host names may
-    have no conversation yet: the operation then reports that instead of failing. An
-    ignored session is recognised before the database is read.
-    """
-    policy = SessionPolicy.from_config(ctx.effective)
-    session_id = (req[SESSION_ID] or "").strip() or None
-    if req.selector is not None and req.selector.kind == "conversationId":
-        row = find_conversation(ctx, req.selector)
-        sid, key = row["session_id"], row["session_key"]
-        return Target(row, sid, key, policy.exclusion(sid, key))
-    key = str(req.selector.value) if req.selector is not None else None
-    if key is None and session_id is None:
-        raise LcmError(
-            "MISSING_SELECTOR",
-            "Name the conversation: pass --conversation-id <id>, --session-key <key> or "
-            "--session-id <id> (find them with `lcm conversations list`).",
-        )
-    excluded = policy.exclusion(session_id, key)
-    if excluded == "excluded":
-        return Target(None, session_id, key, excluded)
-    if session_id is not None and not os.path.exists(ctx.database_path):
-        # The host names its session before anything was stored (a fresh state dir):
-        # there is no conversation yet, which is not an error.
-        return Target(None, session_id, key, excluded)
-    require_lcm_tables(ctx)
-    if not (
-        ctx.probe.has_column("conversations", "active")
-        and ctx.probe.has_column("conversations", "session_key")
-    ):
-        # A file older than session keys and archiving: only the key lookup of the read
-        # commands applies (it finds nothing without the column).
-        found = None
-    else:
-        found = find_active(ctx.db, session_id, key)
-    if found is None and key is not None and req.selector is not None:
-        # No active row: an archived conversation of the key still answers a read.
-        try:
-            found_row = find_conversation(ctx, req.selector)
-        except LcmError:
-            found_row = None
-        return Target(found_row, session_id, key, excluded)
-    if found is None:
-        return Target(None, session_id, key, excluded)
-    row = find_conversation(ctx, Selector("conversationId", int(found[0])))
-    return Target(row, session_id or row["session_id"], key or row["session_key"], excluded)
-
-
-def _identity(target: Target) -> dict[str, Any]:
-    if target.row is not None:
-        return {"conversation": identity_of(target.row)}
-    return {"conversation": None, "sessionId": target.session_id, "sessionKey": target.session_key}
-
-
-def _live_messages(req: Request, *, strip: bool = True) -> list[dict[str, Any]]:
-    """The host's live messages (``messages``), trailing assistant prefill stripped unless ``strip`` is False."""
-    raw = req[MESSAGES]
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise invalid_argument("--messages is not JSON: pass a JSON array of message objects.") from None
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(m, dict) for m in raw):
-        raise invalid_argument("--messages must be a JSON array of message objects.")
-    messages = list(raw)
-    while strip and messages and messages[-1].get("role") == "assistant":
-        messages.pop()
-    return messages
-
-
-def _available_tools(req: Request) -> list[str] | None:
-    """The host's ``availableTools`` (JSON array, its text, or comma-separated names); None when absent."""
-    raw = req[AVAILABLE_TOOLS]
-    if raw is None:
-        return None
-    if isinstance(raw, str):
-        text = raw.strip()
-        if text.startswith("["):
-            try:
-                raw = json.loads(text)
-            except ValueError:
-                raise invalid_argument(
-                    "--available-tools is not a JSON array: pass a JSON array of tool names or "
-                    "comma-separated names."
-                ) from None
-        else:
-            return [name.strip() for name in text.split(",") if name.strip()]
-    if not isinstance(raw, list) or not all(isinstance(name, str) for name in raw):
-        raise invalid_argument(
-            "--available-tools must be a JSON array of tool names or comma-separated names."
-        )
-    return list(raw)
 
 
 # What a dry run copies: every row of one conversation, table by table.
@@ -226,7 +113,8 @@ def _conversation_copy(path: str, conversation_id: int) -> Any:
         raise
 
 
-def _option_int(req: Request, param: Param[int | None]) -> int | None:
+def option_int(req: Request, param: Param[int | None]) -> int | None:
+    """An integer request field, None when absent."""
     value = req[param]
     return value if isinstance(value, int) else None
 
@@ -251,14 +139,14 @@ def compact(ctx: Context, req: Request) -> Result:
         raise invalid_argument(
             f"Invalid --compaction-target value {target!r}: expected budget or threshold.", {"value": target}
         )
-    found = _target(ctx, req)
+    found = resolve_target(ctx, req)
     apply = req[APPLY]
     resolution = resolve_threshold(ctx.effective, session_key=found.session_key, model=req[MODEL])
     effective = resolution.apply(ctx.effective)
     settings = Settings.from_effective(effective)
-    budget = settings.budget(_option_int(req, TOKEN_BUDGET))
+    budget = settings.budget(option_int(req, TOKEN_BUDGET))
     base = {
-        **_identity(found),
+        **target_identity(found),
         "dryRun": not apply,
         "tokenBudget": budget,
         "threshold": settings.threshold(budget),
@@ -320,7 +208,7 @@ def compact(ctx: Context, req: Request) -> Result:
             target=target,
             force=force,
             manual=manual,
-            current_token_count=_option_int(req, CURRENT_TOKEN_COUNT),
+            current_token_count=option_int(req, CURRENT_TOKEN_COUNT),
             until_under_target=req[UNTIL_UNDER_TARGET],
         )
         after = _snapshot(compactor)
@@ -341,55 +229,14 @@ def compact(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-@operation("context.assemble")
-def assemble(ctx: Context, req: Request) -> Result:
-    """Assemble one conversation's context (compat/engine.md §6.1).
-
-    Mostly read-only: with deferred debt over the budget it drains the debt first, and
-    with ``stubLargeToolPayloads`` it stores large live tool outputs (never for a
-    stateless session).
-    """
-    from lcm_cli.engine.assembly import flow as assemble_flow
-    from lcm_cli.engine.assembly.fallback import strip_prefill
-
-    raw = _live_messages(req, strip=False)
-    tools = _available_tools(req)
-    prompt = req[PROMPT]
-    found = _target(ctx, req)
-    base = _identity(found)
-    if found.excluded == "excluded" or found.row is None:
-        # Ignored sessions never touch the database, and a session without a conversation
-        # has nothing stored: the host's own live messages pass through (unbounded).
-        reason = "session excluded" if found.excluded == "excluded" else "no conversation found for session"
-        live = strip_prefill(raw, prompt is not None and tools is not None)
-        return Result(
-            {
-                **base,
-                "messages": live,
-                "estimatedTokens": 0,
-                "systemPromptAddition": None,
-                "contextProjection": None,
-                "promptAuthority": None,
-                "reason": reason,
-            }
-        )
-    session = assemble_flow.Session(
-        int(found.row["conversation_id"]), found.session_id, found.session_key, found.excluded is None
-    )
-    result = assemble_flow.run(
-        ctx, session, raw, prompt=prompt, available_tools=tools, token_budget=_option_int(req, TOKEN_BUDGET)
-    )
-    return Result({**base, **result})
-
-
 @operation("session.maintain")
 def maintain(ctx: Context, req: Request) -> Result:
     """Run pending compaction debt now; ``--force`` ignores an active retry backoff."""
     from lcm_cli.engine.compaction.compactor import Compactor, drain_debt
 
-    found = _target(ctx, req)
+    found = resolve_target(ctx, req)
     # The host's maintain result carries transcript-GC counts; lcm does no transcript GC.
-    base = {**_identity(found), "bytesFreed": 0, "rewrittenEntries": 0}
+    base = {**target_identity(found), "bytesFreed": 0, "rewrittenEntries": 0}
     if found.excluded:
         reason = "session excluded by pattern" if found.excluded == "excluded" else "stateless session"
         return Result({**base, "changed": False, "reason": reason})
@@ -413,7 +260,7 @@ def maintain(ctx: Context, req: Request) -> Result:
         compactor = Compactor(
             ctx.store(), row["conversation_id"], resolution.apply(ctx.effective), summarizer
         )
-        outcome = drain_debt(compactor, token_budget=_option_int(req, TOKEN_BUDGET), force=req[FORCE])
+        outcome = drain_debt(compactor, token_budget=option_int(req, TOKEN_BUDGET), force=req[FORCE])
     return Result({**base, "thresholdResolution": resolution.to_dict(), **outcome})
 
 

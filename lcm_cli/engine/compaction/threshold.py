@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from lcm_cli.engine.session.sessions import compile_session_pattern
+from lcm_cli.engine.db.sessions import compile_session_pattern
 
 _SPECIFICITY = (
     ("model", 100),

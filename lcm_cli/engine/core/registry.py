@@ -719,7 +719,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_RECORDS,
     ),
     "context.assemble": OpSpec(
-        "lcm_cli.engine.compaction.ops",
+        "lcm_cli.engine.assembly.ops",
         _SELECTOR + ("session_id", "token_budget", "prompt", "messages", "available_tools"),
         words=("context", "show"),
         summary="The context the model would see: summaries as XML, then the fresh tail, within a budget.",

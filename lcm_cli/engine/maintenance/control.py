@@ -161,7 +161,7 @@ def _doctor(ctx: Context, session_key: str | None, session_id: str | None) -> di
     row = _current_conversation(ctx, session_key, session_id)
     if row is None:
         return unavailable_result
-    from lcm_cli.doctor.markers import marker_counts
+    from lcm_cli.engine.maintenance.markers import marker_counts
 
     counts = marker_counts(ctx, int(row["conversation_id"]))
     total = sum(counts.values())

@@ -8,9 +8,13 @@ Shared by the scan (`junk.*`, `conversations.orphaned`), `lcm doctor clean` and
 from __future__ import annotations
 
 import os
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, Scope, skipped
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.context import Context
 
 CLASSES: dict[str, dict[str, str]] = {
     "archived_subagents": {
@@ -70,6 +74,20 @@ def agent_ids(conn: Any, config_root: dict[str, Any] | None, has_key: bool) -> l
         ).fetchall()
         found.update(r[0] for r in rows if r[0])
     return sorted(found)
+
+
+def scan_input(ctx: Context, scope: Scope, now_ms: int | None = None) -> ScanInput:
+    """Bundle the read-only connection and scope for the checks."""
+    has_key = ctx.probe.has_column("conversations", "session_key")
+    return ScanInput(
+        conn=ctx.db,
+        probe=ctx.probe,
+        scope=scope,
+        database_path=ctx.database_path,
+        agent_ids=agent_ids(ctx.db, ctx.config_root, has_key),
+        now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        state_dir=ctx.state_dir,
+    )
 
 
 def _prefix_match(prefixes: list[str]) -> tuple[str, list[Any]]:

@@ -78,9 +78,8 @@ def parse_before(text: str, now_ms: int) -> str:
 
 def _class_members(ctx: Context, classes: list[str]) -> set[int]:
     # The doctor's class rules (every configured agent id), evaluated on the read handle.
-    from lcm_cli.doctor.base import Scope
-    from lcm_cli.doctor.scan import scan_input
-    from lcm_cli.engine.maintenance.junk import class_conversations
+    from lcm_cli.engine.maintenance.findings import Scope
+    from lcm_cli.engine.maintenance.junk import class_conversations, scan_input
 
     source = scan_input(ctx, Scope())
     found: set[int] = set()

@@ -238,7 +238,7 @@ def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, 
     from lcm_cli.engine.compaction import context_items as ci
     from lcm_cli.engine.compaction.compactor import Compactor
     from lcm_cli.engine.compaction.ops import configured_summarizer
-    from lcm_cli.engine.session.sessions import queue_key, session_lock
+    from lcm_cli.engine.db.sessions import queue_key, session_lock
     from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker, guarded, spend_guard
 
     cid = target.conversation_id
@@ -421,7 +421,7 @@ def _resolve(
     state_dir: str | None = None,
 ) -> Target:
     """Preconditions §3.1/§3.2 steps 1-3 against a connection (read-only or the write store)."""
-    from lcm_cli.engine.session.sessions import SessionPolicy
+    from lcm_cli.engine.db.sessions import SessionPolicy
 
     assert req.selector is not None
     if req.selector.kind == "conversationId":
@@ -527,7 +527,7 @@ def _resolve(
 
 def _require_header(target: Target) -> None:
     """Refuse a transcript without a session header line (compat/operations.md §3.3 step 1)."""
-    from lcm_cli.engine.transcript.reader import read_session_header
+    from lcm_cli.engine.transcript.header import read_session_header
 
     if read_session_header(target.path) is None:
         raise unavailable(
@@ -554,7 +554,7 @@ def prove_ownership(conn: Any, target: Target) -> dict[str, Any]:
     whatever else matches: merging it would move that session's messages here. Raises
     ``ROTATE_UNAVAILABLE`` (``transcript-not-owned``); returns ``{proof, headerId}``.
     """
-    from lcm_cli.engine.transcript.reader import read_header
+    from lcm_cli.engine.transcript.header import read_header
 
     header_id = read_header(target.path).header_id
     if header_id is not None and header_id == target.session_id:
@@ -729,12 +729,13 @@ def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> 
 
 def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: str) -> dict[str, Any]:
     """Reconcile, compact, back up, then rewrite the transcript and refresh the frontier."""
+    from lcm_cli.engine.assembly.fallback import bootstrap_budget
     from lcm_cli.engine.db.connection import require_sqlite_file
+    from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
     from lcm_cli.engine.maintenance import backup
     from lcm_cli.engine.read.conversation_rows import require_lcm_tables
-    from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
+    from lcm_cli.engine.session.bootstrap import bootstrap_session
     from lcm_cli.engine.session.ingest import IngestSettings
-    from lcm_cli.engine.session.sessions import find_active, queue_key, session_lock
 
     require_sqlite_file(ctx.database_path)
     require_lcm_tables(ctx)

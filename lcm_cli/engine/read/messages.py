@@ -65,7 +65,7 @@ def list_messages(ctx: Context, req: Request) -> Result:
     data: dict[str, Any] = {"conversation": identity_of(conversation), "items": items}
     max_tokens = req[MAX_TOKENS]
     if max_tokens:
-        from lcm_cli.engine.recall.token_budget import REPORT_TOKENS, fit_page, json_tokens
+        from lcm_cli.engine.read.token_budget import REPORT_TOKENS, fit_page, json_tokens
 
         room = max(1, max_tokens - json_tokens({**data, "items": []}) - REPORT_TOKENS)
         data["items"], data["budget"] = fit_page(

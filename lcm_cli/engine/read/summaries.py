@@ -169,7 +169,7 @@ def show_summary(ctx: Context, req: Request) -> Result:
     }
     max_tokens = req[MAX_TOKENS]
     if max_tokens:
-        from lcm_cli.engine.recall.token_budget import fit_sections
+        from lcm_cli.engine.read.token_budget import fit_sections
 
         data["budget"] = fit_sections(data, ("children", "sourceMessages", "parents"), max_tokens, summary_id)
     return Result(data)

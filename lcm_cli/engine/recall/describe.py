@@ -16,8 +16,8 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import MAX_BYTES, MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.read.summaries import _summary_columns, summary_items
-from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import source_messages, subtree
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope

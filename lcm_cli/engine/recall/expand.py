@@ -16,7 +16,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.recall import token_budget as tb
+from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
 

@@ -20,8 +20,8 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.params import MAX_TOKENS, QUERY, SUMMARY_ID, TIMEOUT_MS, TOKEN_CAP, Request
 from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.recall import grep as grep_mod
-from lcm_cli.engine.recall import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.deadline import Deadline
 from lcm_cli.engine.recall.expand import default_cap, find_summary
@@ -136,7 +136,7 @@ def expand_query(ctx: Context, req: Request) -> Result:
     answer, cited = _parse_reply(raw, evidence)
     if req[MAX_TOKENS] and answer:
         # A model may overrun the limit it was given; what is printed never does.
-        from lcm_cli.engine.recall.token_budget import cut_text
+        from lcm_cli.engine.read.token_budget import cut_text
 
         answer = answer[: cut_text(answer, answer_tokens)]
     data = _reply(answer, "answered", cited, conversations, len(evidence), used, truncated, evidence, model)

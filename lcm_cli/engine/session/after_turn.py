@@ -45,6 +45,7 @@ from lcm_cli.engine.core.params import (
     Selector,
 )
 from lcm_cli.engine.core.registry import FollowUp, Result, operation
+from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.session.ingest import (
     PERSISTABLE_ROLES,
     IngestSettings,
@@ -53,7 +54,6 @@ from lcm_cli.engine.session.ingest import (
     stored_form,
 )
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, STALE_CRON_REASON, stale_cron_run
-from lcm_cli.engine.session.sessions import find_active, queue_key, session_lock
 
 MODES = ("deferred", "inline")
 
@@ -108,7 +108,7 @@ def _covered_by_summary(summary: str, message: dict[str, Any]) -> bool:
 
 
 def _live_messages(ctx: Context, req: Request) -> list[Any]:
-    from lcm_cli.engine.session.ops import read_input
+    from lcm_cli.engine.session.inputs import read_input
 
     needs = "`session.after_turn` needs the live message list of the session"
     messages, _ = read_input({"messages": req[MESSAGES], "file": req[FILE]}, ctx.stdin, needs)
@@ -118,8 +118,9 @@ def _live_messages(ctx: Context, req: Request) -> list[Any]:
 @operation("session.after_turn")
 def after_turn(ctx: Context, req: Request) -> Result:
     """Persist the turn's new messages and apply the threshold policy."""
-    from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
-    from lcm_cli.engine.session.ops import request_session, session_id_for_key
+    from lcm_cli.engine.assembly.fallback import bootstrap_budget
+    from lcm_cli.engine.session.bootstrap import bootstrap_session
+    from lcm_cli.engine.session.inputs import request_session, session_id_for_key
 
     session_id, key = request_session(req)
     messages = _live_messages(ctx, req)

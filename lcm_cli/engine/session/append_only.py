@@ -47,9 +47,9 @@ class AppendedSlice(NamedTuple):
 
 def _parse(data: bytes) -> Any:
     """A transcript line parsed as the reader parses it, or None when it is not JSON."""
-    from lcm_cli.engine.transcript.reader import _decode
+    from lcm_cli.engine.transcript.lines import decode_utf8
 
-    text, _ = _decode(data)
+    text, _ = decode_utf8(data)
     trimmed = jsvalues.trim(text)
     if not trimmed:
         return None
@@ -70,9 +70,9 @@ def _tree_ids(entry: dict[str, Any]) -> tuple[str | None, str | None]:
 
 def _enveloped_message(entry: dict[str, Any]) -> dict[str, Any] | None:
     """The message of a ``{"type": "message", "message": {...}}`` envelope, else None."""
-    from lcm_cli.engine.transcript.reader import _message_of
+    from lcm_cli.engine.transcript.entries import message_of
 
-    message, enveloped = _message_of(entry)
+    message, enveloped = message_of(entry)
     return message if enveloped else None
 
 
@@ -105,7 +105,8 @@ def read_appended(
     The returned string is a short reason (for the result's ``fastPath`` field); the
     caller then reads the whole file.
     """
-    from lcm_cli.engine.transcript.reader import PERSISTABLE_ROLES, STRUCTURAL_ENTRY_TYPES, build_message
+    from lcm_cli.engine.transcript.message import build_message
+    from lcm_cli.engine.transcript.records import PERSISTABLE_ROLES, STRUCTURAL_ENTRY_TYPES
 
     if not checkpoint_hash or not checkpoint_entry_id:
         return "checkpoint has no entry hash or entry id"

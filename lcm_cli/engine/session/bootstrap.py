@@ -29,22 +29,12 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.sessions import get_or_create, queue_key, session_lock
 from lcm_cli.engine.session.ingest import Batch, IngestSettings
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, archive_for_rollover, check_rollover
-from lcm_cli.engine.session.sessions import get_or_create, queue_key, session_lock
 
 MIN_IMPORT_CAP = 50
 IMPORT_CAP_RATIO = 0.2
-
-
-def bootstrap_budget(effective: dict[str, Any]) -> int:
-    """``bootstrapMaxTokens``, else ``max(6000, floor(leafChunkTokens × 0.3))``."""
-    value = effective.get("bootstrapMaxTokens")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    chunk = effective.get("leafChunkTokens")
-    chunk = chunk if isinstance(chunk, int) and chunk > 0 else 40000
-    return max(6000, math.floor(chunk * 0.3))
 
 
 def trim_to_budget(messages: Sequence[Any], budget: int) -> list[Any]:
@@ -107,7 +97,8 @@ def bootstrap_session(
 
     ``append_only=False`` never takes the append-only fast path (tests compare the two).
     """
-    from lcm_cli.engine.transcript.reader import build_message, scan_transcript
+    from lcm_cli.engine.transcript.message import build_message
+    from lcm_cli.engine.transcript.reader import scan_transcript
 
     result: dict[str, Any] = {
         "bootstrapped": False,
@@ -340,7 +331,7 @@ def _append_only(
     """
     from lcm_cli.engine.core.identity import entry_hash
     from lcm_cli.engine.session.append_only import read_appended
-    from lcm_cli.engine.transcript.reader import build_message
+    from lcm_cli.engine.transcript.message import build_message
 
     path, size, mtime_ms = file_state
     conn, cid = store.conn, conversation.conversation_id

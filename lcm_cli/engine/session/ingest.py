@@ -19,9 +19,9 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.assembly.large_files import Interceptor
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.session.large_files import Interceptor
-from lcm_cli.engine.session.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
+from lcm_cli.engine.db.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
 RUNTIME_CONTEXT_SENTINEL = (
@@ -165,7 +165,7 @@ def _is_empty_content(content: Any) -> bool:
 
 
 def _build(message: dict[str, Any], envelope_timestamp: str | None = None) -> Any:
-    from lcm_cli.engine.transcript.reader import build_message
+    from lcm_cli.engine.transcript.message import build_message
 
     if "content" not in message and not ("command" in message and "output" in message):
         message = {**message, "content": ""}

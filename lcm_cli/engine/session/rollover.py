@@ -46,7 +46,7 @@ def check_rollover(
     conn: sqlite3.Connection, session_id: str, session_key: str | None, path: str
 ) -> Rollover | None:
     """The rollover the key's active conversation is in, or None (no rollover)."""
-    from lcm_cli.engine.transcript.reader import read_header
+    from lcm_cli.engine.transcript.header import read_header
 
     key = (session_key or "").strip() or None
     if key is None:

@@ -43,8 +43,8 @@ from lcm_cli.engine.core.params import (
     Request,
 )
 from lcm_cli.engine.core.registry import Result, operation
+from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.session.ingest import IngestSettings, check_message_shape, ingest_messages, input_error
-from lcm_cli.engine.session.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.transcript.host_store import store_for_session
 
 #: Admission and terminal fields that must agree: one transcript, one generation.
@@ -138,7 +138,8 @@ def bootstrap_from_host_store(
     copied into a private JSONL snapshot, read through the transcript bootstrap (with its
     token budget), then removed. The store is only read, in short transactions.
     """
-    from lcm_cli.engine.session.bootstrap import bootstrap_budget, bootstrap_session
+    from lcm_cli.engine.assembly.fallback import bootstrap_budget
+    from lcm_cli.engine.session.bootstrap import bootstrap_session
     from lcm_cli.engine.transcript import host_store as hs
 
     workdir = tempfile.mkdtemp(prefix="lcm-host-snapshot-")
@@ -163,7 +164,7 @@ def bootstrap_from_host_store(
 def commit_turn(ctx: Context, req: Request) -> Result:
     """Commit a turn: ``committed`` the first time, ``duplicate`` for a retry of the same key."""
     from lcm_cli.engine.session.after_turn import compaction_mode, post_turn_threshold, unflushed_start
-    from lcm_cli.engine.session.ops import read_input, request_session
+    from lcm_cli.engine.session.inputs import read_input, request_session
 
     key_value = req[ADVANCEMENT_KEY]
     if not isinstance(key_value, str) or not key_value.strip():

@@ -104,8 +104,8 @@ def _restore_pre_backup(root: Path) -> list[str]:
 
 
 def _large_file(root: Path) -> list[str]:
+    from lcm_cli.engine.assembly.large_files import write_large_file
     from lcm_cli.engine.db.store import Store
-    from lcm_cli.engine.session.large_files import write_large_file
 
     with Store.open(root / "lcm.db") as store, store.transaction() as conn:
         path = write_large_file(

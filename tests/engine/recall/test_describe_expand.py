@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.db.store import Store
-from lcm_cli.engine.recall.token_budget import json_tokens
+from lcm_cli.engine.read.token_budget import json_tokens
 from tests.conftest import lcm
 from tests.support.recall_corpus import MAIN_MESSAGES, build_recall_corpus, stamp
 

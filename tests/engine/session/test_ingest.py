@@ -16,6 +16,7 @@ import pytest
 
 from lcm_cli.engine.api import call
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.db.sessions import SessionPolicy
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.session.ingest import (
     RUNTIME_CONTEXT_SENTINEL,
@@ -23,7 +24,6 @@ from lcm_cli.engine.session.ingest import (
     ingest_messages,
     stable_event_key,
 )
-from lcm_cli.engine.session.sessions import SessionPolicy
 from tests.conftest import lcm, lcm_process
 
 
@@ -69,7 +69,7 @@ def test_ingest_creates_the_database_and_reports_each_message(home: Path) -> Non
 
 
 def test_the_same_functions_as_the_importer_build_rows(home: Path) -> None:
-    from lcm_cli.engine.transcript.reader import build_message
+    from lcm_cli.engine.transcript.message import build_message
 
     message = {
         "role": "assistant",

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.api import call
+from lcm_cli.engine.db.sessions import compile_session_pattern, get_or_create, queue_key, session_lock
 from lcm_cli.engine.db.store import Store
-from lcm_cli.engine.session.sessions import compile_session_pattern, get_or_create, queue_key, session_lock
 
 
 def op(home: Path, name: str, **params: Any) -> dict[str, Any]:

@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.transcript import reader
-from lcm_cli.engine.transcript.reader import (
-    TranscriptMessage,
-    canonical_identity_content,
-    read_header,
-    scan_transcript,
-)
+from lcm_cli.engine.core.identity import canonical_identity_content
+from lcm_cli.engine.transcript import json_array, reader
+from lcm_cli.engine.transcript.header import read_header, read_session_header
+from lcm_cli.engine.transcript.reader import scan_transcript
+from lcm_cli.engine.transcript.records import TranscriptMessage
 from tests.support.transcripts import (
     ALL_BLOCK_TYPES,
     ENTRY_KINDS,
@@ -715,7 +713,7 @@ def test_json_array_streams_through_small_chunks(tmp_path: Path, monkeypatch: py
     items = [{"role": "user", "content": f"message {i} " + "é" * (i % 7), "n": i * 1.5} for i in range(60)]
     path = write_json_array_transcript(tmp_path / "arr.jsonl", items)
     whole = [m.content for m in read_all(path)]
-    monkeypatch.setattr(reader, "_CHUNK", 5)
+    monkeypatch.setattr(json_array, "_CHUNK", 5)
     assert [m.content for m in read_all(path)] == whole == [item["content"] for item in items]
 
 
@@ -971,10 +969,10 @@ def test_path_kinds_in_flatten_mode_and_header_reading(tmp_path: Path) -> None:
     scan = reader.scan_transcript(legacy.path)
     # Without ids only message-shaped lines are records; in file order.
     assert scan.path_kinds() == ["message"] * 12
-    assert reader.read_session_header(legacy.path) == {**json.loads(legacy.path.read_text().splitlines()[0])}
+    assert read_session_header(legacy.path) == {**json.loads(legacy.path.read_text().splitlines()[0])}
     bare = write_transcript(tmp_path / "bare.jsonl", session_id="b", messages=5, header=False)
-    assert reader.read_session_header(bare.path) is None
+    assert read_session_header(bare.path) is None
     assert reader.scan_transcript(bare.path).read_header_line() is None
     array = tmp_path / "array.json"
     array.write_text('[{"role": "user", "content": "hi"}]')
-    assert reader.read_session_header(array) is None and reader.scan_transcript(array).path_kinds() == []
+    assert read_session_header(array) is None and reader.scan_transcript(array).path_kinds() == []

@@ -19,10 +19,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from lcm_cli.engine.assembly.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.core.files import atomic_write, private_mode, remove_orphans
 from lcm_cli.engine.core.jscompat import stringify
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.session.exploration import exploration_summary, summarize_image
 
 TOOL_ROLES = frozenset({"tool", "toolResult"})
 _RESULT_TYPES = frozenset({"tool_result", "toolResult", "function_call_output"})
@@ -415,7 +415,7 @@ class Interceptor:
         }
 
     def _tool_results(self, message: dict[str, Any]) -> dict[str, Any]:
-        from lcm_cli.engine.transcript.reader import _structured_text
+        from lcm_cli.engine.transcript.text import structured_text
 
         content = message.get("content")
         if isinstance(content, str):
@@ -446,7 +446,7 @@ class Interceptor:
                 source = block.get("content")
             else:
                 source = block
-            text = _structured_text(source)
+            text = structured_text(source)
             if text is None or _IMAGE_REFERENCE.match(_js_trim(text)):
                 out.append(block)
                 continue

@@ -1,4 +1,8 @@
-"""What every check shares: the scan scope, a check's outcome, and small SQL helpers."""
+"""What every check shares: the scan scope, a check's outcome, and small SQL helpers.
+
+Used by the doctor's checks and by the rules prune and control share with them
+(:mod:`.junk`, :mod:`.markers`), so it lives below both.
+"""
 
 from __future__ import annotations
 

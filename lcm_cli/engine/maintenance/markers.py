@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lcm_cli.doctor.base import Outcome, ScanInput, skipped
+from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 TRUNCATION_FALLBACK = "[LCM fallback summary; truncated for context management]"
 DIRECTIVE_FALLBACK = "[LCM fallback summary; directive-shaped untrusted content omitted]"
@@ -102,8 +102,8 @@ def check_markers(source: ScanInput) -> Outcome:
 
 def marker_counts(ctx: Any, conversation_id: int) -> dict[str, int]:
     """Per-kind counts of broken summaries in one conversation (for the control contract)."""
-    from lcm_cli.doctor.base import Scope
-    from lcm_cli.doctor.scan import scan_input
+    from lcm_cli.engine.maintenance.findings import Scope
+    from lcm_cli.engine.maintenance.junk import scan_input
 
     found = marked_summaries(scan_input(ctx, Scope([conversation_id])))
     counts = {name: 0 for name in COUNTED_AS.values()}
