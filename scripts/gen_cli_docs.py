@@ -9,7 +9,7 @@ hand-written and left alone:
 - ``<!-- BEGIN GENERATED CONFIG -->`` … ``<!-- END GENERATED CONFIG -->``: the plugin
   config keys of :mod:`lcm_cli.engine.config.keys`.
 
-Help is captured from fresh ``python -m lcm_cli`` processes with a fixed environment
+Help is captured in-process from the app ``lcm`` builds, under a fixed environment
 (COLUMNS=100, NO_COLOR=1, TERM=dumb, no LCM_*/OPENCLAW_*/TYPER_* variables), so the
 output depends neither on the terminal nor on the developer's settings.
 
@@ -23,10 +23,11 @@ Run it with the project's interpreter (``.venv/bin/python``): it imports ``lcm_c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import io
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -107,19 +108,27 @@ def _sanitize(text: str) -> str:
 
 
 def capture_help(path: tuple[str, ...]) -> str:
-    """`lcm <path> --help` as a fresh process prints it."""
-    result = subprocess.run(
-        [sys.executable, "-m", "lcm_cli", *path, "--help"],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=help_env(),
-        cwd=str(REPO),
-        timeout=120,
-    )
-    if result.returncode != 0 or not result.stdout.strip():
-        raise SystemExit(f"`lcm {' '.join(path)} --help` failed (exit {result.returncode}):\n{result.stderr}")
-    return _sanitize(result.stdout)
+    """`lcm <path> --help` as the command prints it, captured in this process.
+
+    The app is the one ``lcm`` builds (:func:`lcm_cli.cli.main` hands ``--help`` to it); the
+    environment is pinned by :func:`help_env` while it renders, so the text depends neither
+    on the terminal nor on the developer's settings.
+    """
+    from lcm_cli.cli import main
+
+    saved = dict(os.environ)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(help_env())
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*path, "--help"])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    if code != 0 or not out.getvalue().strip():
+        raise SystemExit(f"`lcm {' '.join(path)} --help` failed (exit {code}):\n{err.getvalue()}")
+    return _sanitize(out.getvalue())
 
 
 def generated_help() -> str:
