@@ -76,8 +76,9 @@ def _short_diff(current: str, wanted: str) -> str:
     [
         (GEN.HELP_BEGIN, GEN.HELP_END, "generated_help"),
         (GEN.CONFIG_BEGIN, GEN.CONFIG_END, "generated_config"),
+        (GEN.ERRORS_BEGIN, GEN.ERRORS_END, "generated_errors"),
     ],
-    ids=["help", "config"],
+    ids=["help", "config", "errors"],
 )
 def test_generated_region_matches_code(begin: str, end: str, build: str) -> None:
     text = DOC.read_text(encoding="utf-8")
@@ -114,21 +115,30 @@ def test_every_command_has_a_section() -> None:
 def test_check_mode_reports_drift_and_rewrite_fixes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    doc = tmp_path / "cli.md"
+    doc, skill = tmp_path / "cli.md", tmp_path / "SKILL.md"
+    errors = f"{GEN.ERRORS_BEGIN}\n{GEN.ERRORS_END}\n"
     doc.write_text(
-        f"intro\n{GEN.HELP_BEGIN}\nold help\n{GEN.HELP_END}\nmiddle\n{GEN.CONFIG_BEGIN}\n{GEN.CONFIG_END}\nend\n",
+        f"intro\n{GEN.HELP_BEGIN}\nold help\n{GEN.HELP_END}\n{errors}middle\n{GEN.CONFIG_BEGIN}\n{GEN.CONFIG_END}\nend\n",
         encoding="utf-8",
     )
+    skill.write_text(f"skill\n{errors}", encoding="utf-8")
     monkeypatch.setattr(GEN, "DOC", doc)
+    monkeypatch.setattr(GEN, "SKILL", skill)
     monkeypatch.setattr(GEN, "REPO", tmp_path)
     monkeypatch.setattr(GEN, "generated_help", lambda: "new help\n")
     monkeypatch.setattr(GEN, "generated_config", lambda: "| keys |\n")
+    monkeypatch.setattr(GEN, "generated_errors", lambda: "| codes |\n")
+    monkeypatch.setattr(GEN, "generated_skill_errors", lambda: "| next steps |\n")
 
     assert GEN.main(["--check"]) == 1
     assert "gen_cli_docs.py" in capsys.readouterr().err
     assert GEN.main([]) == 0
     assert doc.read_text(encoding="utf-8") == (
-        f"intro\n{GEN.HELP_BEGIN}\nnew help\n{GEN.HELP_END}\nmiddle\n{GEN.CONFIG_BEGIN}\n| keys |\n{GEN.CONFIG_END}\nend\n"
+        f"intro\n{GEN.HELP_BEGIN}\nnew help\n{GEN.HELP_END}\n{GEN.ERRORS_BEGIN}\n| codes |\n{GEN.ERRORS_END}\n"
+        f"middle\n{GEN.CONFIG_BEGIN}\n| keys |\n{GEN.CONFIG_END}\nend\n"
+    )
+    assert (
+        skill.read_text(encoding="utf-8") == f"skill\n{GEN.ERRORS_BEGIN}\n| next steps |\n{GEN.ERRORS_END}\n"
     )
     assert GEN.main(["--check"]) == 0
 
@@ -169,20 +179,13 @@ def test_command_has_a_valid_example(path: tuple[str, ...]) -> None:
 
 # --- (c) error codes -------------------------------------------------------------------
 
-_ERROR_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]+)`\s*\|\s*(\d+)\s*\|", re.M)
 
-
-@pytest.mark.parametrize("doc", [DOC, SKILL], ids=["docs/cli.md", "SKILL.md"])
-def test_every_error_code_is_documented_with_its_exit_status(doc: Path) -> None:
-    rows = {code: int(status) for code, status in _ERROR_ROW.findall(doc.read_text(encoding="utf-8"))}
-    missing = sorted(set(EXIT_STATUS) - set(rows))
-    assert not missing, f"{doc.relative_to(REPO)} has no error-table row for {missing}"
-    unknown = sorted(set(rows) - set(EXIT_STATUS))
-    assert not unknown, (
-        f"{doc.relative_to(REPO)} documents codes lcm_cli/engine/core/exit_codes.py does not have: {unknown}"
-    )
-    wrong = {code: (rows[code], status) for code, status in EXIT_STATUS.items() if rows[code] != status}
-    assert not wrong, f"{doc.relative_to(REPO)}: documented vs real exit status: {wrong}"
+def test_skill_error_table_matches_code() -> None:
+    text = SKILL.read_text(encoding="utf-8")
+    current = GEN.extract_region(text, GEN.ERRORS_BEGIN, GEN.ERRORS_END)
+    wanted = "\n" + GEN.generated_skill_errors().rstrip("\n") + "\n"
+    if current != wanted:
+        pytest.fail(f"SKILL.md is stale: {FIX_HINT}.\n{_short_diff(current, wanted)}", pytrace=False)
 
 
 def test_every_exit_status_is_documented() -> None:
