@@ -892,7 +892,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         return
 
     if staged:
-        from lcm_cli.engine.db.store import sqlite_timestamp
+        from lcm_cli.engine.db.store.stamps import sqlite_timestamp
         from lcm_cli.migrate.staging import copy_staged
 
         selection = handoff.selection
