@@ -256,7 +256,8 @@ def _messages_for(rng: random.Random, text: TextSource, count: int, start: datet
 
 def build_database(path: Path) -> dict[str, Any]:
     """Write the benchmark database at ``path`` through Store; return facts about it."""
-    from lcm_cli.engine.db.store import Store, iso_timestamp
+    from lcm_cli.engine.db.store import Store
+    from lcm_cli.engine.db.store.stamps import iso_timestamp
 
     rng = random.Random(SEED)
     text = TextSource(rng)

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from typing import Any
 
-from lcm_cli.engine.db.store import fts_message_text
+from lcm_cli.engine.db.store.messages import fts_message_text
 from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 SUMMARY_FTS = ("summaries_fts", "summaries_fts_cjk")

@@ -20,7 +20,7 @@ from typing import Any
 from lcm_cli.doctor.writer import is_busy, unit_of_work
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.db.store import parse_timestamp
+from lcm_cli.engine.db.store.stamps import parse_timestamp
 from lcm_cli.engine.maintenance.findings import ScanInput
 from lcm_cli.engine.maintenance.markers import ALL_MARKERS, contains_marker, marked_summaries
 

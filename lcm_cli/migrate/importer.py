@@ -143,7 +143,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
             reports, backup_path = _apply(ctx, files, keys, policy)
             # Retention applies on every --apply run, also one with nothing to import.
             if keep is not None:
-                from lcm_cli.engine.maintenance.backup import prune_backups
+                from lcm_cli.engine.maintenance.backup_catalog import prune_backups
 
                 pruned = prune_backups(ctx.database_path, keep, label=MIGRATE_BACKUP_LABEL)
         else:
@@ -515,7 +515,7 @@ def _apply(
                 report.pop("wouldImportMessages", None)
             return preview, None
         from lcm_cli.engine.config.file import backup_stamp
-        from lcm_cli.engine.maintenance.backup import create_backup
+        from lcm_cli.engine.maintenance.backup_create import create_backup
 
         # The reference importer's name, through lcm backup's online copy and checks.
         out = f"{ctx.database_path}.{MIGRATE_BACKUP_LABEL}-{backup_stamp()}.bak"
@@ -892,7 +892,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         return
 
     if staged:
-        from lcm_cli.engine.db.store import sqlite_timestamp
+        from lcm_cli.engine.db.store.stamps import sqlite_timestamp
         from lcm_cli.migrate.staging import copy_staged
 
         selection = handoff.selection

@@ -24,7 +24,8 @@ import tempfile
 from typing import Any
 
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.db.store import PART_ID_SQL, fts_message_text, message_identity_hash
+from lcm_cli.engine.db.store.ids import PART_ID_SQL, message_identity_hash
+from lcm_cli.engine.db.store.messages import fts_message_text
 
 # Staging directories are named lcm-import-<pid>-<random> in the temp dir (TMPDIR).
 _DIR_PREFIX = "lcm-import-"

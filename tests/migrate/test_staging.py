@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.db.store import PART_ID_SQL, PartIds, Store
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.db.store.ids import PART_ID_SQL, PartIds
 from lcm_cli.engine.transcript import reader as transcript
 from lcm_cli.engine.transcript.lines import SpanReader
 from lcm_cli.engine.transcript.reader import scan_transcript

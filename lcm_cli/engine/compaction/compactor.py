@@ -23,7 +23,8 @@ from lcm_cli.engine.compaction import context_items as ci
 from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.context_items import Item
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.db.store import Store, iso_timestamp, parse_timestamp
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.db.store.stamps import iso_timestamp, parse_timestamp
 from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer
 
 DEFAULT_TOKEN_BUDGET = 128000

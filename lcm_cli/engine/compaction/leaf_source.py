@@ -15,7 +15,7 @@ from datetime import datetime, timezone, tzinfo
 from functools import lru_cache
 from typing import Any
 
-from lcm_cli.engine.db.store import parse_timestamp
+from lcm_cli.engine.db.store.stamps import parse_timestamp
 from lcm_cli.engine.summarize.sanitize import strip_injected_context_tags, strip_reasoning
 
 _DATA_URL = re.compile(r"data:[a-z]+/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+", re.IGNORECASE)

@@ -1,7 +1,8 @@
 """`lcm backup` operations: create, list, verify and restore copies of lcm.db.
 
-Thin wrappers binding :mod:`lcm_cli.engine.maintenance.backup` to the registry: the database path
-comes from the usual precedence (``--db``, ``LCM_DATABASE_PATH``, plugin config, state dir).
+Thin wrappers binding the ``backup_*`` modules of :mod:`lcm_cli.engine.maintenance` to the
+registry: the database path comes from the usual precedence (``--db``, ``LCM_DATABASE_PATH``,
+plugin config, state dir).
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.params import APPLY, FORCE, KEEP, OUT, QUICK, Request
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.maintenance import backup
+from lcm_cli.engine.maintenance import backup_catalog, backup_create, backup_restore, backup_verify
 
 
 @operation("backup.create")
 def create(ctx: Context, req: Request) -> Result:
     """Copy the live database; with ``--keep N`` also prune older backups."""
-    result: dict[str, Any] = backup.create_backup(
+    result: dict[str, Any] = backup_create.create_backup(
         ctx.database_path,
         out=req[OUT],
         quick=req[QUICK],
@@ -27,21 +28,23 @@ def create(ctx: Context, req: Request) -> Result:
     ctx.report_progress("done", 1, 1)
     keep = req[KEEP]
     if keep is not None:
-        result["pruned"] = backup.prune_backups(ctx.database_path, keep, label="backup")
+        result["pruned"] = backup_catalog.prune_backups(ctx.database_path, keep, label="backup")
     return Result(result)
 
 
 @operation("backup.list")
 def list_backups(ctx: Context, req: Request) -> Result:
     """Every backup file next to lcm.db with its manifest status."""
-    return Result({"databasePath": ctx.database_path, "backups": backup.list_backups(ctx.database_path)})
+    return Result(
+        {"databasePath": ctx.database_path, "backups": backup_catalog.list_backups(ctx.database_path)}
+    )
 
 
 @operation("backup.verify")
 def verify(ctx: Context, req: Request) -> Result:
     """Verify one backup; a failed check is an error so scripts can gate on it."""
     (path,) = req.args
-    result = backup.verify_backup(path)
+    result = backup_verify.verify_backup(path)
     if not result.get("ok"):
         failed = [c["name"] for c in result.get("checks", []) if not c.get("ok")]
         raise LcmError(
@@ -57,4 +60,4 @@ def verify(ctx: Context, req: Request) -> Result:
 def restore(ctx: Context, req: Request) -> Result:
     """Replace the database with a backup, keeping the replaced file as a backup."""
     (path,) = req.args
-    return Result(backup.restore_backup(path, ctx.database_path, apply=req[APPLY], force=req[FORCE]))
+    return Result(backup_restore.restore_backup(path, ctx.database_path, apply=req[APPLY], force=req[FORCE]))

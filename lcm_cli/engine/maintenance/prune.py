@@ -33,7 +33,7 @@ from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, hash_file, private_mode, remove_orphans
-from lcm_cli.engine.db.store import fts_message_text
+from lcm_cli.engine.db.store.messages import fts_message_text
 
 FORMAT = "lcm-prune-archive"
 VERSION = 1

@@ -732,7 +732,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     from lcm_cli.engine.assembly.fallback import bootstrap_budget
     from lcm_cli.engine.db.connection import require_sqlite_file
     from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
-    from lcm_cli.engine.maintenance import backup
+    from lcm_cli.engine.maintenance.backup_create import create_backup, create_rolling_backup
     from lcm_cli.engine.read.conversation_rows import require_lcm_tables
     from lcm_cli.engine.session.bootstrap import bootstrap_session
     from lcm_cli.engine.session.ingest import IngestSettings
@@ -783,9 +783,9 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     # Step 7 comes before the rewrite: the backup holds the state the rewrite starts from.
     made: dict[str, Any] | None = None
     if mode == "latest":
-        made = backup.create_rolling_backup(ctx.database_path, label="rotate")
+        made = create_rolling_backup(ctx.database_path, label="rotate")
     elif mode == "full":
-        made = backup.create_backup(ctx.database_path, label="rotate")
+        made = create_backup(ctx.database_path, label="rotate")
     transcript, plan = _plan(target, effective)
     data = plan.content()
     info = os.stat(target.path)

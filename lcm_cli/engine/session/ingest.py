@@ -255,7 +255,7 @@ class Batch:
         envelope_timestamp: str | None = None,
     ) -> dict[str, Any]:
         """§2.1 steps 2-11 for one message; returns its result entry."""
-        from lcm_cli.engine.db.store import sqlite_timestamp
+        from lcm_cli.engine.db.store.stamps import sqlite_timestamp
 
         role = message.get("role")
         if role not in PERSISTABLE_ROLES:

@@ -13,8 +13,10 @@ import pytest
 
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db import schema
-from lcm_cli.engine.db import store as store_module
-from lcm_cli.engine.db.store import Store, fts_message_text, parse_timestamp
+from lcm_cli.engine.db.store import Store
+from lcm_cli.engine.db.store import stamps as store_stamps
+from lcm_cli.engine.db.store.messages import fts_message_text
+from lcm_cli.engine.db.store.stamps import parse_timestamp
 from tests.support.legacy_schema import make_legacy_db
 
 SQLITE_TS = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
@@ -656,15 +658,15 @@ def test_parse_timestamp_shapes() -> None:
     assert parse_timestamp("2026-01-01T12:00:00+02:00") == sqlite_shape
     assert parse_timestamp("not a time") is None
     assert parse_timestamp(None) is None
-    assert store_module.iso_timestamp(sqlite_shape) == "2026-01-01T10:00:00.000Z"
-    assert store_module.sqlite_timestamp(iso_shape) == "2026-01-01 10:00:00"
+    assert store_stamps.iso_timestamp(sqlite_shape) == "2026-01-01T10:00:00.000Z"
+    assert store_stamps.sqlite_timestamp(iso_shape) == "2026-01-01 10:00:00"
 
 
 def test_part_ids_are_unique_sorted_v4_uuids() -> None:
     """Part ids count upwards from a random v4 start (index locality) and stay valid v4 text."""
     import uuid
 
-    from lcm_cli.engine.db.store import PartIds
+    from lcm_cli.engine.db.store.ids import PartIds
 
     first, second = PartIds(), PartIds()
     ids = [first.next() for _ in range(1000)]

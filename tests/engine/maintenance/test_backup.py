@@ -1,4 +1,4 @@
-"""lcm_cli.engine.maintenance.backup on real SQLite files: create, list, verify, restore, prune, and
+"""lcm_cli.engine.maintenance.backup_* on real SQLite files: create, list, verify, restore, prune, and
 the hard cases (full disk, read-only directory, a writer in another process, SIGKILL)."""
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ import pytest
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.store import Store
-from lcm_cli.engine.maintenance import backup
+from lcm_cli.engine.maintenance.backup_catalog import list_backups, prune_backups
+from lcm_cli.engine.maintenance.backup_create import MAX_RESTARTS, create_backup
+from lcm_cli.engine.maintenance.backup_manifest import counted_tables
+from lcm_cli.engine.maintenance.backup_names import normalize_label
+from lcm_cli.engine.maintenance.backup_restore import restore_backup
+from lcm_cli.engine.maintenance.backup_verify import verify_backup
 from tests.conftest import REPO
 from tests.support.sample import build_sample
 
@@ -45,7 +50,7 @@ def rows(path: Path | str, table: str) -> list[tuple[Any, ...]]:
 def tables_of(path: Path | str) -> list[str]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return backup.counted_tables(conn)
+        return counted_tables(conn)
     finally:
         conn.close()
 
@@ -104,7 +109,7 @@ def run_python(code: str, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
 
 
 def test_create_copies_every_row_and_writes_a_true_manifest(db_path: Path) -> None:
-    done = backup.create_backup(str(db_path))
+    done = create_backup(str(db_path))
     path = Path(done["backupPath"])
     assert path.parent == db_path.parent and DEFAULT_NAME.match(path.name)
     assert done["manifestPath"] == str(path) + ".manifest.json"
@@ -138,7 +143,7 @@ def test_create_copies_every_row_and_writes_a_true_manifest(db_path: Path) -> No
 
 def test_quick_check_and_progress_are_reported(db_path: Path) -> None:
     seen: list[tuple[int, int]] = []
-    done = backup.create_backup(
+    done = create_backup(
         str(db_path), quick=True, pages_per_step=8, progress=lambda d, t: seen.append((d, t))
     )
     assert done["check"] == "quick_check"
@@ -158,17 +163,17 @@ def test_quick_check_and_progress_are_reported(db_path: Path) -> None:
     ],
 )
 def test_labels_are_normalized_as_the_plugin_does(label: str, normalized: str) -> None:
-    assert backup.normalize_label(label) == normalized
+    assert normalize_label(label) == normalized
 
 
 def test_default_name_carries_the_label_and_out_may_be_a_directory(db_path: Path, tmp_path: Path) -> None:
-    labelled = Path(backup.create_backup(str(db_path), label="Before Import")["backupPath"])
+    labelled = Path(create_backup(str(db_path), label="Before Import")["backupPath"])
     assert re.fullmatch(r"lcm\.db\.before-import-\d{8}T\d{9}Z-[0-9a-z]{6}\.bak", labelled.name)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    inside = Path(backup.create_backup(str(db_path), out=str(elsewhere))["backupPath"])
+    inside = Path(create_backup(str(db_path), out=str(elsewhere))["backupPath"])
     assert inside.parent == elsewhere and DEFAULT_NAME.match(inside.name)
-    named = backup.create_backup(str(db_path), out=str(elsewhere / "mine.sqlite"))
+    named = create_backup(str(db_path), out=str(elsewhere / "mine.sqlite"))
     assert named["backupPath"] == str(elsewhere / "mine.sqlite")
     assert Path(named["manifestPath"]).name == "mine.sqlite.manifest.json"
 
@@ -177,28 +182,28 @@ def test_existing_target_is_refused_and_left_unchanged(db_path: Path, tmp_path: 
     target = tmp_path / "taken.bak"
     target.write_bytes(b"precious")
     before = all_files(tmp_path)
-    error = raises("BACKUP_TARGET_EXISTS", backup.create_backup, str(db_path), out=str(target))
+    error = raises("BACKUP_TARGET_EXISTS", create_backup, str(db_path), out=str(target))
     assert "--out" in error.message
     assert target.read_bytes() == b"precious"
     assert all_files(tmp_path) == before
 
 
 def test_bad_arguments_are_invalid(db_path: Path) -> None:
-    raises("INVALID_ARGUMENT", backup.create_backup, str(db_path), pages_per_step=0)
-    raises("INVALID_ARGUMENT", backup.create_backup, str(db_path), pages_per_step=-5)
-    raises("INVALID_ARGUMENT", backup.create_backup, str(db_path), sleep_ms=-1)
-    raises("INVALID_ARGUMENT", backup.prune_backups, str(db_path), -1)
+    raises("INVALID_ARGUMENT", create_backup, str(db_path), pages_per_step=0)
+    raises("INVALID_ARGUMENT", create_backup, str(db_path), pages_per_step=-5)
+    raises("INVALID_ARGUMENT", create_backup, str(db_path), sleep_ms=-1)
+    raises("INVALID_ARGUMENT", prune_backups, str(db_path), -1)
 
 
 def test_missing_and_non_sqlite_sources_are_refused(tmp_path: Path) -> None:
-    raises("DATABASE_NOT_FOUND", backup.create_backup, str(tmp_path / "nope.db"))
-    raises("DATABASE_NOT_FOUND", backup.create_backup, str(tmp_path))
+    raises("DATABASE_NOT_FOUND", create_backup, str(tmp_path / "nope.db"))
+    raises("DATABASE_NOT_FOUND", create_backup, str(tmp_path))
     text = tmp_path / "notes.db"
     text.write_text("this is not a database\n" * 100)
-    raises("DATABASE_OPEN_FAILED", backup.create_backup, str(text))
+    raises("DATABASE_OPEN_FAILED", create_backup, str(text))
     fake = tmp_path / "fake.db"
     fake.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)
-    raises("DATABASE_OPEN_FAILED", backup.create_backup, str(fake))
+    raises("DATABASE_OPEN_FAILED", create_backup, str(fake))
     assert all_files(tmp_path) == {"notes.db", "fake.db"}
 
 
@@ -209,7 +214,7 @@ def test_rollback_journal_source_is_backed_up_too(tmp_path: Path) -> None:
     conn.executemany("INSERT INTO t (b) VALUES (randomblob(500))", [()] * 500)
     conn.commit()
     conn.close()
-    done = backup.create_backup(str(db), pages_per_step=4)
+    done = create_backup(str(db), pages_per_step=4)
     assert done["tables"] == {"t": 500}
     assert rows(done["backupPath"], "t") == rows(db, "t")
 
@@ -249,17 +254,17 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_read_only_directory_is_refused(db_path: Path, read_only_dir: Path) -> None:
-    raises("BACKUP_TARGET_UNWRITABLE", backup.create_backup, str(db_path), out=str(read_only_dir / "x.bak"))
-    raises("BACKUP_TARGET_UNWRITABLE", backup.create_backup, str(db_path), out=str(read_only_dir))
+    raises("BACKUP_TARGET_UNWRITABLE", create_backup, str(db_path), out=str(read_only_dir / "x.bak"))
+    raises("BACKUP_TARGET_UNWRITABLE", create_backup, str(db_path), out=str(read_only_dir))
     assert all_files(read_only_dir) == set()
 
 
 def test_directory_that_is_a_file_or_missing_is_refused(db_path: Path, tmp_path: Path) -> None:
     plain = tmp_path / "plain.txt"
     plain.write_text("x")
-    error = raises("BACKUP_TARGET_UNWRITABLE", backup.create_backup, str(db_path), out=str(plain / "x.bak"))
+    error = raises("BACKUP_TARGET_UNWRITABLE", create_backup, str(db_path), out=str(plain / "x.bak"))
     assert "not a directory" in error.message
-    raises("BACKUP_TARGET_UNWRITABLE", backup.create_backup, str(db_path), out=str(tmp_path / "no" / "x.bak"))
+    raises("BACKUP_TARGET_UNWRITABLE", create_backup, str(db_path), out=str(tmp_path / "no" / "x.bak"))
     assert plain.read_text() == "x"
 
 
@@ -271,7 +276,7 @@ def test_too_little_free_space_is_refused_before_copying(
 ) -> None:
     before = all_files(db_path.parent)
     monkeypatch.setattr(shutil, "disk_usage", lambda path: DiskUsage(10**9, 10**9 - 4096, 4096))
-    error = raises("BACKUP_NO_SPACE", backup.create_backup, str(db_path))
+    error = raises("BACKUP_NO_SPACE", create_backup, str(db_path))
     assert error.details["freeBytes"] == 4096
     assert error.details["neededBytes"] > db_path.stat().st_size
     assert all_files(db_path.parent) == before
@@ -300,13 +305,13 @@ def test_disk_filling_up_mid_copy_leaves_nothing(
 ) -> None:
     # The free-space check passes (as if another process filled the disk after it).
     monkeypatch.setattr(shutil, "disk_usage", lambda path: DiskUsage(10**12, 0, 10**12))
-    raises("BACKUP_NO_SPACE", backup.create_backup, str(big_db), out=str(tiny_filesystem / "x.bak"))
+    raises("BACKUP_NO_SPACE", create_backup, str(big_db), out=str(tiny_filesystem / "x.bak"))
     assert all_files(tiny_filesystem) == set()
 
 
 FSIZE_LIMITED = """
 import json, resource, signal, sys
-from lcm_cli.engine.maintenance.backup import create_backup
+from lcm_cli.engine.maintenance.backup_create import create_backup
 from lcm_cli.engine.core.errors import LcmError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
 limit = int(sys.argv[3])
@@ -336,15 +341,15 @@ def test_file_size_limit_hit_mid_copy_leaves_nothing(big_db: Path, tmp_path: Pat
 
 
 def test_list_shows_every_naming_scheme_newest_first(db_path: Path) -> None:
-    first = backup.create_backup(str(db_path))["backupPath"]
+    first = create_backup(str(db_path))["backupPath"]
     time.sleep(0.01)
-    second = backup.create_backup(str(db_path), label="pre-restore")["backupPath"]
+    second = create_backup(str(db_path), label="pre-restore")["backupPath"]
     directory = db_path.parent
     shutil.copyfile(first, directory / "lcm.db.rotate-latest.bak")
     shutil.copyfile(first, directory / "lcm.db.migrate-sessions-20200101T000000000Z.bak")
     shutil.copyfile(first, directory / "other.db.backup-20200101T000000000Z-abcdef.bak")
     (directory / "lcm.db.notes.txt").write_text("x")
-    listed = backup.list_backups(str(db_path))
+    listed = list_backups(str(db_path))
     names = [item["name"] for item in listed]
     assert set(names) == {
         Path(first).name,
@@ -369,12 +374,12 @@ def test_list_shows_every_naming_scheme_newest_first(db_path: Path) -> None:
     mine = by_name[Path(second).name]
     assert mine["label"] == "pre-restore" and mine["hasManifest"] and mine["verifiedAtCreation"]
     assert mine["sizeMatchesManifest"] is True and mine["path"] == second
-    assert backup.list_backups(str(db_path.parent / "missing-dir" / "lcm.db")) == []
+    assert list_backups(str(db_path.parent / "missing-dir" / "lcm.db")) == []
 
 
 def test_verify_passes_then_reports_one_flipped_byte(db_path: Path) -> None:
-    path = Path(backup.create_backup(str(db_path))["backupPath"])
-    good = backup.verify_backup(str(path))
+    path = Path(create_backup(str(db_path))["backupPath"])
+    good = verify_backup(str(path))
     assert good["ok"] is True
     assert [c["name"] for c in good["checks"]] == [
         "manifest",
@@ -387,7 +392,7 @@ def test_verify_passes_then_reports_one_flipped_byte(db_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    bad = backup.verify_backup(str(path))
+    bad = verify_backup(str(path))
     assert bad["ok"] is False
     failed = {c["name"]: c for c in bad["checks"] if not c["ok"]}
     assert "sha256" in failed and "size" not in failed
@@ -395,15 +400,15 @@ def test_verify_passes_then_reports_one_flipped_byte(db_path: Path) -> None:
 
 
 def test_verify_reports_count_mismatch_and_missing_manifest(db_path: Path, tmp_path: Path) -> None:
-    path = Path(backup.create_backup(str(db_path))["backupPath"])
+    path = Path(create_backup(str(db_path))["backupPath"])
     manifest_path = Path(str(path) + ".manifest.json")
     manifest = json.loads(manifest_path.read_text())
     manifest["tables"]["messages"] += 1
     manifest_path.write_text(json.dumps(manifest))
-    result = backup.verify_backup(str(path))
+    result = verify_backup(str(path))
     assert [c["name"] for c in result["checks"] if not c["ok"]] == ["rowCounts"]
     manifest_path.unlink()
-    result = backup.verify_backup(str(path))
+    result = verify_backup(str(path))
     assert result["ok"] is False
     assert result["checks"][0] == {
         "name": "manifest",
@@ -414,10 +419,10 @@ def test_verify_reports_count_mismatch_and_missing_manifest(db_path: Path, tmp_p
     assert [c["name"] for c in result["checks"]] == ["manifest", "integrity"] and result["checks"][1]["ok"]
     garbage = tmp_path / "garbage.bak"
     garbage.write_bytes(b"not sqlite" * 500)
-    result = backup.verify_backup(str(garbage))
+    result = verify_backup(str(garbage))
     assert result["ok"] is False and result["checks"][-1]["name"] == "integrity"
     assert not result["checks"][-1]["ok"]
-    raises("BACKUP_NOT_FOUND", backup.verify_backup, str(tmp_path / "absent.bak"))
+    raises("BACKUP_NOT_FOUND", verify_backup, str(tmp_path / "absent.bak"))
 
 
 # --- restore ------------------------------------------------------------------------------
@@ -434,9 +439,9 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 
 def test_restore_dry_run_reports_and_changes_nothing(db_path: Path) -> None:
-    path = backup.create_backup(str(db_path))["backupPath"]
+    path = create_backup(str(db_path))["backupPath"]
     before = snapshot(db_path.parent)
-    plan = backup.restore_backup(path, str(db_path))
+    plan = restore_backup(path, str(db_path))
     assert plan["applied"] is False and plan["restorable"] is True
     assert plan["verification"]["ok"] is True
     target = plan["target"]
@@ -447,17 +452,17 @@ def test_restore_dry_run_reports_and_changes_nothing(db_path: Path) -> None:
 
 
 def test_restore_apply_replaces_the_database_and_keeps_the_old_one(db_path: Path) -> None:
-    path = backup.create_backup(str(db_path))["backupPath"]
+    path = create_backup(str(db_path))["backupPath"]
     add_messages(db_path, 5)
     old_messages = rows(db_path, "messages")
-    done = backup.restore_backup(path, str(db_path), apply=True)
+    done = restore_backup(path, str(db_path), apply=True)
     assert done["applied"] is True and done["forced"] is False
     assert Path(db_path).read_bytes() == Path(path).read_bytes()
     assert not Path(str(db_path) + "-wal").exists() and not Path(str(db_path) + "-shm").exists()
     assert len(rows(db_path, "messages")) == 27
     kept = done["preRestoreBackup"]
     assert kept["method"] == "online" and Path(kept["path"]).name.startswith("lcm.db.pre-restore-")
-    assert backup.verify_backup(kept["path"])["ok"] is True
+    assert verify_backup(kept["path"])["ok"] is True
     assert rows(kept["path"], "messages") == old_messages
     # The restored file is an ordinary lcm.db again: the write path opens and extends it.
     add_messages(db_path, 1)
@@ -472,7 +477,7 @@ def test_restore_to_a_new_path_and_from_a_manifestless_plugin_backup(db_path: Pa
     conn.close()
     fresh = tmp_path / "fresh" / "lcm.db"
     fresh.parent.mkdir()
-    done = backup.restore_backup(str(plugin_style), str(fresh), apply=True)
+    done = restore_backup(str(plugin_style), str(fresh), apply=True)
     assert done["applied"] and done["preRestoreBackup"] is None
     assert done["verification"]["ok"] is False  # no manifest, reported...
     assert done["restorable"] is True  # ...but its integrity check passed
@@ -480,25 +485,25 @@ def test_restore_to_a_new_path_and_from_a_manifestless_plugin_backup(db_path: Pa
 
 
 def test_restore_refuses_a_tampered_backup(db_path: Path) -> None:
-    path = Path(backup.create_backup(str(db_path))["backupPath"])
+    path = Path(create_backup(str(db_path))["backupPath"])
     data = bytearray(path.read_bytes())
     data[-100] ^= 0x01
     path.write_bytes(bytes(data))
     before = snapshot(db_path.parent)
-    error = raises("BACKUP_VERIFY_FAILED", backup.restore_backup, str(path), str(db_path), apply=True)
+    error = raises("BACKUP_VERIFY_FAILED", restore_backup, str(path), str(db_path), apply=True)
     assert "sha256" in error.details["failedChecks"]
     assert snapshot(db_path.parent) == before
-    raises("BACKUP_NOT_FOUND", backup.restore_backup, str(path) + ".nope", str(db_path))
-    raises("INVALID_ARGUMENT", backup.restore_backup, str(db_path), str(db_path))
-    raises("INVALID_ARGUMENT", backup.restore_backup, str(path), str(db_path.parent))
+    raises("BACKUP_NOT_FOUND", restore_backup, str(path) + ".nope", str(db_path))
+    raises("INVALID_ARGUMENT", restore_backup, str(db_path), str(db_path))
+    raises("INVALID_ARGUMENT", restore_backup, str(path), str(db_path.parent))
 
 
 def test_restore_over_a_non_sqlite_file_keeps_its_bytes(db_path: Path, tmp_path: Path) -> None:
-    path = backup.create_backup(str(db_path))["backupPath"]
+    path = create_backup(str(db_path))["backupPath"]
     target = tmp_path / "broken" / "lcm.db"
     target.parent.mkdir()
     target.write_bytes(b"garbage, not a database")
-    done = backup.restore_backup(path, str(target), apply=True)
+    done = restore_backup(path, str(target), apply=True)
     assert done["preRestoreBackup"]["method"] == "copy"
     assert Path(done["preRestoreBackup"]["path"]).read_bytes() == b"garbage, not a database"
     assert len(rows(target, "messages")) == 27
@@ -518,20 +523,20 @@ time.sleep(60)
 
 @pytest.mark.parametrize("how", ["transaction", "idle"])
 def test_restore_is_refused_while_another_process_has_the_database_open(db_path: Path, how: str) -> None:
-    path = backup.create_backup(str(db_path))["backupPath"]
+    path = create_backup(str(db_path))["backupPath"]
     proc = run_python(HOLDER, str(db_path), how)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
-        plan = backup.restore_backup(path, str(db_path))
+        plan = restore_backup(path, str(db_path))
         assert plan["target"]["inUse"] is True and plan["target"]["holderPid"] == proc.pid
         before = db_path.read_bytes()
-        error = raises("DATABASE_IN_USE", backup.restore_backup, path, str(db_path), apply=True)
+        error = raises("DATABASE_IN_USE", restore_backup, path, str(db_path), apply=True)
         assert error.details["holderPid"] == proc.pid and "--force" in error.message
         assert db_path.read_bytes() == before
-        assert [i["label"] for i in backup.list_backups(str(db_path))] == ["backup"]
-        done = backup.restore_backup(path, str(db_path), apply=True, force=True)
+        assert [i["label"] for i in list_backups(str(db_path))] == ["backup"]
+        done = restore_backup(path, str(db_path), apply=True, force=True)
         assert done["applied"] is True and done["forced"] is True
-        assert backup.verify_backup(done["preRestoreBackup"]["path"])["ok"] is True
+        assert verify_backup(done["preRestoreBackup"]["path"])["ok"] is True
     finally:
         proc.kill()
         proc.wait()
@@ -550,20 +555,20 @@ def test_restore_is_refused_while_another_process_has_the_database_open(db_path:
 def test_prune_keeps_the_newest_of_a_label(db_path: Path) -> None:
     made = []
     for _ in range(4):
-        made.append(backup.create_backup(str(db_path))["backupPath"])
+        made.append(create_backup(str(db_path))["backupPath"])
         time.sleep(0.005)
-    other = backup.create_backup(str(db_path), label="pre-restore")["backupPath"]
+    other = create_backup(str(db_path), label="pre-restore")["backupPath"]
     latest = db_path.parent / "lcm.db.rotate-latest.bak"
     shutil.copyfile(made[0], latest)
-    deleted = backup.prune_backups(str(db_path), 2, label="backup")
+    deleted = prune_backups(str(db_path), 2, label="backup")
     assert sorted(deleted) == sorted(made[:2])
     for path in made[:2]:
         assert not Path(path).exists() and not Path(path + ".manifest.json").exists()
     for path in made[2:] + [other]:
         assert Path(path).exists() and Path(path + ".manifest.json").exists()
-    assert backup.prune_backups(str(db_path), 2, label="backup") == []
-    assert backup.prune_backups(str(db_path), 0) == [other, made[3], made[2]]
-    assert [i["name"] for i in backup.list_backups(str(db_path))] == ["lcm.db.rotate-latest.bak"]
+    assert prune_backups(str(db_path), 2, label="backup") == []
+    assert prune_backups(str(db_path), 0) == [other, made[3], made[2]]
+    assert [i["name"] for i in list_backups(str(db_path))] == ["lcm.db.rotate-latest.bak"]
 
 
 # --- a writer in another process ---------------------------------------------------------
@@ -603,7 +608,7 @@ def test_backup_while_another_process_writes_is_a_consistent_prefix(big_db: Path
         while count_numbered(big_db) < 50 and time.monotonic() < deadline:
             time.sleep(0.01)
         before = count_numbered(big_db)
-        done = backup.create_backup(str(big_db), pages_per_step=16, sleep_ms=1)
+        done = create_backup(str(big_db), pages_per_step=16, sleep_ms=1)
         after = count_numbered(big_db)
     finally:
         proc.kill()
@@ -611,7 +616,7 @@ def test_backup_while_another_process_writes_is_a_consistent_prefix(big_db: Path
     assert after > before + 5, "the writer was blocked during the backup"
     restored = tmp_path / "restored" / "lcm.db"
     restored.parent.mkdir()
-    backup.restore_backup(done["backupPath"], str(restored), apply=True)
+    restore_backup(done["backupPath"], str(restored), apply=True)
 
     conn = sqlite3.connect(restored)
     try:
@@ -680,7 +685,7 @@ def test_frames_written_during_the_copy_are_checkpointed_after_it(big_db: Path, 
             writer.execute("INSERT INTO side VALUES (?)", (len(written),))
             written.append(done)
 
-        backup.create_backup(str(big_db), pages_per_step=64, progress=write)
+        create_backup(str(big_db), pages_per_step=64, progress=write)
         assert len(written) > 10
         # The database file alone, without its WAL, holds every row written meanwhile.
         alone = tmp_path / "alone.db"
@@ -712,11 +717,11 @@ def test_rollback_journal_source_that_keeps_changing_gives_up_cleanly(tmp_path: 
     proc = run_python(ROLLBACK_WRITER, str(db))
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        error = raises("BACKUP_FAILED", backup.create_backup, str(db), pages_per_step=1, sleep_ms=2)
+        error = raises("BACKUP_FAILED", create_backup, str(db), pages_per_step=1, sleep_ms=2)
     finally:
         proc.kill()
         proc.wait()
-    assert error.details["restarts"] > backup.MAX_RESTARTS
+    assert error.details["restarts"] > MAX_RESTARTS
     assert all_files(tmp_path) <= {"plain.db", "plain.db-journal"}
 
 
@@ -724,7 +729,7 @@ def test_rollback_journal_source_that_keeps_changing_gives_up_cleanly(tmp_path: 
 
 KILLED = """
 import sys, time
-from lcm_cli.engine.maintenance.backup import create_backup
+from lcm_cli.engine.maintenance.backup_create import create_backup
 print("start", flush=True)
 started = time.monotonic()
 create_backup(sys.argv[1], pages_per_step=32, sleep_ms=0.5)
@@ -755,13 +760,13 @@ def test_sigkill_at_random_moments_leaves_no_file_or_a_verified_backup(big_db: P
         new = {p for p in visible_files(directory) if p.endswith(".bak")} - before
         outcomes.append(len(new))
         for name in new:
-            assert backup.verify_backup(str(directory / name))["ok"] is True, name
+            assert verify_backup(str(directory / name))["ok"] is True, name
     assert 0 in outcomes
     assert outcomes[-1] == 1, "a run after the kills did not complete"
     for name in visible_files(directory):
         assert name.startswith("lcm.db"), name
         if name.endswith(".bak"):
-            assert backup.verify_backup(str(directory / name))["ok"] is True
+            assert verify_backup(str(directory / name))["ok"] is True
         elif name.endswith(".manifest.json"):
             assert json.loads((directory / name).read_text())["integrity"] == "ok"
 
@@ -790,6 +795,6 @@ def test_a_source_left_by_a_killed_writer_is_recovered_then_backed_up(tmp_path: 
     assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
     writer.send_signal(signal.SIGKILL)
     writer.wait()
-    result = backup.create_backup(str(source), out=str(tmp_path / "copy.bak"))
+    result = create_backup(str(source), out=str(tmp_path / "copy.bak"))
     with sqlite3.connect(result["backupPath"]) as conn:
         assert conn.execute("SELECT x, COUNT(*) FROM t GROUP BY x").fetchall() == [("kept", 10)]

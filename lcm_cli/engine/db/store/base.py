@@ -1,0 +1,224 @@
+"""The store's connection: opening and creating the file, pragmas, transactions, shared lookups.
+
+:class:`StoreBase` is what every table family's writer builds on; the assembled
+:class:`lcm_cli.engine.db.store.Store` adds the writers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from lcm_cli.engine.db import schema, totals
+from lcm_cli.engine.db.connection import decode_text
+from lcm_cli.engine.db.store.ids import PartIds
+
+_StoreT = TypeVar("_StoreT", bound="StoreBase")
+
+# Opening creates the file, switches it to WAL and runs migrations: threads of one process
+# (the workers of `lcm serve`) do that one at a time, so two first requests cannot race
+# on a brand-new file. Other processes are kept apart by SQLite's own locks.
+_OPEN_LOCK = threading.Lock()
+
+
+class StoreBase:
+    """A writable lcm.db connection: migrated, WAL, foreign keys on, explicit transactions."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        """Wrap an open, migrated connection; prefer :meth:`Store.open`."""
+        self.conn = conn
+        self.path = path
+        self._depth = 0
+        self._savepoints = 0
+        self.part_ids = PartIds()
+        #: Why this open rebuilt the trigger-maintained totals (None: they were fresh).
+        self.totals_rebuilt: str | None = None
+        usable = schema.fts5_available(conn)
+        trigram = usable and schema.trigram_available(conn)
+        # Only write FTS rows when the table exists AND this build can use it:
+        # a file made by a richer SQLite build may hold tables we cannot touch.
+        self.has_messages_fts = usable and schema.table_exists(conn, "messages_fts")
+        self.has_summaries_fts = usable and schema.table_exists(conn, "summaries_fts")
+        self.has_summaries_fts_cjk = trigram and schema.table_exists(conn, "summaries_fts_cjk")
+
+    @classmethod
+    def open(cls: type[_StoreT], path: str | Path) -> _StoreT:
+        """Open (creating file and parent directory if missing) and migrate ``path``."""
+        path = Path(path)
+        with _OPEN_LOCK:
+            return cls._open(path)
+
+    @classmethod
+    def _open(cls: type[_StoreT], path: Path) -> _StoreT:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            _create_complete(path)
+        conn = cls._connect(path)
+        try:
+            schema.migrate(conn)
+            # Stale totals (triggers dropped by a table rebuild, rows written without
+            # them) are rebuilt by the first writer that notices: a cheap check.
+            rebuilt = totals.ensure_fresh(conn)
+            store = cls(conn, path)
+            store.totals_rebuilt = rebuilt
+            return store
+        except BaseException:
+            conn.close()
+            raise
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        # isolation_level=None: the sqlite3 module never opens transactions on
+        # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+        conn.text_factory = decode_text  # an undecodable stored value reads with U+FFFD
+        try:
+            # The same pragmas lossless-claw sets on its writer connections.
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA cache_size = -65536")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            return conn
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        """Close the connection (rolling back anything left open)."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        # An optimisation hint, as lossless-claw gives on close; never a reason
+        # to fail closing.
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA optimize")
+        self.conn.close()
+
+    def __enter__(self: _StoreT) -> _StoreT:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` unit of work; nested calls join the outer one.
+
+        A nested block runs in a savepoint, so if it raises only its own writes
+        are undone and the outer transaction can carry on (or fail) as it likes.
+        """
+        if self._depth:
+            self._savepoints += 1
+            name = f"lcm_store_{self._savepoints}"
+            self.conn.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                self.conn.execute(f"RELEASE SAVEPOINT {name}")
+                raise
+            else:
+                self.conn.execute(f"RELEASE SAVEPOINT {name}")
+            finally:
+                self._depth -= 1
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield self.conn
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            self._depth = 0
+            self._savepoints = 0
+
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def _session_id(self, conversation_id: int) -> str:
+        session_id = self._scalar(
+            "SELECT session_id FROM conversations WHERE conversation_id = ?",
+            (conversation_id,),
+        )
+        if session_id is None:
+            raise ValueError(f"conversation {conversation_id} does not exist")
+        return str(session_id)
+
+    def next_message_id(self) -> int:
+        """The id the next inserted message gets (call it inside the write transaction)."""
+        # AUTOINCREMENT never reuses an id, even of a deleted last row, so the
+        # high-water mark in sqlite_sequence counts as well as MAX(message_id).
+        return int(
+            self._scalar(
+                "SELECT MAX("
+                " COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0),"
+                " COALESCE((SELECT MAX(message_id) FROM messages), 0)) + 1"
+            )
+        )
+
+    def _next_ordinal(self, conversation_id: int) -> int:
+        return int(
+            self._scalar(
+                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM context_items WHERE conversation_id = ?",
+                (conversation_id,),
+            )
+        )
+
+
+def _create_complete(path: Path) -> None:
+    """Create ``path`` with its whole schema, so no reader ever sees a file without tables.
+
+    The schema is built in a sibling file that only this process names, made durable,
+    then hard-linked into place (which fails if another process created ``path`` first:
+    theirs is kept). A kill at any instant leaves either no ``path`` or a complete one;
+    the sibling left by a killed creator is removed by the next one.
+    """
+    from lcm_cli.engine.core.files import fsync_dir, pid_alive
+
+    prefix = f".{path.name}.creating-"
+    for stale in path.parent.glob(prefix + "*"):
+        pid = stale.name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+    staging = path.with_name(f"{prefix}{os.getpid()}-{threading.get_ident()}")
+    for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+    conn = StoreBase._connect(staging)
+    try:
+        schema.migrate(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    try:
+        with open(staging, "rb") as handle:
+            os.fsync(handle.fileno())
+        try:
+            os.link(staging, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: theirs is complete too
+        fsync_dir(str(path.parent))
+    finally:
+        for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
