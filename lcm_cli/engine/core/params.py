@@ -664,6 +664,8 @@ def validate_request(
                 {"option": option.lstrip("-"), "command": command},
             )
 
+    # Each ordered field is type-checked by its declaration at its place in the order, so a
+    # JSON door's wrong type (a number for a key, true for a cursor) is the same clean error.
     conversation_id = raw.get("conversation_id")
     session_key = raw.get("session_key")
     if conversation_id == "":
@@ -673,6 +675,7 @@ def validate_request(
             "INVALID_SELECTOR",
             "Use either --conversation-id or --session-key, not both.",
         )
+    session_key = _by_schema("session_key", session_key)
     selector: Selector | None = None
     if conversation_id is not None:
         selector = Selector(
@@ -693,21 +696,20 @@ def validate_request(
             {"value": output_format},
         )
 
-    roles = raw.get("role") or ()
-    if isinstance(roles, str):
-        roles = (roles,)
+    roles = _by_schema("role", raw.get("role")) or ()
     for role in roles:
         if role not in ROLES:
             raise invalid_argument(
                 f"Invalid --role value {role!r}: expected one of system, user, assistant, tool."
             )
-    kind = raw.get("kind") or None  # as the reference: an empty --kind is no filter
+    kind = _by_schema("kind", raw.get("kind")) or None  # as the reference: an empty --kind is no filter
     if kind is not None and kind not in KINDS:
         raise invalid_argument(f"Invalid --kind value {kind!r}: expected leaf or condensed.")
 
-    time = resolve_time_range(
-        raw.get("after"), raw.get("before"), raw.get("between"), raw.get("recency"), now_ms=now_ms
+    after, before, between, recency = (
+        _by_schema(f, raw.get(f)) for f in ("after", "before", "between", "recency")
     )
+    time = resolve_time_range(after, before, between, recency, now_ms=now_ms)
 
     limit_raw = raw.get("limit")
     limit = DEFAULT_LIMIT if limit_raw is None else _integer("--limit", limit_raw, low=1, high=MAX_LIMIT)
@@ -717,14 +719,15 @@ def validate_request(
     count = None if count_raw is None else _integer("--count", count_raw, low=1, high=MAX_LIMIT)
 
     values = {name: _by_schema(name, value) for name, value in raw.items() if name not in _ORDERED_FIELDS}
-    cursor = raw.get("cursor")
+    cursor = _by_schema("cursor", raw.get("cursor"))
+    include_content = _by_schema("include_content", raw.get("include_content"))
     request = Request(
         selector=selector,
         time=time,
         limit=limit,
         cursor=cursor if cursor else None,
         roles=tuple(roles),
-        include_content=bool(raw.get("include_content")),
+        include_content=bool(include_content),
         depth=depth,
         kind=kind,
         tail_count=count,

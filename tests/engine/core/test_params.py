@@ -60,3 +60,36 @@ def test_a_field_is_checked_by_its_declared_schema() -> None:
         validate_request("migrate.sessions", OPERATIONS["migrate.sessions"].options, {"max_files": "-1"})
     assert caught.value.code == "INVALID_ARGUMENT"
     assert "--limit" in caught.value.message
+
+
+# A JSON door can send any type; every declared field answers a wrong one with a clean
+# INVALID_ARGUMENT at its place in the order, never a crash (found by the hook fuzz test).
+_WRONG_TYPES = [True, 5, 1.5, [1], {"a": 1}, [], {}]
+
+
+def _wrong_for(field: str) -> list[object]:
+    kind = PARAMS[field].schema.get("type")
+    if "oneOf" in PARAMS[field].schema:
+        return []  # structured input: the operation checks its shape
+    if kind == "boolean":
+        return [5, "yes", [True], {}]
+    if kind == "integer":
+        return [True, 1.5, "x", [1], {}]
+    if kind == "array":
+        return [5, [5], {"a": 1}, [None]]
+    return [value for value in _WRONG_TYPES if value not in ([], {})] + [[], {}]
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in OPERATIONS if OPERATIONS[name].options], ids=lambda name: name
+)
+def test_a_wrong_json_type_in_any_field_is_invalid_argument(name: str) -> None:
+    spec = OPERATIONS[name]
+    base: dict[str, object] = {"conversation_id": 1} if "conversation_id" in spec.options else {}
+    for field in spec.options:
+        for value in _wrong_for(field):
+            raw = dict(base) if field != "session_key" else {}
+            raw[field] = value
+            with pytest.raises(LcmError) as caught:
+                validate_request(name, spec.options, raw, args=("x",) * len(spec.args))
+            assert caught.value.code in ("INVALID_ARGUMENT", "INVALID_SELECTOR"), (name, field, value)
