@@ -30,11 +30,11 @@ DEFAULT_TOKEN_BUDGET = 128000
 UNTIL_UNDER_MAX_ROUNDS = 10
 
 
-def _int(effective: Mapping[str, Any], key: str, default: int) -> int:
-    value = effective.get(key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return math.floor(value)
-    return default
+def _int(effective: Mapping[str, Any], key: str) -> int:
+    """A count or size key, floored (the resolver gives each a finite number: integers from
+    the environment, any finite number from the plugin config, config.md §5)."""
+    value: float = effective[key]
+    return math.floor(value)
 
 
 class Settings(NamedTuple):
@@ -65,30 +65,29 @@ class Settings(NamedTuple):
         cap = effective.get("freshTailMaxTokens")
         prefix = effective.get("summaryPrefixTargetTokens")
         budget_cap = effective.get("maxAssemblyTokenBudget")
-        threshold = effective.get("contextThreshold")
         return cls(
-            fresh_tail_count=_int(effective, "freshTailCount", 64),
+            fresh_tail_count=_int(effective, "freshTailCount"),
             fresh_tail_max_tokens=math.floor(cap) if isinstance(cap, (int, float)) and cap >= 0 else None,
-            leaf_chunk_tokens=max(1, _int(effective, "leafChunkTokens", 20000)),
-            leaf_min_fanout=max(1, _int(effective, "leafMinFanout", 8)),
-            condensed_min_fanout=max(1, _int(effective, "condensedMinFanout", 4)),
-            condensed_min_fanout_hard=max(1, _int(effective, "condensedMinFanoutHard", 2)),
-            leaf_target_tokens=max(1, _int(effective, "leafTargetTokens", 2400)),
-            condensed_target_tokens=max(1, _int(effective, "condensedTargetTokens", 2000)),
-            sweep_max_depth=_int(effective, "sweepMaxDepth", 1),
-            max_sweep_iterations=max(1, _int(effective, "maxSweepIterations", 12)),
-            sweep_deadline_ms=max(1, _int(effective, "sweepDeadlineMs", 120000)),
-            until_under_deadline_ms=max(1, _int(effective, "compactUntilUnderDeadlineMs", 300000)),
-            context_threshold=float(threshold) if isinstance(threshold, (int, float)) else 0.75,
+            leaf_chunk_tokens=max(1, _int(effective, "leafChunkTokens")),
+            leaf_min_fanout=max(1, _int(effective, "leafMinFanout")),
+            condensed_min_fanout=max(1, _int(effective, "condensedMinFanout")),
+            condensed_min_fanout_hard=max(1, _int(effective, "condensedMinFanoutHard")),
+            leaf_target_tokens=max(1, _int(effective, "leafTargetTokens")),
+            condensed_target_tokens=max(1, _int(effective, "condensedTargetTokens")),
+            sweep_max_depth=_int(effective, "sweepMaxDepth"),
+            max_sweep_iterations=max(1, _int(effective, "maxSweepIterations")),
+            sweep_deadline_ms=max(1, _int(effective, "sweepDeadlineMs")),
+            until_under_deadline_ms=max(1, _int(effective, "compactUntilUnderDeadlineMs")),
+            context_threshold=float(effective["contextThreshold"]),
             summary_prefix_target_tokens=math.floor(prefix)
             if isinstance(prefix, (int, float)) and prefix > 0
             else None,
             max_assembly_token_budget=math.floor(budget_cap)
             if isinstance(budget_cap, (int, float)) and budget_cap > 0
             else None,
-            custom_instructions=str(effective.get("customInstructions") or ""),
-            strip_tags=tuple(str(t) for t in effective.get("stripInjectedContextTags") or ()),
-            zone=src.zone_of(str(effective.get("timezone") or "UTC")),
+            custom_instructions=str(effective["customInstructions"]),
+            strip_tags=tuple(str(t) for t in effective["stripInjectedContextTags"]),
+            zone=src.zone_of(effective["timezone"]),  # an empty TZ reads as UTC there
         )
 
     def budget(self, requested: int | None) -> int:
