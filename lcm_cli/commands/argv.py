@@ -118,9 +118,44 @@ def parse_argv(argv: list[str]) -> Parsed:
     every_option: dict[str, bool] = dict(GLOBAL_OPTIONS)
     for shape in table.values():
         every_option.update({name: not is_flag(field) for name, field in shape.options.items()})
+    positionals, negatives, options = _tokens(argv, every_option)
+    if negatives:
+        positionals = _with_negatives(table, positionals, negatives)
 
-    positionals: list[tuple[int, str]] = []
-    negatives: list[tuple[int, str]] = []
+    words = [t for _, t in positionals]
+    names = {n for n, _ in options}
+    version = bool(names & set(VERSION_FLAGS))
+    help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
+    globals_ = {
+        n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")
+    }
+    if not words:
+        return Parsed(None, (), {}, (), globals_, help=not version, version=version)
+    path, command = _command_of(table, words)
+    if command is None:
+        return _group_help(table, words, help_, globals_)
+    if help_:
+        return Parsed(command, path, {}, (), globals_, help=True)
+    args = tuple(words[len(path) :])
+    if len(args) != len(command.args):
+        raise LcmError(
+            "INVALID_COMMAND",
+            f"`lcm {' '.join(path)}` takes {len(command.args)} argument(s), got {len(args)}. "
+            f"Run `lcm {' '.join(path)} --help`.",
+        )
+    return Parsed(command, path, _command_params(command, path, options), args, globals_, version=version)
+
+
+_Positional = tuple[int, str]  # (1-based position in argv, the word)
+
+
+def _tokens(
+    argv: list[str], every_option: dict[str, bool]
+) -> tuple[list[_Positional], list[_Positional], list[tuple[str, Any]]]:
+    """Split ``argv`` into positional words, tokens that look like negative JSON numbers
+    (placed later), and (option, value) pairs in order; flags get True."""
+    positionals: list[_Positional] = []
+    negatives: list[_Positional] = []
     options: list[tuple[str, Any]] = []
     index = 0
     while index < len(argv):
@@ -152,53 +187,53 @@ def parse_argv(argv: list[str]) -> Parsed:
             )
         options.append((name, argv[index]))
         index += 1
+    return positionals, negatives, options
 
-    # A negative JSON number is a value only where the command declares a JSON argument.
-    if negatives:
-        merged = sorted(positionals + negatives)
-        if len(negatives) == 1 and _takes_json_at(table, [t for _, t in merged], merged.index(negatives[0])):
-            positionals = merged
-        else:
-            raise invalid_argument(f"Unknown option '{negatives[0][1]}'. Run `lcm --help` for the options.")
 
-    words = [t for _, t in positionals]
-    names = {n for n, _ in options}
-    version = bool(names & set(VERSION_FLAGS))
-    help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
-    globals_ = {
-        n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")
-    }
+def _with_negatives(
+    table: dict[tuple[str, ...], CommandShape], positionals: list[_Positional], negatives: list[_Positional]
+) -> list[_Positional]:
+    """The positionals with the negative number put back in place: a negative JSON number
+    is a value only where the command declares a JSON argument, else an unknown option."""
+    merged = sorted(positionals + negatives)
+    if len(negatives) == 1 and _takes_json_at(table, [t for _, t in merged], merged.index(negatives[0])):
+        return merged
+    raise invalid_argument(f"Unknown option '{negatives[0][1]}'. Run `lcm --help` for the options.")
 
-    command: CommandShape | None = None
-    path: tuple[str, ...] = ()
+
+def _command_of(
+    table: dict[tuple[str, ...], CommandShape], words: list[str]
+) -> tuple[tuple[str, ...], CommandShape | None]:
+    """The command the leading words name (two words before one), and its path."""
     for depth in (2, 1):
         if tuple(words[:depth]) in table:
             path = tuple(words[:depth])
-            command = table[path]
-            break
-    if not words:
-        return Parsed(None, (), {}, (), globals_, help=not version, version=version)
-    if command is None:
-        groups = {p[0] for p in table if len(p) > 1}
-        if words[0] in groups:
-            if help_:
-                return Parsed(None, (words[0],), {}, (), globals_, help=True)
-            if len(words) == 1:
-                raise LcmError(
-                    "INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`."
-                )
-        raise LcmError(
-            "INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
-        )
-    if help_:
-        return Parsed(command, path, {}, (), globals_, help=True)
-    args = tuple(words[len(path) :])
-    if len(args) != len(command.args):
-        raise LcmError(
-            "INVALID_COMMAND",
-            f"`lcm {' '.join(path)}` takes {len(command.args)} argument(s), got {len(args)}. "
-            f"Run `lcm {' '.join(path)} --help`.",
-        )
+            return path, table[path]
+    return (), None
+
+
+def _group_help(
+    table: dict[tuple[str, ...], CommandShape], words: list[str], help_: bool, globals_: dict[str, Any]
+) -> Parsed:
+    """Words naming no command: a group's help when asked for, else the reference's error
+    (a group without its subcommand, or an unknown command)."""
+    groups = {p[0] for p in table if len(p) > 1}
+    if words[0] in groups:
+        if help_:
+            return Parsed(None, (words[0],), {}, (), globals_, help=True)
+        if len(words) == 1:
+            raise LcmError(
+                "INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`."
+            )
+    raise LcmError(
+        "INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+    )
+
+
+def _command_params(
+    command: CommandShape, path: tuple[str, ...], options: list[tuple[str, Any]]
+) -> dict[str, Any]:
+    """The command's parameters from its options (global options are not parameters)."""
     params: dict[str, Any] = {}
     for name, value in options:
         if name in GLOBAL_OPTIONS:
@@ -213,4 +248,4 @@ def parse_argv(argv: list[str]) -> Parsed:
             params.setdefault(field, []).append(value)
         else:
             params[field] = value  # a repeated option: the last one wins
-    return Parsed(command, path, params, args, globals_, version=version)
+    return params

@@ -67,12 +67,16 @@ def seed_session(
     return Session(root, db, transcript, generated, cid, config)
 
 
-def summarize_outside_tail(store: Any, cid: int, effective: dict[str, Any], *, chunk: int = 20) -> int:
-    """Fold the raw messages outside the fresh tail into leaf summaries; return how many."""
+def summarize_outside_tail(store: Any, cid: int, config: dict[str, Any], *, chunk: int = 20) -> int:
+    """Fold the raw messages outside the fresh tail into leaf summaries; return how many.
+
+    ``config`` is the plugin config; the tail is drawn with its effective values.
+    """
     from lcm_cli.engine.compaction import context_items as ci
     from lcm_cli.engine.compaction.compactor import Settings
+    from lcm_cli.engine.config.resolve import resolve_effective
 
-    settings = Settings.from_effective({"freshTailCount": 64, **effective})
+    settings = Settings.from_effective(resolve_effective(config, {}, None))
     items = [i for i in ci.load_items(store.conn, cid) if i.is_message]
     edge = ci.tail_boundary(items, settings.fresh_tail_count, settings.fresh_tail_max_tokens)
     ids = [i.message_id for i in items if i.ordinal < edge and i.message_id is not None]

@@ -552,9 +552,9 @@ def assemble(
     (our addition) counts the items kept and dropped and the fresh-tail size.
     """
     budget = resolve_budget(effective, token_budget)
-    zone = src.zone_of(str(effective.get("timezone") or "UTC"))
+    zone = src.zone_of(effective["timezone"])  # an empty TZ reads as UTC there
     items = resolve_items(conn, conversation_id, zone)
-    count = fresh_tail_count if fresh_tail_count is not None else int(effective.get("freshTailCount") or 0)
+    count = fresh_tail_count if fresh_tail_count is not None else int(effective["freshTailCount"])
     max_tail = effective.get("freshTailMaxTokens")
     max_tail_tokens = math.floor(max_tail) if isinstance(max_tail, (int, float)) and max_tail >= 0 else None
     edge = tail_boundary(items, count, max_tail_tokens)

@@ -163,10 +163,15 @@ def uncovered_volatile(
 
 
 def bootstrap_budget(effective: dict[str, Any]) -> int:
-    """``bootstrapMaxTokens``, else ``max(6000, floor(leafChunkTokens × 0.3))``."""
-    value = effective.get("bootstrapMaxTokens")
+    """``bootstrapMaxTokens``, else ``max(6000, floor(leafChunkTokens × 0.3))``.
+
+    The reference's own rule here (compat engine.md §3.4), not the declared defaults: the
+    resolver does not range-check, so a value that is not a positive integer is replaced
+    at use, and ``leafChunkTokens`` then falls back to 40000 (its declared default is 20000).
+    """
+    value = effective["bootstrapMaxTokens"]
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
-    chunk = effective.get("leafChunkTokens")
+    chunk = effective["leafChunkTokens"]
     chunk = chunk if isinstance(chunk, int) and chunk > 0 else 40000
     return max(6000, math.floor(chunk * 0.3))

@@ -174,12 +174,13 @@ def _stub_live(
 ) -> tuple[list[dict[str, Any]], int]:
     """Step 5: large live tool outputs become deterministic file stubs (one short transaction)."""
     from lcm_cli.engine.assembly.live_stubs import LiveStubber, needs_stub
+    from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
     from lcm_cli.engine.db.sessions import queue_key, session_lock
 
-    threshold = int(ctx.effective.get("largeFileTokenThreshold") or 25000)
+    threshold = large_file_threshold(ctx.effective)
     if not needs_stub(live, threshold):
         return live, 0
-    files_dir = str(ctx.effective.get("largeFilesDir") or "lcm-files")
+    files_dir = large_files_dir(ctx.effective)
     store = ctx.store()
     with session_lock(queue_key(session.session_id, session.session_key)), store.transaction() as conn:
         stubber = LiveStubber(conn, files_dir, session.conversation_id, threshold)

@@ -31,11 +31,11 @@ DEFAULT_TOKEN_BUDGET = 128000
 UNTIL_UNDER_MAX_ROUNDS = 10
 
 
-def _int(effective: Mapping[str, Any], key: str, default: int) -> int:
-    value = effective.get(key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return math.floor(value)
-    return default
+def _int(effective: Mapping[str, Any], key: str) -> int:
+    """A count or size key, floored (the resolver gives each a finite number: integers from
+    the environment, any finite number from the plugin config, config.md §5)."""
+    value: float = effective[key]
+    return math.floor(value)
 
 
 class Settings(NamedTuple):
@@ -66,30 +66,29 @@ class Settings(NamedTuple):
         cap = effective.get("freshTailMaxTokens")
         prefix = effective.get("summaryPrefixTargetTokens")
         budget_cap = effective.get("maxAssemblyTokenBudget")
-        threshold = effective.get("contextThreshold")
         return cls(
-            fresh_tail_count=_int(effective, "freshTailCount", 64),
+            fresh_tail_count=_int(effective, "freshTailCount"),
             fresh_tail_max_tokens=math.floor(cap) if isinstance(cap, (int, float)) and cap >= 0 else None,
-            leaf_chunk_tokens=max(1, _int(effective, "leafChunkTokens", 20000)),
-            leaf_min_fanout=max(1, _int(effective, "leafMinFanout", 8)),
-            condensed_min_fanout=max(1, _int(effective, "condensedMinFanout", 4)),
-            condensed_min_fanout_hard=max(1, _int(effective, "condensedMinFanoutHard", 2)),
-            leaf_target_tokens=max(1, _int(effective, "leafTargetTokens", 2400)),
-            condensed_target_tokens=max(1, _int(effective, "condensedTargetTokens", 2000)),
-            sweep_max_depth=_int(effective, "sweepMaxDepth", 1),
-            max_sweep_iterations=max(1, _int(effective, "maxSweepIterations", 12)),
-            sweep_deadline_ms=max(1, _int(effective, "sweepDeadlineMs", 120000)),
-            until_under_deadline_ms=max(1, _int(effective, "compactUntilUnderDeadlineMs", 300000)),
-            context_threshold=float(threshold) if isinstance(threshold, (int, float)) else 0.75,
+            leaf_chunk_tokens=max(1, _int(effective, "leafChunkTokens")),
+            leaf_min_fanout=max(1, _int(effective, "leafMinFanout")),
+            condensed_min_fanout=max(1, _int(effective, "condensedMinFanout")),
+            condensed_min_fanout_hard=max(1, _int(effective, "condensedMinFanoutHard")),
+            leaf_target_tokens=max(1, _int(effective, "leafTargetTokens")),
+            condensed_target_tokens=max(1, _int(effective, "condensedTargetTokens")),
+            sweep_max_depth=_int(effective, "sweepMaxDepth"),
+            max_sweep_iterations=max(1, _int(effective, "maxSweepIterations")),
+            sweep_deadline_ms=max(1, _int(effective, "sweepDeadlineMs")),
+            until_under_deadline_ms=max(1, _int(effective, "compactUntilUnderDeadlineMs")),
+            context_threshold=float(effective["contextThreshold"]),
             summary_prefix_target_tokens=math.floor(prefix)
             if isinstance(prefix, (int, float)) and prefix > 0
             else None,
             max_assembly_token_budget=math.floor(budget_cap)
             if isinstance(budget_cap, (int, float)) and budget_cap > 0
             else None,
-            custom_instructions=str(effective.get("customInstructions") or ""),
-            strip_tags=tuple(str(t) for t in effective.get("stripInjectedContextTags") or ()),
-            zone=src.zone_of(str(effective.get("timezone") or "UTC")),
+            custom_instructions=str(effective["customInstructions"]),
+            strip_tags=tuple(str(t) for t in effective["stripInjectedContextTags"]),
+            zone=src.zone_of(effective["timezone"]),  # an empty TZ reads as UTC there
         )
 
     def budget(self, requested: int | None) -> int:
@@ -197,6 +196,66 @@ def _failed(exc: Exception) -> _PassOutcome:
     if isinstance(exc, SpendLimitError):
         return _PassOutcome("failed", error=f"summary spend backoff open: {exc}")
     return _PassOutcome("failed", error=f"{type(exc).__name__}: {exc}")
+
+
+class _Sweep:
+    """One full sweep's running state: stored tokens now, the passes made and chunks
+    skipped, and the iteration and time budget."""
+
+    def __init__(
+        self,
+        before: int,
+        stop_at_tokens: int | None,
+        end: float,
+        max_iterations: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self.before = before
+        self.running = before
+        self.stop_at_tokens = stop_at_tokens
+        self.end = end
+        self.max_iterations = max_iterations
+        self.clock = clock
+        self.iterations = 0
+        self.passes: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, Any]] = []
+
+    def out_of_budget(self) -> bool:
+        """Whether the sweep has used its iterations or its time."""
+        return self.iterations >= self.max_iterations or self.clock() >= self.end
+
+    def finish(self, **flags: Any) -> SweepResult:
+        """The sweep's result as it stands, with the flags saying why it stopped."""
+        return SweepResult(bool(self.passes), self.before, self.running, self.passes, self.skipped, **flags)
+
+    def skip(self, kind: str, reason: str, chunk: Sequence[Item]) -> None:
+        """Note a chunk the sweep passed over."""
+        self.skipped.append({"kind": kind, "reason": reason, "ordinals": _span(chunk)})
+
+    def failure(self, kind: str, outcome: _PassOutcome, chunk: Sequence[Item]) -> SweepResult | None:
+        """The result to stop with when a pass failed (a summarizer failure also notes the
+        chunk as skipped); None when it did not."""
+        if outcome.status == "auth-failure":
+            return self.finish(auth_failure=True, failure=outcome.error)
+        if outcome.status == "failed":
+            self.skip(kind, "summarizer-failed", chunk)
+            return self.finish(failure=outcome.error)
+        return None
+
+    def record(self, outcome: _PassOutcome) -> int:
+        """Count a pass that replaced its chunk; returns the stored tokens before it."""
+        pass_start = self.running
+        self.running = self.running - outcome.removed + outcome.added
+        assert outcome.record is not None
+        self.passes.append({**outcome.record, "tokensBefore": pass_start, "tokensAfter": self.running})
+        return pass_start
+
+    def under_pressure(self, items: Sequence[Item], prefix_target: int) -> bool:
+        """Whether condensation should go on: still over the stop point, or the summaries
+        in ``items`` (the ones before the fresh tail) exceed the prefix target."""
+        if self.stop_at_tokens is not None and self.running > self.stop_at_tokens:
+            return True
+        return sum(i.tokens for i in items if not i.is_message) > prefix_target
 
 
 # --------------------------------------------------------------------------
@@ -513,18 +572,15 @@ class Compactor:
         end = self.clock() + s.sweep_deadline_ms / 1000
         if deadline is not None:
             end = min(end, deadline)
-        running = before
-        passes: list[dict[str, Any]] = []
-        skipped: list[dict[str, Any]] = []
-        iterations = 0
+        sweep = _Sweep(before, stop_at_tokens, end, s.max_sweep_iterations, self.clock)
+        stopped = self._leaf_phase(sweep)
+        if stopped is not None:
+            return stopped
+        return self._condense_phase(sweep, s.prefix_target(token_budget))
 
-        def out_of_budget() -> bool:
-            return iterations >= s.max_sweep_iterations or self.clock() >= end
-
-        def finish(**flags: Any) -> SweepResult:
-            return SweepResult(bool(passes), before, running, passes, skipped, **flags)
-
-        # Phase 1: leaf passes over every eligible raw chunk outside the tail.
+    def _leaf_phase(self, sweep: _Sweep) -> SweepResult | None:
+        """Phase 1: leaf passes over every eligible raw chunk outside the tail. Returns the
+        sweep's result when it must stop here (budget, failure), else None."""
         scan_after = -1
         previous_leaf: str | None = None
         after_skip = False
@@ -534,51 +590,45 @@ class Compactor:
                 ci.iter_items(self.conn, self.cid, after=scan_after, before=edge), edge, scan_after
             )
             if not chunk:
-                break
-            if out_of_budget():
-                return finish(stopped_at_budget=True)
-            previous: str | None
-            if previous_leaf is not None:
-                previous = previous_leaf
-            elif after_skip:
-                head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
-                previous = self._nearest_summaries(head, chunk[0].ordinal, None)
-            else:
-                previous = None
-            outcome = self.leaf_pass(chunk, previous)
+                return None
+            if sweep.out_of_budget():
+                return sweep.finish(stopped_at_budget=True)
+            outcome = self.leaf_pass(chunk, self._leaf_previous(chunk, previous_leaf, after_skip))
             if outcome.status == "empty-source":
-                skipped.append({"kind": "leaf", "reason": "empty-source", "ordinals": _span(chunk)})
+                sweep.skip("leaf", "empty-source", chunk)
                 scan_after = chunk[-1].ordinal
                 after_skip = True
                 continue
-            iterations += 1
+            sweep.iterations += 1
             if outcome.status == "chunk-changed":
-                skipped.append({"kind": "leaf", "reason": "chunk-changed", "ordinals": _span(chunk)})
+                sweep.skip("leaf", "chunk-changed", chunk)
                 continue
-            if outcome.status == "auth-failure":
-                return finish(auth_failure=True, failure=outcome.error)
-            if outcome.status == "failed":
-                skipped.append({"kind": "leaf", "reason": "summarizer-failed", "ordinals": _span(chunk)})
-                return finish(failure=outcome.error)
-            pass_start = running
-            running = running - outcome.removed + outcome.added
-            assert outcome.record is not None
-            passes.append({**outcome.record, "tokensBefore": pass_start, "tokensAfter": running})
+            failed = sweep.failure("leaf", outcome, chunk)
+            if failed is not None:
+                return failed
+            pass_start = sweep.record(outcome)
             previous_leaf = outcome.content
-            if stop_at_tokens is not None and running <= stop_at_tokens:
-                break
-            if running >= pass_start:
-                break
+            if sweep.stop_at_tokens is not None and sweep.running <= sweep.stop_at_tokens:
+                return None
+            if sweep.running >= pass_start:
+                return None
 
-        # Phase 2: condensation while summary tokens before the tail exceed the prefix target.
-        prefix_target = s.prefix_target(token_budget)
+    def _leaf_previous(
+        self, chunk: Sequence[Item], previous_leaf: str | None, after_skip: bool
+    ) -> str | None:
+        """The previous context of a leaf pass: the last leaf this sweep wrote; after a
+        skipped chunk, the summaries nearest before this one; else none."""
+        if previous_leaf is not None:
+            return previous_leaf
+        if after_skip:
+            head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
+            return self._nearest_summaries(head, chunk[0].ordinal, None)
+        return None
 
-        def pressure(items: Sequence[Item]) -> bool:
-            # ``items`` are the ones before the fresh tail.
-            if stop_at_tokens is not None and running > stop_at_tokens:
-                return True
-            return sum(i.tokens for i in items if not i.is_message) > prefix_target
-
+    def _condense_phase(self, sweep: _Sweep, prefix_target: int) -> SweepResult:
+        """Phase 2: condensation while summary tokens before the tail exceed the prefix
+        target; soft passes first, then hard ones unless a soft pass made no progress."""
+        max_depth = self.settings.sweep_max_depth
         no_progress = False
         for hard in (False, True):
             if hard and no_progress:
@@ -586,38 +636,30 @@ class Compactor:
             while True:
                 edge = self.current_boundary()
                 items = ci.load_items(self.conn, self.cid, before=edge)
-                if not pressure(items):
+                if not sweep.under_pressure(items, prefix_target):
                     break
-                candidate = self.condensed_candidate(items, edge, hard=hard)
-                if candidate is None:
+                chunk = self.condensed_candidate(items, edge, hard=hard)
+                if chunk is None:
                     break
-                chunk = candidate
                 depth = chunk[0].depth or 0
-                if not hard and s.sweep_max_depth >= 0 and depth >= s.sweep_max_depth:
+                if not hard and max_depth >= 0 and depth >= max_depth:
                     break
-                if out_of_budget():
-                    return finish(stopped_at_budget=True)
+                if sweep.out_of_budget():
+                    return sweep.finish(stopped_at_budget=True)
                 previous = self._nearest_summaries(items, chunk[0].ordinal, 0) if depth == 0 else None
                 outcome = self.condensed_pass(chunk, previous)
-                iterations += 1
+                sweep.iterations += 1
                 if outcome.status == "chunk-changed":
-                    skipped.append({"kind": "condensed", "reason": "chunk-changed", "ordinals": _span(chunk)})
+                    sweep.skip("condensed", "chunk-changed", chunk)
                     continue
-                if outcome.status == "auth-failure":
-                    return finish(auth_failure=True, failure=outcome.error)
-                if outcome.status == "failed":
-                    skipped.append(
-                        {"kind": "condensed", "reason": "summarizer-failed", "ordinals": _span(chunk)}
-                    )
-                    return finish(failure=outcome.error)
-                pass_start = running
-                running = running - outcome.removed + outcome.added
-                assert outcome.record is not None
-                passes.append({**outcome.record, "tokensBefore": pass_start, "tokensAfter": running})
-                if running >= pass_start:
+                failed = sweep.failure("condensed", outcome, chunk)
+                if failed is not None:
+                    return failed
+                pass_start = sweep.record(outcome)
+                if sweep.running >= pass_start:
                     no_progress = True
                     break
-        return finish(no_progress=no_progress)
+        return sweep.finish(no_progress=no_progress)
 
     # -- routing -------------------------------------------------------------------
 

@@ -989,6 +989,14 @@ def key_by_path(path: str) -> ConfigKey | None:
     return None
 
 
+def declared_default(path: str) -> Any:
+    """The default the table declares for a plugin-config dot path (KeyError if unknown)."""
+    key = key_by_path(path)
+    if key is None:
+        raise KeyError(path)
+    return key.default
+
+
 _FIELDS_CACHE: list[tuple[EffectiveField, ...]] = []
 
 

@@ -62,9 +62,9 @@ class SessionPolicy(NamedTuple):
     def from_config(cls, effective: Mapping[str, Any]) -> SessionPolicy:
         """Read ``ignoreSessionPatterns`` / ``statelessSessionPatterns`` / ``skipStatelessSessions``."""
         return cls(
-            tuple(str(p) for p in effective.get("ignoreSessionPatterns") or ()),
-            tuple(str(p) for p in effective.get("statelessSessionPatterns") or ()),
-            bool(effective.get("skipStatelessSessions", True)),
+            tuple(str(p) for p in effective["ignoreSessionPatterns"]),
+            tuple(str(p) for p in effective["statelessSessionPatterns"]),
+            bool(effective["skipStatelessSessions"]),
         )
 
     def exclusion(self, session_id: str | None, session_key: str | None) -> str | None:

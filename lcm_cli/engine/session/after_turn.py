@@ -317,9 +317,9 @@ def post_turn_threshold(
 
 
 def compaction_mode(effective: dict[str, Any]) -> str:
-    """``proactiveThresholdCompactionMode``, normalized (deferred unless it says inline)."""
-    mode = str(effective.get("proactiveThresholdCompactionMode") or "deferred").strip().lower()
-    return mode if mode in MODES else "deferred"
+    """``proactiveThresholdCompactionMode``: one of :data:`MODES` (the resolver lets only a
+    member of the declared enum through, lowercased, else the declared default)."""
+    return str(effective["proactiveThresholdCompactionMode"])
 
 
 def _compact_now(ctx: Context, cid: int, budget: int, observed: int | None, model: Any) -> dict[str, Any]:

@@ -90,7 +90,7 @@ def bootstrap_session(
     session_file: str,
     *,
     session_key: str | None = None,
-    max_tokens: int = 6000,
+    max_tokens: int,
     append_only: bool = True,
 ) -> dict[str, Any]:
     """Bootstrap or reconcile one session from its transcript in one transaction.

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.assembly.large_files import Interceptor
+from lcm_cli.engine.config.keys import declared_default
+from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
 
@@ -68,9 +70,9 @@ class IngestSettings(NamedTuple):
     """The effective-config values ingest needs."""
 
     large_files_dir: str
-    large_file_threshold: int = 25000
-    replay_external: int = 3
-    replay_internal: int = 32
+    large_file_threshold: int = declared_default("largeFileTokenThreshold")
+    replay_external: int = declared_default("replayFloodThresholdExternal")
+    replay_internal: int = declared_default("replayFloodThresholdInternal")
     policy: SessionPolicy = SessionPolicy()
     # ``pruneHeartbeatOk``: bootstrap prunes heartbeat turns and leaves them out of reconcile imports.
     prune_heartbeat: bool = False
@@ -79,10 +81,11 @@ class IngestSettings(NamedTuple):
     def from_config(cls, effective: Mapping[str, Any]) -> IngestSettings:
         """Read ``largeFilesDir``, ``largeFileTokenThreshold``, the replay limits, session patterns, ``pruneHeartbeatOk``."""
         return cls(
-            str(effective.get("largeFilesDir") or "lcm-files"),
-            int(effective.get("largeFileTokenThreshold") or 25000),
-            int(effective.get("replayFloodThresholdExternal") or 3),
-            int(effective.get("replayFloodThresholdInternal") or 32),
+            large_files_dir(effective),
+            large_file_threshold(effective),
+            # Always integers >= 1: the resolver lets no other value through (config.md §5).
+            int(effective["replayFloodThresholdExternal"]),
+            int(effective["replayFloodThresholdInternal"]),
             SessionPolicy.from_config(effective),
             effective.get("pruneHeartbeatOk") is True,
         )

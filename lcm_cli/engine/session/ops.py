@@ -161,7 +161,7 @@ def _create(conn: sqlite3.Connection, session_id: str, key: str | None) -> int:
 def new_session(ctx: Context, req: Request) -> Result:
     """Delete message items and shallow summary items from the context; rows stay."""
     session_id, key = request_session(req)
-    depth = int(ctx.effective.get("newSessionRetainDepth", 2))
+    depth = int(ctx.effective["newSessionRetainDepth"])
     data: dict[str, Any] = {"conversationId": None, "retainDepth": depth, "removedItems": 0, "keptItems": 0}
     exclusion = _excluded(ctx, session_id, key)
     if exclusion is not None:

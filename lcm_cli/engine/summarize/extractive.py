@@ -264,7 +264,6 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
     budget_tokens = max(1, min(target_tokens, (input_quarters + 3) // 4 - 1))
     budget = budget_tokens * 4
     parsed = _parse(source_text)
-    units = parsed.units
     # A bare file name is dropped when a longer path ending in it is listed.
     basenames = {path.rsplit("/", 1)[1] for path in parsed.paths if "/" in path}
     paths = [path for path in parsed.paths if "/" in path or path not in basenames]
@@ -283,106 +282,134 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
         # answer lets the caller fall back to the source text itself.
         return ""
 
-    selected: set[int] = set()
-    emitted_headers: set[int] = set()
-    covered: set[str] = set()
-    remaining = body_budget
+    selection = _Selection(parsed, body_budget)
+    prose = [u for u in parsed.units if u.cls == PROSE]
+    _take_anchors(selection, prose)
+    if prose and selection.remaining > 0:
+        _take_prose(selection, prose)
+    footer = FOOTER_PREFIX + ", ".join(_footer_topics(selection, footer_terms))
+    return _assemble(selection, files_line, footer, budget)
 
-    def header_cost(unit: _Unit) -> int:
-        header = parsed.headers.get(unit.group)
-        if header is None or unit.group in emitted_headers:
+
+class _Selection:
+    """The units kept so far, the message headers they brought along, the terms they
+    cover, and the body budget (in quarter tokens) still free."""
+
+    def __init__(self, parsed: _Parsed, budget: int) -> None:
+        self.parsed = parsed
+        self.selected: set[int] = set()
+        self.emitted_headers: set[int] = set()
+        self.covered: set[str] = set()
+        self.remaining = budget
+
+    def header_cost(self, unit: _Unit) -> int:
+        """What keeping ``unit`` costs for its message header (0 once that is kept)."""
+        header = self.parsed.headers.get(unit.group)
+        if header is None or unit.group in self.emitted_headers:
             return 0
         return header.cost
 
-    def blocked(unit: _Unit) -> bool:
-        # Sentences shaped like prompt injection are never copied into a summary (a later
-        # model reads summaries). Checked only for units about to be kept: scanning the
-        # whole source would cost a fifth of the time budget.
-        if unit.blocked is None:
-            unit.blocked = is_directive(unit.text)
-        return unit.blocked
+    def fits(self, unit: _Unit, floor: int) -> bool:
+        """Whether ``unit`` and its header fit while ``floor`` stays free, and it may be copied."""
+        return unit.cost + self.header_cost(unit) <= self.remaining - floor and not _blocked(unit)
 
-    def take(unit: _Unit) -> None:
-        nonlocal remaining
-        remaining -= unit.cost + header_cost(unit)
-        header = parsed.headers.get(unit.group)
+    def take(self, unit: _Unit) -> None:
+        """Keep ``unit``, with its message header when that is not kept yet."""
+        self.remaining -= unit.cost + self.header_cost(unit)
+        header = self.parsed.headers.get(unit.group)
         if header is not None:
-            emitted_headers.add(unit.group)
-            selected.add(header.index)
-        selected.add(unit.index)
-        covered.update(unit.terms)
+            self.emitted_headers.add(unit.group)
+            self.selected.add(header.index)
+        self.selected.add(unit.index)
+        self.covered.update(unit.terms)
 
-    # 1. Anchors. The first and last message headers pin the time range.
-    header_units = list(parsed.headers.values())
-    header_indexes = {u.index for u in header_units}
-    prose = [u for u in units if u.cls == PROSE]
-    anchor_budget = remaining if not prose else (remaining * 3) // 4
-    anchor_floor = remaining - anchor_budget
-    for edge in header_units[:1] + header_units[-1:]:
-        if edge.index not in selected and edge.cost <= remaining - anchor_floor:
-            remaining -= edge.cost
-            selected.add(edge.index)
-            emitted_headers.add(edge.group)
+
+def _blocked(unit: _Unit) -> bool:
+    """Whether a unit is shaped like prompt injection (never copied into a summary: a
+    later model reads summaries). Checked only for units about to be kept: scanning the
+    whole source would cost a fifth of the time budget."""
+    if unit.blocked is None:
+        unit.blocked = is_directive(unit.text)
+    return unit.blocked
+
+
+def _take_anchors(selection: _Selection, prose: list[_Unit]) -> None:
+    """Step 1: the anchors, within three quarters of the budget while prose remains."""
+    units = selection.parsed.units
+    remaining = selection.remaining
+    anchor_floor = remaining - (remaining if not prose else (remaining * 3) // 4)
+    # The first and last message headers pin the time range.
+    header_units = list(selection.parsed.headers.values())
+    edges = header_units[:1] + header_units[-1:]
+    for edge in edges:
+        if edge.index not in selection.selected and edge.cost <= selection.remaining - anchor_floor:
+            selection.remaining -= edge.cost
+            selection.selected.add(edge.index)
+            selection.emitted_headers.add(edge.group)
     # The opening sentence of the first and the last message: usually the task as asked,
     # and where things stand.
-    edge_groups = {u.group for u in header_units[:1] + header_units[-1:]}
-    for group in sorted(edge_groups):
+    for group in sorted({u.group for u in edges}):
         opening = next((u for u in units if u.group == group and u.first), None)
-        if (
-            opening is not None
-            and opening.cost + header_cost(opening) <= remaining - anchor_floor
-            and not blocked(opening)
-        ):
-            take(opening)
+        if opening is not None and selection.fits(opening, anchor_floor):
+            selection.take(opening)
+    header_indexes = {u.index for u in header_units}
     for cls in (TIMESTAMP, PATH, COMMAND, ERROR):
         # Other message headers come along with their content, not as anchors.
         members = [u for u in units if u.cls == cls and u.index not in header_indexes]
         for position in _spread(len(members)):
             unit = members[position]
-            if unit.cost + header_cost(unit) <= remaining - anchor_floor and not blocked(unit):
-                take(unit)
+            if selection.fits(unit, anchor_floor):
+                selection.take(unit)
 
-    # 2. Informative prose: lazy greedy on novelty-weighted term gain per token.
-    if prose and remaining > 0:
-        document_frequency: Counter[str] = Counter()
-        for unit in units:
-            document_frequency.update(unit.terms)
-        total = max(1, len(units))
-        weight = {
-            term: math.log1p(count) * math.log1p(total / count) for term, count in document_frequency.items()
-        }
 
-        def gain(unit: _Unit) -> float:
-            value = sum(weight[t] for t in unit.terms if t not in covered)
-            if unit.first:
-                value *= 1.25
-            if unit.user:
-                value *= 1.1
-            return value / math.sqrt(unit.cost)
-
-        heap = [(-gain(u), u.index) for u in prose if u.terms]
-        heapq.heapify(heap)
-        while heap and remaining > 0:
-            negative, index = heapq.heappop(heap)
-            unit = units[index]
-            cost = unit.cost + header_cost(unit)
-            if cost > remaining:
-                continue
-            fresh = gain(unit)
-            if fresh <= 0:
-                continue
-            if heap and fresh < -heap[0][0]:
-                heapq.heappush(heap, (-fresh, index))
-                continue
-            if not blocked(unit):
-                take(unit)
-
-    # 3. Footer: what was left out, most frequent first.
-    # Terms nothing kept mentions come first; then terms of dropped units the summary
-    # only touches on, so a footer still says what the left-out sentences were about.
-    dropped: Counter[str] = Counter()
+def _take_prose(selection: _Selection, prose: list[_Unit]) -> None:
+    """Step 2: informative prose, by lazy greedy on novelty-weighted term gain per token."""
+    units = selection.parsed.units
+    covered = selection.covered
+    document_frequency: Counter[str] = Counter()
     for unit in units:
-        if unit.index not in selected and not unit.blocked:
+        document_frequency.update(unit.terms)
+    total = max(1, len(units))
+    weight = {
+        term: math.log1p(count) * math.log1p(total / count) for term, count in document_frequency.items()
+    }
+
+    def gain(unit: _Unit) -> float:
+        value = sum(weight[t] for t in unit.terms if t not in covered)
+        if unit.first:
+            value *= 1.25
+        if unit.user:
+            value *= 1.1
+        return value / math.sqrt(unit.cost)
+
+    heap = [(-gain(u), u.index) for u in prose if u.terms]
+    heapq.heapify(heap)
+    while heap and selection.remaining > 0:
+        _, index = heapq.heappop(heap)
+        unit = units[index]
+        if unit.cost + selection.header_cost(unit) > selection.remaining:
+            continue
+        fresh = gain(unit)
+        if fresh <= 0:
+            continue
+        if heap and fresh < -heap[0][0]:
+            heapq.heappush(heap, (-fresh, index))
+            continue
+        if not _blocked(unit):
+            selection.take(unit)
+
+
+def _footer_topics(selection: _Selection, footer_terms: int) -> list[str]:
+    """Step 3: what was left out, most frequent first.
+
+    Terms nothing kept mentions come first; then terms of dropped units the summary only
+    touches on, so a footer still says what the left-out sentences were about; then the
+    topics of the summaries being condensed.
+    """
+    parsed, covered = selection.parsed, selection.covered
+    dropped: Counter[str] = Counter()
+    for unit in parsed.units:
+        if unit.index not in selection.selected and not unit.blocked:
             dropped.update(unit.terms)
     ranked = sorted(dropped.items(), key=lambda item: (item[0] in covered, -item[1], item[0]))
     topics = [term[:_TERM_CHARS] for term, _ in ranked[:footer_terms]]
@@ -394,13 +421,16 @@ def summarize_extractive(source_text: str, target_tokens: int, *, leaf: bool = T
             topics.append(topic)
     if not topics:
         topics = ["repeated content"] if parsed.repeats else ["nothing omitted"]
-    footer = FOOTER_PREFIX + ", ".join(topics)
+    return topics
 
-    # 4. Assemble in source order: units of one source line stay on one line.
+
+def _assemble(selection: _Selection, files_line: str, footer: str, budget: int) -> str:
+    """Step 4: the kept units in source order (units of one source line stay on one
+    line), then the Files line and the footer, cut to ``budget`` quarter tokens."""
     lines: list[str] = []
     last_line = -1
-    for unit in units:
-        if unit.index not in selected:
+    for unit in selection.parsed.units:
+        if unit.index not in selection.selected:
             continue
         if unit.line == last_line and lines:
             lines[-1] += " " + unit.text

@@ -428,21 +428,12 @@ def _block_part(
             metadata = f'{prefix},"rawType":"text","raw":{raw_json}}}'
             return _part_row("text", text, call_id, tool_name, None, None, metadata), (raw_json, text)
     if not isinstance(block, dict):
-        raw_json = _stringify(block)
-        metadata = f'{prefix},"rawType":"agent","raw":{raw_json}}}'
-        row = _part_row("agent", None, call_id, tool_name, None, None, metadata)
-        if isinstance(block, list):
-            return row, (raw_json, None)
-        return row, (_TEXT_BLOCK_OPEN + _stringify(metadata) + "}", metadata)
+        return _non_object_part(block, prefix, call_id, tool_name)
     get = block.get
     own_type = get("type")
     block_type = own_type if isinstance(own_type, str) else "agent"
     block_text = get("text")
-    text = block_text
-    if not isinstance(text, str):
-        text = get("thinking")
-        if not isinstance(text, str):
-            text = _reasoning_summary(block) if block_type in ("reasoning", "thinking") else None
+    text = block_text if isinstance(block_text, str) else _fallback_text(block, block_type)
     declared = get("rawType")
     raw_type = declared if isinstance(declared, str) else block_type
     part_type = _PART_TYPES.get(raw_type, "agent")
@@ -454,37 +445,11 @@ def _block_part(
     input_value = output_value = _ABSENT
     keys = block.keys()
     if not keys.isdisjoint(_TOOL_FIELD_KEYS):
-        own_call_id = _first_str(block, "toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
-        if own_call_id is None and part_type == "tool":
-            own_call_id = _str_or_none(get("id"))
-        if own_call_id is not None:
-            call_id = own_call_id
-        own_name = _first_str(block, "name", "toolName", "tool_name")
-        if own_name is not None:
-            tool_name = own_name
-        for key in ("input", "arguments", "toolInput"):
-            if key in block:
-                input_value = block[key]
-                tool_input = _stringify(input_value)
-                break
-        else:
-            tool_input = _str_or_none(get("tool_input"))
-        for key in ("output", "toolOutput"):
-            if key in block:
-                output_value = block[key]
-                tool_output = _stringify(output_value)
-                break
-        else:
-            tool_output = _str_or_none(get("tool_output"))
+        call_id, tool_name, tool_input, tool_output, input_value, output_value = _tool_fields(
+            block, part_type, call_id, tool_name
+        )
     if not keys.isdisjoint(_EXTERNALIZED_KEYS):
-        extra = fields.as_dict(ordinal == 0)
-        _put(extra, "externalizedFileId", _str_or_none(get("externalizedFileId")))
-        size = get("originalByteSize")
-        _put(extra, "originalByteSize", size if _is_number(size) else None)
-        _put(extra, "imageExternalized", _bool_or_none(get("imageExternalized")))
-        _put(extra, "toolOutputExternalized", _bool_or_none(get("toolOutputExternalized")))
-        _put(extra, "externalizationReason", _str_or_none(get("externalizationReason")))
-        prefix = _stringify(extra)[:-1]
+        prefix = _externalized_prefix(block, fields, ordinal)
     raw_json = _stringify(raw)
     type_json = _TYPE_JSON.get(raw_type) or _stringify(raw_type)
     row = _part_row(
@@ -507,6 +472,101 @@ def _block_part(
         return row, (raw_json, block_text if raw_type == "text" and isinstance(block_text, str) else None)
     # Rebuilt tool blocks (every such raw type is a "tool" part): missing columns are
     # taken from the raw block.
+    token_call_id, token_name, token_input, token_value = _token_tool_fields(
+        block, call_id, tool_name, tool_input, input_value
+    )
+    if role == "toolResult" or raw_type == "function_call_output":
+        result = _tool_result_block(raw_type, raw, token_call_id, token_name, text, tool_output, output_value)
+        plain = result["text"] if result["type"] == "text" else None
+        return row, (_stringify(result), plain)
+    return row, (
+        _tool_call_json(ordinal, raw_type, token_call_id, token_name, token_input, token_value),
+        None,
+    )
+
+
+def _non_object_part(
+    block: Any, prefix: str, call_id: str | None, tool_name: str | None
+) -> tuple[_PartRow, _TokenBlock]:
+    """The part of a block that is not an object: an "agent" part replaying it raw; the
+    estimate counts a list as itself and anything else as a text block of the metadata."""
+    raw_json = _stringify(block)
+    metadata = f'{prefix},"rawType":"agent","raw":{raw_json}}}'
+    row = _part_row("agent", None, call_id, tool_name, None, None, metadata)
+    if isinstance(block, list):
+        return row, (raw_json, None)
+    return row, (_TEXT_BLOCK_OPEN + _stringify(metadata) + "}", metadata)
+
+
+def _fallback_text(block: dict[str, Any], block_type: str) -> str | None:
+    """A block's text when its ``text`` is not a string: its ``thinking``, else a
+    reasoning block's summary."""
+    text = block.get("thinking")
+    if isinstance(text, str):
+        return text
+    return _reasoning_summary(block) if block_type in ("reasoning", "thinking") else None
+
+
+# A part's tool columns: call id, tool name, input and output (as stored), and the values
+# behind input and output as found in the block (ABSENT when none).
+_ToolFields = tuple["str | None", "str | None", "str | None", "str | None", Any, Any]
+
+
+def _tool_fields(
+    block: dict[str, Any], part_type: str, call_id: str | None, tool_name: str | None
+) -> _ToolFields:
+    """The tool columns a block sets itself; ``call_id``/``tool_name`` (the message's)
+    stand where it sets none."""
+    own_call_id = _first_str(block, "toolCallId", "tool_call_id", "toolUseId", "tool_use_id", "call_id")
+    if own_call_id is None and part_type == "tool":
+        own_call_id = _str_or_none(block.get("id"))
+    own_name = _first_str(block, "name", "toolName", "tool_name")
+    input_value, tool_input = _first_member(block, ("input", "arguments", "toolInput"), "tool_input")
+    output_value, tool_output = _first_member(block, ("output", "toolOutput"), "tool_output")
+    return (
+        call_id if own_call_id is None else own_call_id,
+        tool_name if own_name is None else own_name,
+        tool_input,
+        tool_output,
+        input_value,
+        output_value,
+    )
+
+
+def _first_member(block: dict[str, Any], keys: tuple[str, ...], text_key: str) -> tuple[Any, str | None]:
+    """The first of ``keys`` the block has, as (value, its JSON); else (ABSENT, the
+    string under ``text_key`` or None)."""
+    for key in keys:
+        if key in block:
+            value = block[key]
+            return value, _stringify(value)
+    return _ABSENT, _str_or_none(block.get(text_key))
+
+
+def _externalized_prefix(block: dict[str, Any], fields: _Fields, ordinal: int) -> str:
+    """The metadata prefix of a block carrying externalization fields: the message's
+    fields plus the block's own, as an unclosed JSON object."""
+    get = block.get
+    extra = fields.as_dict(ordinal == 0)
+    _put(extra, "externalizedFileId", _str_or_none(get("externalizedFileId")))
+    size = get("originalByteSize")
+    _put(extra, "originalByteSize", size if _is_number(size) else None)
+    _put(extra, "imageExternalized", _bool_or_none(get("imageExternalized")))
+    _put(extra, "toolOutputExternalized", _bool_or_none(get("toolOutputExternalized")))
+    _put(extra, "externalizationReason", _str_or_none(get("externalizationReason")))
+    return _stringify(extra)[:-1]
+
+
+def _token_tool_fields(
+    block: dict[str, Any],
+    call_id: str | None,
+    tool_name: str | None,
+    tool_input: str | None,
+    input_value: Any,
+) -> tuple[str | None, str | None, str | None, Any]:
+    """The call id, name, input and input value the assembler rebuilds a tool block from:
+    the part's columns, with a missing one taken from the raw block."""
+    get = block.get
     token_call_id, token_name, token_input, token_value = call_id, tool_name, tool_input, input_value
     raw_id, raw_call_id = get("id"), get("call_id")
     found = (
@@ -530,14 +590,7 @@ def _block_part(
                 token_input, token_value = args, _ABSENT
             else:
                 token_input, token_value = _stringify(args), args
-    if role == "toolResult" or raw_type == "function_call_output":
-        result = _tool_result_block(raw_type, raw, token_call_id, token_name, text, tool_output, output_value)
-        plain = result["text"] if result["type"] == "text" else None
-        return row, (_stringify(result), plain)
-    return row, (
-        _tool_call_json(ordinal, raw_type, token_call_id, token_name, token_input, token_value),
-        None,
-    )
+    return token_call_id, token_name, token_input, token_value
 
 
 def _signed_thinking_block(

@@ -461,9 +461,8 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
     add_entry_id, add_offset = index.entry_ids.append, index.offsets.append
     add_length, add_line, add_parts = index.lengths.append, index.lines.append, index.parts.append
     skipped = scan.skipped
-    structural = scan.structural
-    scan_once = _SHAPE_SCAN
     parsed = scan._parsed
+    keep_parsed = parsed is not None
     space = _JS_SPACE
     seen_content = False
     for offset, length, number, data, newline in physical_lines(handle, scan.size_bytes):
@@ -485,49 +484,15 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
             scan.mode = "json-array"
             _scan_array(scan, handle, offset, number)
             return
-        # JSONDecoder.decode without its wrapper: the text is trimmed, so the value must
-        # end exactly at its end.
-        try:
-            if parsed is None:
-                entry, end = scan_once(trimmed, 0)
-                valid = end == len(trimmed)
-            else:
-                # The same text and the same validity; numbers and key order as building
-                # needs them (the scan itself reads neither).
-                entry = _js_parse_line(data, trimmed)
-                valid = True
-        except RecursionError:
-            skipped.append(SkippedLine(number, "too_deep"))
-            continue
-        except (ValueError, StopIteration):
-            valid = False
-        if not valid:
-            if not newline:
-                reason = "truncated_last_line"
-            elif replaced:
-                reason = "not_utf8"
-            else:
-                reason = "invalid_json"
+        entry, reason = _parse_object(data, trimmed, newline, replaced, keep_parsed)
+        if reason is not None:
             skipped.append(SkippedLine(number, reason))
-            continue
-        if data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH and _too_deep(entry):
-            skipped.append(SkippedLine(number, "too_deep"))
-            continue
-        if not isinstance(entry, dict):
-            skipped.append(SkippedLine(number, "not_an_object"))
             continue
         get = entry.get
         kind = get("type")
         if kind == "session":
-            if first:
-                scan.header_id = _envelope_string(get("id"))
-                scan.header_span = (offset, length)
-            structural["session"] = structural.get("session", 0) + 1
+            _note_session(scan, get, first, offset, length)
             continue
-        value = get("id")
-        tree_id = value.strip(space) or None if isinstance(value, str) else None
-        if tree_id is None:
-            tree_id = _envelope_string(get("uuid"))
         # message_of, inline: the entry itself, or the message of a message envelope.
         message = None
         enveloped = False
@@ -544,50 +509,121 @@ def _scan_lines(scan: Transcript, handle: IO[bytes]) -> None:
             ):
                 message = inner
                 enveloped = True
-        if message is not None or tree_id is not None:
-            value = get("parentId")
-            parent = value.strip(space) or None if isinstance(value, str) else None
+        tree_id, parent = _tree_ids(get)
+        if message is None:
+            _note_entry(scan, index, entry, kind, tree_id, parent, offset, length, number)
+        elif message["role"] in PERSISTABLE_ROLES:
+            content = message.get("content")
+            parts = len(content) if type(content) is list and content else part_count(message)
             if parent is None:
-                parent = _envelope_string(get("parentUuid"))
-        if message is not None:
-            if message["role"] in PERSISTABLE_ROLES:
-                content = message.get("content")
-                parts = len(content) if type(content) is list and content else part_count(message)
-                if parent is None:
-                    add_parent(-1)
-                else:
-                    known = by_id.get(parent)
-                    if known is None:
-                        add_parent(-2)
-                        late_parents[len(index.kinds)] = parent
-                    else:
-                        add_parent(known)
-                if tree_id is not None:
-                    by_id[tree_id] = len(index.kinds)
-                if parsed is not None:
-                    envelope_ts = _envelope_string(get("timestamp")) if enveloped else None
-                    parsed[len(index.kinds)] = (message, tree_id if enveloped else None, envelope_ts)
-                add_id(tree_id)
-                add_kind(_K_MESSAGE)
-                add_entry_id(tree_id if enveloped else None)
-                add_offset(offset)
-                add_length(length)
-                add_line(number)
-                add_parts(parts)
-                if replaced:
-                    scan.warnings.append(SkippedLine(number, "not_utf8_replaced"))
+                add_parent(-1)
             else:
-                add(tree_id, parent, _K_OTHER_ROLE, None, offset, length, number)
-                skipped.append(SkippedLine(number, "unsupported_role"))
-            continue
-        if tree_id is not None:
-            code = _K_SETTINGS.get(kind, _K_ENTRY) if isinstance(kind, str) else _K_ENTRY
-            add(tree_id, parent, code, None, offset, length, number)
-        if isinstance(kind, str) and kind in STRUCTURAL_ENTRY_TYPES and "message" not in entry:
-            structural[kind] = structural.get(kind, 0) + 1
+                known = by_id.get(parent)
+                if known is None:
+                    add_parent(-2)
+                    late_parents[len(index.kinds)] = parent
+                else:
+                    add_parent(known)
+            if tree_id is not None:
+                by_id[tree_id] = len(index.kinds)
+            if parsed is not None:
+                envelope_ts = _envelope_string(get("timestamp")) if enveloped else None
+                parsed[len(index.kinds)] = (message, tree_id if enveloped else None, envelope_ts)
+            add_id(tree_id)
+            add_kind(_K_MESSAGE)
+            add_entry_id(tree_id if enveloped else None)
+            add_offset(offset)
+            add_length(length)
+            add_line(number)
+            add_parts(parts)
+            if replaced:
+                scan.warnings.append(SkippedLine(number, "not_utf8_replaced"))
         else:
-            skipped.append(SkippedLine(number, why_not_message(entry)))
+            add(tree_id, parent, _K_OTHER_ROLE, None, offset, length, number)
+            skipped.append(SkippedLine(number, "unsupported_role"))
     _choose(scan, index)
+
+
+def _parse_object(
+    data: bytes, trimmed: str, newline: bool, replaced: bool, keep_parsed: bool
+) -> tuple[Any, str | None]:
+    """One trimmed line's JSON value, and the reason to skip it (None when it is an object
+    we read): ``too_deep``, ``not_an_object``, or why it is not JSON."""
+    # JSONDecoder.decode without its wrapper: the text is trimmed, so the value must end
+    # exactly at its end.
+    try:
+        if keep_parsed:
+            # The same text and the same validity; numbers and key order as building
+            # needs them (the scan itself reads neither).
+            entry = _js_parse_line(data, trimmed)
+            valid = True
+        else:
+            entry, end = _SHAPE_SCAN(trimmed, 0)
+            valid = end == len(trimmed)
+    except RecursionError:
+        return None, "too_deep"
+    except (ValueError, StopIteration):
+        valid = False
+    if not valid:
+        return None, _invalid_json_reason(newline, replaced)
+    if data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH and _too_deep(entry):
+        return None, "too_deep"
+    if not isinstance(entry, dict):
+        return None, "not_an_object"
+    return entry, None
+
+
+def _invalid_json_reason(newline: bool, replaced: bool) -> str:
+    """Why a line that does not parse is skipped: cut short, not UTF-8, or bad JSON."""
+    if not newline:
+        return "truncated_last_line"
+    if replaced:
+        return "not_utf8"
+    return "invalid_json"
+
+
+def _note_session(scan: Transcript, get: Callable[[str], Any], first: bool, offset: int, length: int) -> None:
+    """A session entry: counted as structural; the header when it is the first line."""
+    if first:
+        scan.header_id = _envelope_string(get("id"))
+        scan.header_span = (offset, length)
+    scan.structural["session"] = scan.structural.get("session", 0) + 1
+
+
+def _tree_ids(get: Callable[[str], Any]) -> tuple[str | None, str | None]:
+    """An entry's tree id and parent id (``id``/``parentId``, else ``uuid``/``parentUuid``)."""
+    space = _JS_SPACE
+    value = get("id")
+    tree_id = value.strip(space) or None if isinstance(value, str) else None
+    if tree_id is None:
+        tree_id = _envelope_string(get("uuid"))
+    value = get("parentId")
+    parent = value.strip(space) or None if isinstance(value, str) else None
+    if parent is None:
+        parent = _envelope_string(get("parentUuid"))
+    return tree_id, parent
+
+
+def _note_entry(
+    scan: Transcript,
+    index: _Index,
+    entry: dict[str, Any],
+    kind: Any,
+    tree_id: str | None,
+    parent: str | None,
+    offset: int,
+    length: int,
+    number: int,
+) -> None:
+    """An object line that carries no message: indexed when it has an id (it links the
+    tree), then counted as structural or skipped with the reason."""
+    if tree_id is not None:
+        code = _K_SETTINGS.get(kind, _K_ENTRY) if isinstance(kind, str) else _K_ENTRY
+        index.add(tree_id, parent, code, None, offset, length, number)
+    if isinstance(kind, str) and kind in STRUCTURAL_ENTRY_TYPES and "message" not in entry:
+        scan.structural[kind] = scan.structural.get(kind, 0) + 1
+    else:
+        scan.skipped.append(SkippedLine(number, why_not_message(entry)))
 
 
 def _too_deep(value: Any) -> bool:

@@ -38,31 +38,39 @@ def _looks_like_json(text: str) -> bool:
 
 
 def structured_text(value: Any, depth: int = 0) -> str | None:
+    """The text the reference reads from a content value (string, block list or object),
+    or None when it has none; strings holding JSON are read as that JSON first."""
     if value is None or depth > _MAX_TEXT_DEPTH:
         return None
     if isinstance(value, str):
-        if _looks_like_json(value):
-            parsed = _try_parse(_trim(value))
-            if parsed is not _ABSENT:
-                text = structured_text(parsed, depth + 1)
-                if text:
-                    return text
-        return value
+        return _string_text(value, depth)
     if isinstance(value, list):
         return _joined_texts(value, depth)
     if not isinstance(value, dict):
         return None
+    return _object_text(value, depth)
+
+
+def _string_text(value: str, depth: int) -> str:
+    """A string's text: the text of the JSON it holds when that has any, else itself."""
+    if _looks_like_json(value):
+        parsed = _try_parse(_trim(value))
+        if parsed is not _ABSENT:
+            text = structured_text(parsed, depth + 1)
+            if text:
+                return text
+    return value
+
+
+def _object_text(value: dict[str, Any], depth: int) -> str | None:
+    """An object's text: none for reasoning and tool blocks (unless the tool output was
+    externalized), else the first non-blank text, array or nested member, in key order."""
     kind = value.get("type")
     if isinstance(kind, str):
         if kind in _REASONING_TYPES:
             return None
         if kind in _TOOL_TYPES:
-            if value.get("toolOutputExternalized") is True:
-                for key in ("output", "content", "result"):
-                    text = structured_text(value.get(key), depth + 1)
-                    if text is not None:
-                        return text if not _is_blank(text) else None
-            return None
+            return _externalized_tool_text(value, depth)
     for key in _TEXT_KEYS:
         candidate = value.get(key)
         if isinstance(candidate, str) and not _is_blank(candidate):
@@ -77,6 +85,16 @@ def structured_text(value: Any, depth: int = 0) -> str | None:
         text = structured_text(value.get(key), depth + 1)
         if text is not None and not _is_blank(text):
             return text
+    return None
+
+
+def _externalized_tool_text(value: dict[str, Any], depth: int) -> str | None:
+    """A tool block's text: only an externalized output's first text member counts."""
+    if value.get("toolOutputExternalized") is True:
+        for key in ("output", "content", "result"):
+            text = structured_text(value.get(key), depth + 1)
+            if text is not None:
+                return text if not _is_blank(text) else None
     return None
 
 
