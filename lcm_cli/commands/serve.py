@@ -122,10 +122,6 @@ class Server:
                     # Unreadable config: each request resolves (and reports) it itself.
                     return Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
                 self._template, self._template_generation = template, generation
-                # The typed settings (pydantic-settings) are built once per generation, off the
-                # request path and after the start-up burst: importing pydantic costs about
-                # 300 ms of CPU, which the host's first requests must not wait for.
-                threading.Thread(target=_build_settings, args=(template,), daemon=True).start()
             return self._template.warm_copy()
 
     def reload(self) -> None:
@@ -399,16 +395,6 @@ class _Call:
                 return
             self._answered = True
         self._respond(message)
-
-
-SETTINGS_DELAY_S = 1.0
-
-
-def _build_settings(template: Any) -> None:
-    """Build a generation's typed settings; a config with problems is reported per request instead."""
-    time.sleep(SETTINGS_DELAY_S)
-    with contextlib.suppress(LcmError):
-        template.settings  # noqa: B018 - built once, shared by later copies
 
 
 def _internal(exc: BaseException) -> LcmError:
