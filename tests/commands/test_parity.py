@@ -1,4 +1,4 @@
-"""Every operation through every door gives the same answer (issue 13, "Tests").
+"""Every operation through every door gives the same answer.
 
 Each operation of ``OPERATIONS`` is called with at least one succeeding and one failing
 request through the five doors: the CLI fast path, the typer app, `lcm hook`, `lcm serve
