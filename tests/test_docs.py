@@ -385,6 +385,17 @@ def test_inventory_lists_every_command() -> None:
         assert entry["example"], f"`lcm commands` has no example for `lcm {entry['command']}`"
 
 
+def test_inventory_says_which_commands_write_and_which_preview() -> None:
+    from lcm_cli.commands.catalog import build_inventory
+
+    by_command = {c["command"]: c for c in build_inventory()["commands"]}
+    assert by_command["status"]["writes"] is False and by_command["status"]["dryRunByDefault"] is False
+    assert by_command["config set"]["writes"] is True and by_command["config set"]["dryRunByDefault"] is False
+    for previewing in ("migrate-sessions", "rotate", "prune", "doctor apply", "compact"):
+        assert by_command[previewing]["writes"] is True, previewing
+        assert by_command[previewing]["dryRunByDefault"] is True, previewing
+
+
 # --- (e) config keys -------------------------------------------------------------------
 
 

@@ -130,5 +130,8 @@ def build_inventory() -> dict[str, Any]:
         if is_operation:
             entry["needsSelector"] = spec.needs_selector
             entry["readsDatabase"] = spec.opens_db
+            entry["writes"] = spec.writes
+            # A writer that takes --apply only previews without it.
+            entry["dryRunByDefault"] = "apply" in spec.options
         commands.append(entry)
     return {"globalOptions": [_describe_option(p, p.help) for p in GLOBALS], "commands": commands}
