@@ -22,12 +22,6 @@ from lcm_cli.commands.argv import Parsed
 from lcm_cli.engine.core.registry import OPERATIONS
 
 
-def reads_messages_text(name: str) -> bool:
-    """Whether operation ``name`` takes its messages as text (a ``file``, or the CLI's stdin)."""
-    spec = OPERATIONS.get(name)
-    return spec is not None and "file" in spec.options and "messages" in spec.options
-
-
 def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = None) -> bytes | None:
     """The bytes the CLI door hands an operation that takes messages from its stdin, else None.
 
@@ -37,7 +31,8 @@ def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = No
     """
     from lcm_cli.engine.core.limits import read_capped
 
-    if not reads_messages_text(name):
+    spec = OPERATIONS.get(name)
+    if spec is None or not spec.stdin:
         return None
     if params.get("message") is not None or params.get("messages") is not None:
         return None

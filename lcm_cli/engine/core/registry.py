@@ -38,6 +38,7 @@ class OpSpec(NamedTuple):
     long_running: bool = False  # shows a progress bar on a terminal
     writes: bool = False  # changes the database or config: `lcm serve` serializes it per session
     meta_paths: bool = True  # the envelope's meta names the database and config paths
+    stdin: bool = False  # on the CLI door, its messages may come as JSON text on stdin
     summary: str = ""  # one line for `lcm hook --list`
     help: str = ""
     example: str = ""
@@ -541,6 +542,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
         words=("ingest",),
         writes=True,
+        stdin=True,
         summary="Store messages for a session (JSON on stdin, --file, or --messages).",
         help=(
             "Store messages for a session: one JSON object, a JSON array, or JSON lines on stdin.\n\n"
@@ -624,6 +626,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("after-turn",),
         writes=True,
+        stdin=True,
         summary=(
             "After a turn: store its new messages, then compact (inline) or record debt (deferred) "
             "when over the threshold."
@@ -665,6 +668,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         words=("commit-turn",),
         writes=True,
+        stdin=True,
         summary=(
             "Store one host-accepted turn atomically and idempotently by its advancement key "
             "(OpenClaw 2026.8+)."
