@@ -969,8 +969,3 @@ def get_operation(name: str) -> Operation:
     if name not in _BOUND:
         importlib.import_module(OPERATIONS[name].module)
     return _BOUND[name]
-
-
-def all_operations() -> list[Operation]:
-    """Every operation, in registry order."""
-    return [get_operation(name) for name in OPERATIONS]

@@ -228,12 +228,6 @@ def stop_all() -> None:
         helper.kill()
 
 
-def helper_count() -> int:
-    """Helpers alive now (for tests and ``health``)."""
-    with _helpers_lock:
-        return sum(1 for h in _helpers if h.alive())
-
-
 # --------------------------------------------------------------------------------------
 # The helper's own loop
 # --------------------------------------------------------------------------------------

@@ -166,8 +166,3 @@ def truncate_to_quarters(text: str, quarters: int) -> str:
         else:
             high = mid - 1
     return text[:low]
-
-
-def truncate_to_tokens(text: str, tokens: int) -> str:
-    """The longest prefix of ``text`` whose token estimate is at most ``tokens``."""
-    return truncate_to_quarters(text, tokens * 4)
