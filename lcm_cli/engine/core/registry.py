@@ -101,6 +101,10 @@ _TRANSCRIPTS = Rows(
         "skippedLines",
     ),
 )
+# Summary surgery: one row per rewritten summary, restored context item, copied summary.
+_REWRITES = Rows("diff", ("summaryId", "depth", "status", "oldTokenCount", "newTokenCount"))
+_CONTEXT_ITEMS = Rows("ordinal", ("ordinal", "itemType", "summaryId", "kind", "depth", "tokenCount"))
+_COPIES = Rows("newSummaryId", ("summaryId", "newSummaryId", "kind", "depth", "tokenCount", "inContext"))
 _BACKUPS = Rows(
     "hasManifest", ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation")
 )
@@ -231,6 +235,89 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm summaries show sum_1b2c3d4e5f607182 --format table",
         render=_SUMMARY_TREE,
+    ),
+    "summaries.rewrite": OpSpec(
+        "lcm_cli.engine.surgery.rewrite",
+        _SELECTOR + ("summary_id", "depth", "all", "cascade", "apply"),
+        long_running=True,
+        writes=True,
+        summary="Re-summarize summaries with the configured summarizer and depth-aware prompts (dry run: a diff).",
+        help=(
+            "Re-summarize one summary (--summary-id), one depth (--depth) or all (--all) from their "
+            "sources, with the configured summarizer and the depth-aware templates (`lcm prompts`).\n\n"
+            "A dry run by default: every summary's unified diff and old/new tokens. --apply backs the "
+            "database up, then writes one transaction per summary, bottom-up; ids and links are kept. "
+            "--cascade also re-summarizes every summary that consumes a rewritten one, from the new "
+            "text. When the summarizer fails or answers with a fallback, that summary is left as it "
+            "was and reported (exit 1). --depth and --all cover every conversation unless "
+            "--conversation-id or --session-key narrows them."
+        ),
+        example="lcm summaries rewrite --summary-id sum_0a1b2c3d4e5f6071",
+        param_help={
+            "summary_id": "Rewrite this summary; repeatable.",
+            "depth": "Rewrite every summary of this depth (0 = leaves).",
+            "apply": "Back up, then write (dry run with diffs otherwise).",
+        },
+        render=Render(rows=(_REWRITES,)),
+    ),
+    "summaries.dissolve": OpSpec(
+        "lcm_cli.engine.surgery.dissolve",
+        ("purge", "apply"),
+        args=("summary_id",),
+        writes=True,
+        summary="Undo one condensation: the summaries it consumed return to the context in its place.",
+        help=(
+            "Undo one condensation: the condensed summary's sources return to the context in its "
+            "place, in order, and the ordinals after it are renumbered.\n\n"
+            "The dissolved summary is kept as orphaned history (it still reads with `lcm summaries "
+            "show`), or deleted with --purge. A dry run by default; --apply backs the database up, "
+            "then writes one transaction."
+        ),
+        example="lcm summaries dissolve sum_2c3d4e5f60718293",
+        param_help={"apply": "Back up, then write (dry run otherwise)."},
+        render=Render(rows=(_CONTEXT_ITEMS,)),
+    ),
+    "summaries.transplant": OpSpec(
+        "lcm_cli.engine.surgery.transplant",
+        ("from", "summary_id", "to", "apply"),
+        writes=True,
+        summary="Deep-copy a summary DAG (a conversation's, or one subtree) into another conversation.",
+        help=(
+            "Deep-copy a summary DAG into another conversation: --from ID copies the summaries in "
+            "that conversation's context with everything beneath them, --summary-id copies one "
+            "summary with its subtree.\n\n"
+            "Summaries get new ids; their source messages (with their parts and identity hashes) are "
+            "copied too, so no link crosses conversations, and the copied roots go first in the "
+            "target's context. A content-hash guard refuses a copy the target already holds "
+            "(TRANSPLANT_DUPLICATE). A dry run by default; --apply backs the database up, then "
+            "writes one transaction."
+        ),
+        example="lcm summaries transplant --from 2 --to 3",
+        param_help={
+            "summary_id": "Copy this summary with its subtree; repeatable.",
+            "to": "The target conversation id.",
+            "apply": "Back up, then write (dry run otherwise).",
+        },
+        metavars={"to": "ID"},
+        render=Render(rows=(_COPIES,)),
+    ),
+    "summaries.graph": OpSpec(
+        "lcm_cli.engine.surgery.graph",
+        _SELECTOR + ("to", "out"),
+        needs_selector=True,
+        summary="A conversation's summary DAG as Mermaid, Graphviz dot or SVG (read-only).",
+        help=(
+            "A conversation's summary DAG as a picture source: Mermaid (default) or Graphviz dot, "
+            "each node with its depth, kind and tokens; summaries in the context are marked.\n\n"
+            "--to svg runs Graphviz's `dot` and fails with GRAPHVIZ_NOT_FOUND when it is not on "
+            "PATH. Read-only."
+        ),
+        example="lcm summaries graph --conversation-id 2 --to mermaid",
+        param_help={
+            "to": "mermaid (default), dot, or svg (needs Graphviz's `dot` on PATH).",
+            "out": "Write the picture here (replaced atomically) instead of into the result.",
+        },
+        render=Render(text=Text("text", "# summary DAG of conversation {conversationId} ({format})")),
     ),
     "config.show": OpSpec(
         "lcm_cli.engine.config.ops",
@@ -874,7 +961,10 @@ DOOR_COMMANDS: dict[str, OpSpec] = {
 GROUPS: dict[str, str] = {
     "conversations": "List conversations or show one in detail.",
     "messages": "Page through a conversation's messages or read its fresh tail.",
-    "summaries": "Page through the summary DAG or show one summary with its neighbours.",
+    "summaries": (
+        "Page through the summary DAG, show one summary, or operate on it: rewrite, dissolve, "
+        "transplant, graph."
+    ),
     "context": "The context the model sees.",
     "session": "A session's lifecycle: bootstrap from its transcript, /new, /reset, end.",
     "config": "Show, read or change the Lossless plugin config in openclaw.json.",
