@@ -212,31 +212,38 @@ def _copy(conn: sqlite3.Connection, plan: Plan) -> dict[str, str]:
             "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?", (target,)
         ).fetchone()[0]
     )
+    listed = json.dumps(plan.messages)
+    source_rows = conn.execute(
+        f"SELECT message_id, {', '.join(kept)} FROM messages"
+        " WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY seq, message_id",
+        (listed,),
+    ).fetchall()
+    insert = (
+        f"INSERT INTO messages (conversation_id, seq, {', '.join(kept)}) VALUES (?, ?{', ?' * len(kept)})"
+    )
+    content_at = kept.index("content")
     new_message: dict[int, int] = {}
-    for old in plan.messages:
+    fts_rows: list[tuple[int, str]] = []
+    for old, *values in source_rows:
         seq += 1
-        values = conn.execute(
-            f"SELECT {', '.join(kept)} FROM messages WHERE message_id = ?", (old,)
-        ).fetchone()
-        cursor = conn.execute(
-            f"INSERT INTO messages (conversation_id, seq, {', '.join(kept)}) VALUES (?, ?{', ?' * len(kept)})",
-            (target, seq, *values),
-        )
-        new_id = int(cursor.lastrowid or 0)
+        new_id = int(conn.execute(insert, (target, seq, *values)).lastrowid or 0)
         new_message[old] = new_id
-        if has_fts:
-            text = fts_message_text(values[kept.index("content")])
-            if text is not None:
-                conn.execute("INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", (new_id, text))
-        for part in conn.execute(
-            f"SELECT {', '.join(part_columns)} FROM message_parts WHERE message_id = ? ORDER BY ordinal",
-            (old,),
-        ).fetchall():
-            conn.execute(
-                f"INSERT INTO message_parts (part_id, message_id, session_id, {', '.join(part_columns)})"
-                f" VALUES (?, ?, ?{', ?' * len(part_columns)})",
-                (part_ids.next(), new_id, session_id, *part),
-            )
+        text = fts_message_text(values[content_at]) if has_fts else None
+        if text is not None:
+            fts_rows.append((new_id, text))
+    conn.executemany("INSERT INTO messages_fts (rowid, content) VALUES (?, ?)", fts_rows)
+    conn.executemany(
+        f"INSERT INTO message_parts (part_id, message_id, session_id, {', '.join(part_columns)})"
+        f" VALUES (?, ?, ?{', ?' * len(part_columns)})",
+        (
+            (part_ids.next(), new_message[old], session_id, *part)
+            for old, *part in conn.execute(
+                f"SELECT message_id, {', '.join(part_columns)} FROM message_parts"
+                " WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
+                (listed,),
+            ).fetchall()
+        ),
+    )
     # Summaries bottom-up, so every link points at a row that exists.
     fts = summary_fts_tables(conn)
     columns = [c.strip() for c in SUMMARY_COLUMNS.split(",")]
