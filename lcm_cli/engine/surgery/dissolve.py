@@ -16,7 +16,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import APPLY, PURGE, Request
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.db.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
+from lcm_cli.engine.db.pending_state import invalidate_open_batches
 from lcm_cli.engine.db.store.stamps import sqlite_timestamp
 from lcm_cli.engine.read.conversation_rows import require_lcm_tables
 from lcm_cli.engine.surgery.common import (
@@ -155,7 +155,7 @@ def _apply(conn: sqlite3.Connection, plan: Plan, purge: bool) -> None:
         current = context_items(conn, cid)
         if current != plan.before:
             raise state_changed(f"The context of conversation {cid}", {"conversationId": cid})
-        invalidate_open_batches(conn, cid, STALE_BY_COMPACTION)
+        invalidate_open_batches(conn, cid, "context changed by lcm summaries dissolve")
         write_context(conn, cid, plan.after)
         if purge:
             conn.execute("DELETE FROM summary_parents WHERE summary_id = ?", (sid,))

@@ -1,11 +1,13 @@
 """`lcm summaries rewrite`: re-summarize summaries from their sources, with a diff.
 
-Targets run bottom-up (depth, then creation time), so a condensed summary is rebuilt from
-sources rewritten a moment earlier; the dry run does the same in memory, so its diffs are
-what ``--apply`` would write. The summarizer is called with no transaction open; each
-summary is then one ``BEGIN IMMEDIATE`` that re-checks the stored text, writes content,
-token count and model, both FTS rows, and the descendant totals of every consumer. A
-summarizer failure or a fallback answer leaves that summary as it was.
+Every target is summarized first, bottom-up (depth, then creation time), so a condensed
+summary is rebuilt from the new text of sources rewritten a moment earlier: that plan is
+the dry run, and exactly what ``--apply`` writes. With ``--apply`` (and something to
+change) one backup is taken, then each summary is one ``BEGIN IMMEDIATE`` that re-checks
+the stored text and writes content, token count and model, both FTS rows, and the
+descendant totals of every consumer. No transaction is open during a model call. A
+summarizer failure or a fallback answer leaves that summary as it was; a summary whose
+source could not be written is not written either.
 """
 
 from __future__ import annotations
@@ -110,31 +112,17 @@ def _write(conn: sqlite3.Connection, fts: list[str], row: dict[str, Any], new: s
         raise
 
 
-@operation("summaries.rewrite")
-def rewrite(ctx: Context, req: Request) -> Result:
-    """Plan (and with --apply write) the rewrite of each target, one transaction per summary."""
+def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any) -> list[dict[str, Any]]:
+    """Summarize every target bottom-up from the current sources (no write, no transaction).
+
+    A summary's sources rewritten a moment earlier count with their new text, so the
+    entries are exactly what ``--apply`` writes. Each entry that would change carries
+    its ``new`` text (taken out before the result is returned).
+    """
     from lcm_cli.engine.summarize.base import SpendLimitError
     from lcm_cli.engine.summarize.escalation import summarize_with_escalation
-    from lcm_cli.engine.summarize.factory import build_summarizer
 
-    require_lcm_tables(ctx)
-    apply = req[APPLY]
-    targets, cascaded = _targets(ctx, ctx.db, req)
-    effective = ctx.effective
-    summarizer = build_summarizer(effective, ctx.env)
-    model = str(getattr(summarizer, "model", "unknown"))
-    data: dict[str, Any] = {
-        "applied": False,
-        "backupPath": None,
-        "summarizer": model,
-        "cascade": req[CASCADE],
-    }
-    conn = ctx.db
-    fts: list[str] = []
-    if apply and targets:
-        data["backupPath"] = backup_first(ctx, BACKUP_LABEL)
-        conn = writer(ctx)
-        fts = summary_fts_tables(conn)
+    conn, effective = ctx.db, ctx.effective
     zone = zone_of(effective)
     rewritten: dict[str, str] = {}  # new text by id: the sources of the summaries above
     entries: list[dict[str, Any]] = []
@@ -155,6 +143,7 @@ def rewrite(ctx: Context, req: Request) -> Result:
             "level": None,
             "reason": None,
             "diff": "",
+            "row": row,
         }
         entries.append(entry)
         if stop is not None:
@@ -175,9 +164,7 @@ def rewrite(ctx: Context, req: Request) -> Result:
         except SpendLimitError as exc:
             stop = "spend-limit"
             entry.update(
-                status="failed",
-                reason="spend-limit",
-                error={"code": "SUMMARIZER_FAILED", "message": str(exc)},
+                status="failed", reason=stop, error={"code": "SUMMARIZER_FAILED", "message": str(exc)}
             )
             continue
         except Exception as exc:  # a broken summarizer fails this summary only
@@ -208,23 +195,74 @@ def rewrite(ctx: Context, req: Request) -> Result:
         if new == row["content"]:
             entry.update(status="unchanged")
             continue
-        entry.update(newTokenCount=estimate_tokens(new), diff=_diff(sid, row["content"], new))
-        if apply:
-            try:
-                entry["consumersUpdated"] = _write(conn, fts, row, new, model)
-            except LcmError as exc:
-                entry.update(status="failed", reason="state-changed", error=exc.to_dict())
-                continue
-            entry["status"] = "rewritten"
-        else:
-            entry["status"] = "would-rewrite"
+        entry.update(
+            status="would-rewrite",
+            new=new,
+            newTokenCount=estimate_tokens(new),
+            diff=_diff(sid, row["content"], new),
+        )
         rewritten[sid] = new
     ctx.report_progress("rewrite", len(ordered), len(ordered))
+    return entries
+
+
+def _apply(ctx: Context, entries: list[dict[str, Any]], model: str) -> None:
+    """Write each planned rewrite in its own transaction, bottom-up (after the backup)."""
+    conn = writer(ctx)
+    fts = summary_fts_tables(conn)
+    unwritten: set[str] = set()  # planned but not written: what was built on them is not written either
+    for entry in entries:
+        if entry["status"] != "would-rewrite":
+            continue
+        sid = entry["summaryId"]
+        sources = {
+            r[0]
+            for r in conn.execute(
+                "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ?", (sid,)
+            )
+        }
+        if sources & unwritten:
+            entry.update(status="skipped", reason="source-not-written")
+            unwritten.add(sid)
+            continue
+        try:
+            entry["consumersUpdated"] = _write(conn, fts, entry["row"], entry["new"], model)
+        except LcmError as exc:
+            entry.update(status="failed", reason="state-changed", error=exc.to_dict())
+            unwritten.add(sid)
+            continue
+        entry["status"] = "rewritten"
+
+
+@operation("summaries.rewrite")
+def rewrite(ctx: Context, req: Request) -> Result:
+    """Plan every rewrite (the dry run); with --apply, back up once, then write them one by one."""
+    from lcm_cli.engine.summarize.factory import build_summarizer
+
+    require_lcm_tables(ctx)
+    targets, cascaded = _targets(ctx, ctx.db, req)
+    summarizer = build_summarizer(ctx.effective, ctx.env)
+    model = str(getattr(summarizer, "model", "unknown"))
+    entries = _plan(ctx, targets, cascaded, summarizer)
+    apply = req[APPLY]
+    data: dict[str, Any] = {
+        "applied": False,
+        "backupPath": None,
+        "summarizer": model,
+        "cascade": req[CASCADE],
+    }
+    if apply and any(e["status"] == "would-rewrite" for e in entries):
+        data["backupPath"] = backup_first(ctx, BACKUP_LABEL)
+        _apply(ctx, entries, model)
+        data["applied"] = True
+    for entry in entries:
+        entry.pop("row")
+        entry.pop("new", None)
     counts = {
         s: sum(1 for e in entries if e["status"] == s)
         for s in ("rewritten", "would-rewrite", "unchanged", "failed", "skipped")
     }
-    data.update(applied=apply and bool(targets), counts=counts, summaries=entries)
+    data.update(counts=counts, summaries=entries)
     if not apply:
         data["message"] = "Dry run: nothing was written. Re-run with --apply to back up and write these."
     return Result(data, exit_status=1 if counts["failed"] else 0)

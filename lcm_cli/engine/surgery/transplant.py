@@ -22,7 +22,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import APPLY, FROM_CONVERSATION, SUMMARY_ID, TO, Request, Selector
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.db.pending_state import STALE_BY_COMPACTION, invalidate_open_batches
+from lcm_cli.engine.db.pending_state import invalidate_open_batches
 from lcm_cli.engine.db.store.ids import PartIds, new_summary_id
 from lcm_cli.engine.db.store.messages import fts_message_text
 from lcm_cli.engine.db.store.stamps import sqlite_timestamp
@@ -276,7 +276,7 @@ def _copy(conn: sqlite3.Connection, plan: Plan) -> dict[str, str]:
         {"item_type": "summary", "message_id": None, "summary_id": new_summary[r], "created_at": now}
         for r in plan.roots
     ]
-    invalidate_open_batches(conn, target, STALE_BY_COMPACTION)
+    invalidate_open_batches(conn, target, "context changed by lcm summaries transplant")
     write_context(conn, target, roots + context_items(conn, target))
     return new_summary
 

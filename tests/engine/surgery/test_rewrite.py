@@ -10,6 +10,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from lcm_cli.engine.maintenance.markers import contains_marker
 from tests.conftest import lcm_process
@@ -97,6 +100,42 @@ def test_a_failing_summarizer_leaves_the_summary_unchanged(example: Path, model:
     assert after["summaries"] == before["summaries"]
     assert not any(contains_marker(row[4]) for row in after["summaries"])
     assert_healthy(example, 2)
+
+
+def test_nothing_to_change_takes_no_backup(example: Path) -> None:
+    assert run(example, "summaries", "rewrite", "--all", "--apply").code == 0
+    assert len(list(example.glob("*.summaries-rewrite-*.bak"))) == 1
+    again = run(example, "summaries", "rewrite", "--all", "--cascade", "--apply")  # extractive: same text
+    assert again.code == 0 and again.json["data"]["applied"] is False
+    assert {e["status"] for e in again.json["data"]["summaries"]} == {"unchanged"}
+    assert len(list(example.glob("*.summaries-rewrite-*.bak"))) == 1
+
+
+def test_a_source_changed_meanwhile_is_not_overwritten_nor_built_on(
+    example: Path, model: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lcm_cli.engine.surgery.rewrite as rewrite
+
+    real_backup = rewrite.backup_first
+
+    def backup_then_a_live_writer(ctx: Any, label: str) -> str:
+        path = real_backup(ctx, label)
+        with sqlite3.connect(example / "lcm.db") as conn:  # the host rewrote the leaf meanwhile
+            conn.execute("UPDATE summaries SET content = 'host text' WHERE summary_id = ?", (LEAF_A,))
+        return path
+
+    monkeypatch.setattr(rewrite, "backup_first", backup_then_a_live_writer)
+    done = run(example, "summaries", "rewrite", "--summary-id", LEAF_A, "--cascade", "--apply")
+    assert done.code == 1
+    assert [(e["summaryId"], e["status"], e["reason"]) for e in done.json["data"]["summaries"]] == [
+        (LEAF_A, "failed", "state-changed"),
+        (CONDENSED, "skipped", "source-not-written"),
+    ]
+    assert done.json["data"]["summaries"][0]["error"]["code"] == "STATE_CHANGED"
+    with sqlite3.connect(example / "lcm.db") as conn:
+        assert conn.execute("SELECT content FROM summaries WHERE summary_id = ?", (LEAF_A,)).fetchone() == (
+            "host text",
+        )
 
 
 _REWRITE_ALL = "lcm_cli", "--openclaw-dir", "{root}", "summaries", "rewrite", "--all", "--cascade", "--apply"
