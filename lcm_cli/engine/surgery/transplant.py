@@ -110,8 +110,12 @@ class Plan:
                 f"--to {self.target} is the source conversation; transplant into another one.",
                 {"conversationId": self.target},
             )
-        self.roots = roots
-        self.summaries = bottom_up(conn, subtree(conn, roots))
+        # Only the source's own summaries: a context item pointing elsewhere (abnormal) is left.
+        self.summaries = [
+            s for s in bottom_up(conn, subtree(conn, roots)) if s["conversation_id"] == self.source
+        ]
+        own = {s["summary_id"] for s in self.summaries}
+        self.roots = [r for r in roots if r in own]
         copied = {s["summary_id"] for s in self.summaries}
         self.parents = rows(
             conn,
