@@ -141,3 +141,24 @@ def test_transplant_killed_mid_apply_copies_all_or_nothing(example: Path) -> Non
             assert_healthy(example, 3)
             break
         assert now == before
+
+
+def test_the_hook_door_takes_a_numeric_target_and_applies(example: Path) -> None:
+    # What `lcm browse` and the host send: JSON fields in camelCase, `to` as a number.
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("lcm")),
+            "--openclaw-dir",
+            str(example),
+            "hook",
+            "summaries.transplant",
+        ],
+        input='{"summaryId": "sum_1b2c3d4e5f607182", "to": 3, "apply": true}',
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"applied":true' in done.stdout.replace(" ", "")
+    assert_healthy(example, 3)
