@@ -86,10 +86,13 @@ def js_number_text(value: float) -> str:
     return sign + body
 
 
-def _parse_float(text: str) -> Any:
-    # JavaScript has one number type: integral values print without ".0", so they
-    # become ints here (exactly as JS would spell them once past 2**53).
-    value = float(text)
+def js_number(value: float) -> Any:
+    """The number ``value`` as JavaScript holds it, in the form :func:`stringify` spells as JS does.
+
+    JavaScript has one number type: integral values print without ".0", so they become
+    ints here (exactly as JS would spell them once past 2**53); tiny and non-finite
+    values become :class:`JsNumber`; other floats print alike in both languages.
+    """
     if math.isfinite(value) and value.is_integer():
         if abs(value) < 9007199254740992.0:
             return int(value)
@@ -101,10 +104,53 @@ def _parse_float(text: str) -> Any:
     return JsNumber(value)
 
 
+def _parse_float(text: str) -> Any:
+    return js_number(float(text))
+
+
 def _parse_big_int(text: str) -> Any:
     if len(text) < 16:
         return int(text)
     return _parse_float(text)
+
+
+_EXACT_INT_LIMIT = 9007199254740992  # 2**53: larger integers are rounded to a double in JavaScript
+
+
+def js_values(value: Any) -> Any:
+    """``value`` with every number as ``JSON.parse`` would have read it (see :func:`js_number`).
+
+    For JSON values built in Python (a host's messages decoded by ``json.loads``, or a
+    Python caller's dicts), so that :func:`stringify` then spells each number as
+    ``JSON.stringify`` does (``1e-7``, not Python's ``1e-07``; ``1``, not ``1.0``) and
+    integer-like keys come first, as the transcript importer's decoder already gives. Containers are copied only where a
+    number inside changes; otherwise ``value`` itself is returned.
+    """
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return js_number(value)
+    if isinstance(value, int):
+        return js_number(float(value)) if abs(value) >= _EXACT_INT_LIMIT else value
+    if isinstance(value, dict):
+        changed = None
+        for key, item in value.items():
+            new = js_values(item)
+            if new is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        out = value if changed is None else changed
+        # A JavaScript object lists integer-like keys first, ascending (as JSON.parse builds it).
+        if any(_is_array_index(key) for key in out if isinstance(key, str)):
+            return js_ordered(out.items())
+        return out
+    if isinstance(value, (list, tuple)):
+        items = [js_values(item) for item in value]
+        if isinstance(value, list) and all(a is b for a, b in zip(items, value)):
+            return value
+        return items
+    return value
 
 
 def _reject_constant(name: str) -> Any:

@@ -23,6 +23,7 @@ from lcm_cli.engine.assembly.large_files import Interceptor
 from lcm_cli.engine.config.keys import declared_default
 from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.jscompat import js_values
 from lcm_cli.engine.db.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
@@ -170,6 +171,8 @@ def _is_empty_content(content: Any) -> bool:
 def _build(message: dict[str, Any], envelope_timestamp: str | None = None) -> Any:
     from lcm_cli.engine.transcript.message import build_message
 
+    # Numbers are stored as the reference spells them (``1e-7``), whoever decoded the message.
+    message = js_values(message)
     if "content" not in message and not ("command" in message and "output" in message):
         message = {**message, "content": ""}
     return build_message(message, envelope_timestamp=envelope_timestamp)
@@ -263,6 +266,8 @@ class Batch:
         role = message.get("role")
         if role not in PERSISTABLE_ROLES:
             return _skipped(index, UNSUPPORTED_ROLE, role=role)
+        # Once, up front: the externalized files are written from this message too.
+        message = js_values(message)
         stop = message.get("stopReason", message.get("stop_reason"))
         if role == "assistant" and stop in ("error", "aborted") and _is_empty_content(message.get("content")):
             return _skipped(index, ABORTED_EMPTY, role=role)
