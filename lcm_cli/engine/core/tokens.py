@@ -163,7 +163,7 @@ def serialized_tokens(message: Mapping[str, Any]) -> int:
     1600 tokens more (compat/engine.md §6.7).
     """
     text = _compact_json(message)
-    if 2 * len(text) < _OPAQUE_MIN_UNITS:
+    if len(text) < _OPAQUE_MIN_UNITS and (text.isascii() or _utf16_length(text) < _OPAQUE_MIN_UNITS):
         # No string inside can reach 4096 UTF-16 units.
         if _spelled_as_javascript(text):
             return (token_quarters(text) + 3) // 4
