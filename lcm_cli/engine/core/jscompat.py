@@ -123,34 +123,47 @@ def js_values(value: Any) -> Any:
     For JSON values built in Python (a host's messages decoded by ``json.loads``, or a
     Python caller's dicts), so that :func:`stringify` then spells each number as
     ``JSON.stringify`` does (``1e-7``, not Python's ``1e-07``; ``1``, not ``1.0``) and
-    integer-like keys come first, as the transcript importer's decoder already gives. Containers are copied only where a
-    number inside changes; otherwise ``value`` itself is returned.
+    integer-like keys come first, as the transcript importer's decoder already gives.
+    Containers are copied only where something inside changes; otherwise ``value``
+    itself is returned.
     """
-    if isinstance(value, str) or value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, float):
-        return js_number(value)
-    if isinstance(value, int):
-        return js_number(float(value)) if abs(value) >= _EXACT_INT_LIMIT else value
-    if isinstance(value, dict):
-        changed = None
-        for key, item in value.items():
-            new = js_values(item)
-            if new is not item:
-                if changed is None:
-                    changed = dict(value)
-                changed[key] = new
-        out = value if changed is None else changed
-        # A JavaScript object lists integer-like keys first, ascending (as JSON.parse builds it).
-        if any(_is_array_index(key) for key in out if isinstance(key, str)):
-            return js_ordered(out.items())
-        return out
-    if isinstance(value, (list, tuple)):
-        items = [js_values(item) for item in value]
-        if isinstance(value, list) and all(a is b for a, b in zip(items, value)):
+    kind = type(value)
+    if kind is dict:
+        return _js_object_values(value)
+    if kind is list or kind is tuple:
+        items = [item if type(item) in _PLAIN else js_values(item) for item in value]
+        if kind is list and all(a is b for a, b in zip(items, value)):
             return value
         return items
+    if kind is float:
+        return js_number(value)
+    if kind is int and not -_EXACT_INT_LIMIT < value < _EXACT_INT_LIMIT:
+        return js_number(float(value))
     return value
+
+
+# Leaves that stay as they are (ints are checked for size on their own).
+_PLAIN = frozenset({str, bool, type(None)})
+
+
+def _js_object_values(value: dict[Any, Any]) -> dict[Any, Any]:
+    changed: dict[Any, Any] | None = None
+    index_key = False
+    for key, item in value.items():
+        # Most keys start with a letter; only a leading digit may make an array index.
+        if not index_key and type(key) is str and key[:1].isdigit() and _is_array_index(key):
+            index_key = True
+        kind = type(item)
+        if kind in _PLAIN or (kind is int and -_EXACT_INT_LIMIT < item < _EXACT_INT_LIMIT):
+            continue
+        new = js_values(item)
+        if new is not item:
+            if changed is None:
+                changed = dict(value)
+            changed[key] = new
+    out = value if changed is None else changed
+    # A JavaScript object lists integer-like keys first, ascending (as JSON.parse builds it).
+    return js_ordered(out.items()) if index_key else out
 
 
 def _reject_constant(name: str) -> Any:
