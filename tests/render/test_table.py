@@ -127,6 +127,23 @@ def test_a_row_with_an_attention_field_is_loud_whatever_its_status() -> None:
     assert "Reason  why" in out and "1 file done" in out and "File    a" not in out
 
 
+def test_a_backfill_of_hundreds_of_files_is_a_few_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    files = [{"file": f"/s/{i}.jsonl", "status": "would-import", "reason": None} for i in range(200)]
+    files += [
+        {"file": "/s/bad.jsonl", "status": "failed", "error": "INVALID_INPUT: line 3"},
+        {"file": "/s/old.jsonl", "status": "skipped", "reason": "no-session-id"},
+    ]
+    quiet = (("would-import", "would be imported"),)
+    tally = Tally(
+        "files", "status", quiet, "file", "{status}", ("file", "reason", "error"), ("reason", "error")
+    )
+    out = draw({"scannedFiles": 202, "files": files}, Render(tallies=(tally,)))
+    assert len(out.splitlines()) < 15
+    assert "200 files would be imported" in out and "/s/7.jsonl" not in out
+    assert "INVALID_INPUT: line 3" in out and "no-session-id" in out
+
+
 def test_entries_show_their_text_whole() -> None:
     body = "first line of a long message " * 12
     hint = Render(rows=(Rows("mid", ("mid", "role", "preview", "content"), text="content"),))

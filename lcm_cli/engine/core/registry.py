@@ -917,6 +917,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "Overrides live in $LCM_PROMPTS_DIR, else in the user config dir (lcm/prompts)."
         ),
         example="lcm prompts list --format table",
+        render=Render(labels=(("items", "Templates"),)),
     ),
     "prompts.show": OpSpec(
         _PROMPTS,

@@ -36,11 +36,8 @@ LABELS: dict[str, str] = {
     "sha256": "SHA-256",
     "fix": "Fix",
     "nextCursor": "Next cursor",
-    "candidateMessages": "Messages",
-    "wouldImportMessages": "Would import",
-    "importedMessages": "Imported",
-    "missingEntries": "Missing",
     "estimatedBytes": "Size",
+    "dbPath": "Database path",
 }
 
 # Fields whose values a person copies into the next command: never cut, never broken by a
