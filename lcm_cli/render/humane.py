@@ -10,7 +10,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from lcm_cli.engine.core.render_hints import COPY, LABELS, SEVERITY, STATUS_FIELDS
+from lcm_cli.engine.core.render_hints import COPY, HEADERS, LABELS, SEVERITY, STATUS_FIELDS
 
 NONE = "—"
 _CAMEL = re.compile(r"^[a-z][a-z0-9]*(?:[A-Z0-9][a-z0-9]*)*$")
@@ -35,16 +35,18 @@ def is_copy(key: str) -> bool:
     return any(key == name or key.endswith(name) for name in COPY)
 
 
-def label(key: str, overrides: dict[str, str], verbatim: bool = False) -> str:
+def label(key: str, overrides: dict[str, str], verbatim: bool = False, header: bool = False) -> str:
     """The label a person reads for field ``key`` ("freshTailCount" → "Fresh tail count").
 
     Keys that are data rather than field names (table names, check ids, statuses) stay as
-    they are.
+    they are; ``header`` prefers the short form of a table's column header.
     """
     if verbatim:
         return key
     if key in overrides:
         return overrides[key]
+    if header and key in HEADERS:
+        return HEADERS[key]
     if key in LABELS:
         return LABELS[key]
     if not _CAMEL.match(key):
@@ -112,6 +114,8 @@ def scalar(key: str, value: Any, verbatim: bool = False, unit: str = "") -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, str):
+        if not value:
+            return '""' if verbatim else NONE
         shown = None if verbatim else local_time(value)
         return shown or value
     if isinstance(value, list):

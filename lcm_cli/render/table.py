@@ -87,8 +87,8 @@ class _Page:
             self.line(" " * indent + piece, "bold")
         self.last = "heading"
 
-    def label(self, key: str) -> str:
-        return humane.label(key, self.labels, self.verbatim)
+    def label(self, key: str, header: bool = False) -> str:
+        return humane.label(key, self.labels, self.verbatim, header)
 
     def value(self, key: str, value: Any) -> str:
         return humane.scalar(key, value, self.verbatim, self.unit)
@@ -226,7 +226,7 @@ class _Page:
         cells = [[self._cell(c, r.get(c)) for c in columns] for r in records]
         least = _GAP * (len(columns) - 1)
         for index, column in enumerate(columns):
-            name = self.label(column)
+            name = self.label(column, header=True)
             texts = [row[index][0] for row in cells]
             natural = max(len(name), *(len(t) for t in texts))
             numeric = all(isinstance(r.get(column), (int, float)) or r.get(column) is None for r in records)
@@ -271,7 +271,7 @@ class _Page:
             shown = [
                 c for c in columns if c != text and not (c in self.shadows and record.get(self.shadows[c]))
             ]
-            facts = [f"{self.label(c)} {self.value(c, record.get(c))}" for c in shown]
+            facts = [f"{self.label(c, header=True)} {self.value(c, record.get(c))}" for c in shown]
             for piece in _wrap(" · ".join(facts), self.width - indent):
                 self.line(" " * indent + piece, "bold")
             for piece in _wrap(str(record.get(text) or humane.NONE), self.width - indent - _INDENT):

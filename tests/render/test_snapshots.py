@@ -115,7 +115,7 @@ def _steady(value: Any, key: str, paths: list[tuple[str, str]]) -> Any:
         return [_steady(v, key, paths) for v in value]
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, (int, float)) and key.endswith("Ms") and not key.endswith("MtimeMs"):
+    if isinstance(value, (int, float)) and key in ("elapsedMs", "durationMs"):
         return 7  # an elapsed time
     if isinstance(value, str):
         for real, shown in paths:

@@ -18,8 +18,8 @@ from __future__ import annotations
 # Field labels a person reads instead of the camelCase name; any other field is spelled
 # out from its name ("freshTailCount" → "Fresh tail count").
 LABELS: dict[str, str] = {
-    "conversationId": "Conv",
-    "messageId": "Msg",
+    "conversationId": "Conversation",
+    "messageId": "Message",
     "summaryId": "Summary",
     "messageCount": "Messages",
     "summaryCount": "Summaries",
@@ -37,7 +37,15 @@ LABELS: dict[str, str] = {
     "fix": "Fix",
     "nextCursor": "Next cursor",
     "estimatedBytes": "Size",
+    "databaseBytes": "Database size",
+    "usedBytes": "Used space",
     "dbPath": "Database path",
+}
+
+# Shorter labels for a table's header, where a column of small numbers should stay narrow.
+HEADERS: dict[str, str] = {
+    "conversationId": "Conv",
+    "messageId": "Msg",
 }
 
 # Fields whose values a person copies into the next command: never cut, never broken by a
