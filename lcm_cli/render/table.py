@@ -356,6 +356,11 @@ def _draw(page: _Page, envelope: dict[str, Any]) -> None:
         page.records(data, 0)
     else:
         page.line(humane.scalar("", data))
+    meta = envelope.get("meta") or {}
+    shown = {k: meta[k] for k in page.hint.meta if k in meta}
+    if shown:
+        page.gap()
+        page.section(shown, 0)
     if envelope.get("pagination"):
         page.pagination(envelope["pagination"])
 

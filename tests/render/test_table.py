@@ -194,6 +194,12 @@ def test_a_transcript_shows_each_message_its_tokens_and_the_totals() -> None:
         assert f"{key} " in totals and f" {value}\n" in totals
 
 
+def test_only_the_declared_meta_fields_show() -> None:
+    meta = {"databasePath": "/x/lcm.db", "complete": False, "elapsedMs": 3}
+    out = draw({"hits": []}, Render(meta=("complete",)), meta=meta)
+    assert "Complete  no" in out and "/x/lcm.db" not in out and "Elapsed" not in out
+
+
 def test_output_looks_the_hint_up_by_the_envelope_command(monkeypatch: pytest.MonkeyPatch) -> None:
     hint = Render(rows=(Rows("sprocket", ("colour",)),))
     monkeypatch.setitem(OPERATIONS, COMMAND, OpSpec("nowhere", render=hint))

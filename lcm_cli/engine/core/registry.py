@@ -607,7 +607,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
-        render=_RECORDS,
+        render=Render(rows=_RECORDS.rows, meta=("complete", "truncatedBy")),
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",

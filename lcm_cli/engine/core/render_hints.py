@@ -187,7 +187,18 @@ class Transcript:
 class Render:
     """An operation's rendering hints; the defaults draw any data reasonably."""
 
-    __slots__ = ("rows", "tallies", "text", "transcript", "hidden", "labels", "verbatim", "first", "shadows")
+    __slots__ = (
+        "rows",
+        "tallies",
+        "text",
+        "transcript",
+        "hidden",
+        "labels",
+        "verbatim",
+        "first",
+        "shadows",
+        "meta",
+    )
 
     def __init__(
         self,
@@ -200,6 +211,7 @@ class Render:
         verbatim: tuple[str, ...] = (),
         first: tuple[str, ...] = (),
         shadows: tuple[tuple[str, str], ...] = (("preview", "content"),),
+        meta: tuple[str, ...] = (),
     ) -> None:
         self.rows = rows  # headline layouts, the first whose ``when`` matches wins
         self.tallies = tallies
@@ -212,3 +224,4 @@ class Render:
         self.verbatim = verbatim
         self.first = first  # data fields drawn before the others, in this order
         self.shadows = shadows  # (a, b): a record showing b leaves a out (a preview of b's text)
+        self.meta = meta  # envelope meta fields a person needs too (a search that did not finish)
