@@ -17,6 +17,7 @@ Imported only for table output, so JSON runs never load rich.
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from collections.abc import Iterator, Mapping
@@ -27,6 +28,8 @@ from lcm_cli.engine.core.render_hints import Render, Rows, Tally, Text, Transcri
 from lcm_cli.engine.core.tokens import serialized_tokens
 
 _INDENT = 2
+_GROUP = 5  # more rows than this with one status and reason are listed, one line each
+_LISTED = 20  # and at most this many of them are named
 _GAP = 3  # the space rich puts between two columns of a SIMPLE_HEAD table
 _MIN_TEXT = 12  # a wrapped column is never narrower than this
 
@@ -288,18 +291,16 @@ class _Page:
                 counts[status] = counts.get(status, 0) + 1
             else:
                 loud.append(record)
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for record in loud:
-            self.gap()
-            style = humane.severity(tally.status, record.get(tally.status))
-            for piece in _wrap(_fill(tally.heading, record), self.width - indent):
-                self.line(" " * indent + piece, style)
-            shown = [f for f in tally.fields if record.get(f) not in (None, [], {}, "")]
-            width = self._label_width(shown, indent + _INDENT)
-            for key in shown:
-                value = record[key]
-                if isinstance(value, dict) and "count" in value:
-                    value = value.get("byReason") or value["count"]
-                self.field(key, value, indent + _INDENT, width)
+            reason = next((str(record[a]) for a in tally.attention if record.get(a)), "")
+            groups.setdefault((str(record.get(tally.status)), reason), []).append(record)
+        for (status, reason), group in groups.items():
+            if tally.listed and len(group) > _GROUP:
+                self._listed(tally, status, reason, group, indent)
+                continue
+            for record in group:
+                self._loud(tally, record, indent)
         self.gap()
         parts = []
         for status, word in tally.quiet:
@@ -311,6 +312,44 @@ class _Page:
             self.line(" " * indent + ", ".join(parts), humane.severity(tally.status, tally.quiet[0][0]))
         elif not loud:
             self.line(" " * indent + f"no {tally.noun}s")
+
+    def _loud(self, tally: Tally, record: dict[str, Any], indent: int) -> None:
+        """One row that needs attention: its heading, then its fields one per line."""
+        self.gap()
+        style = humane.severity(tally.status, record.get(tally.status))
+        for piece in _wrap(_fill(tally.heading, record), self.width - indent):
+            self.line(" " * indent + piece, style)
+        shown = [f for f in tally.fields if record.get(f) not in (None, [], {}, "")]
+        width = self._label_width(shown, indent + _INDENT)
+        for key in shown:
+            value = record[key]
+            if isinstance(value, dict) and "count" in value:
+                value = value.get("byReason") or value["count"]
+            self.field(key, value, indent + _INDENT, width)
+
+    def _listed(
+        self, tally: Tally, status: str, reason: str, group: list[dict[str, Any]], indent: int
+    ) -> None:
+        """Many rows with one status and reason: a count line, then one value per row."""
+        self.gap()
+        noun = tally.noun if len(group) == 1 else tally.noun + "s"
+        style = humane.severity(tally.status, status)
+        for piece in _wrap(
+            f"{len(group)} {noun} {status}" + (f": {reason}" if reason else ""), self.width - indent
+        ):
+            self.line(" " * indent + piece, style)
+        inner = indent + _INDENT
+        values = [str(record.get(tally.listed)) for record in group[:_LISTED]]
+        folders = {os.path.dirname(v) for v in values}
+        if len(folders) == 1 and "" not in folders:  # one folder: named once, then file names
+            for piece in _fold(f"in {folders.pop()}{os.sep}", self.width - indent):
+                self.line(" " * indent + piece, style)
+            values = [os.path.basename(v) for v in values]
+        for value in values:
+            for piece in _fold(value, self.width - inner):
+                self.line(" " * inner + piece)
+        if len(group) > _LISTED:
+            self.line(" " * inner + f"and {len(group) - _LISTED} more (--format json lists every one)", "dim")
 
     # -- the envelope's other parts -----------------------------------------------------
 

@@ -144,6 +144,20 @@ def test_a_backfill_of_hundreds_of_files_is_a_few_lines(monkeypatch: pytest.Monk
     assert "INVALID_INPUT: line 3" in out and "no-session-id" in out
 
 
+def test_many_rows_with_one_reason_are_listed_one_line_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    folder = "/home/someone/.openclaw/agents/main/sessions"
+    files = [
+        {"file": f"{folder}/{i:036d}.jsonl", "status": "incomplete", "reason": "gone"} for i in range(30)
+    ]
+    tally = Tally("files", "status", (), "file", "{status}", ("file", "reason"), ("reason",), listed="file")
+    out = draw({"files": files}, Render(tallies=(tally,)))
+    lines = out.splitlines()
+    assert lines[1:3] == ["  30 files incomplete: gone", f"  in {folder}/"]
+    assert f"    {0:036d}.jsonl" in lines and f"{19:036d}" in out and f"{20:036d}" not in out
+    assert "and 10 more (--format json lists every one)" in out and len(lines) == 24
+
+
 def test_entries_show_their_text_whole() -> None:
     body = "first line of a long message " * 12
     hint = Render(rows=(Rows("mid", ("mid", "role", "preview", "content"), text="content"),))

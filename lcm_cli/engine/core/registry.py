@@ -176,6 +176,7 @@ _MIGRATE = Render(
                 "warnings",
             ),
             attention=("reason", "error", "warnings"),
+            listed="file",
         ),
     ),
 )

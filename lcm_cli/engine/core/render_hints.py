@@ -115,10 +115,11 @@ class Tally:
     A row is quiet when its ``status`` is one of ``quiet`` (value, word) and it has none of
     the ``attention`` fields set. Quiet rows become one line, e.g. "28 checks passed";
     every other row is shown as a block: ``heading`` (a pattern over its fields), then
-    ``fields`` one per line.
+    ``fields`` one per line. With ``listed`` set, many rows sharing a status and reason
+    become a count line and their ``listed`` field one per line instead.
     """
 
-    __slots__ = ("field", "status", "quiet", "noun", "heading", "fields", "attention")
+    __slots__ = ("field", "status", "quiet", "noun", "heading", "fields", "attention", "listed")
 
     def __init__(
         self,
@@ -129,6 +130,7 @@ class Tally:
         heading: str,
         fields: tuple[str, ...],
         attention: tuple[str, ...] = (),
+        listed: str = "",
     ) -> None:
         self.field = field  # the data field holding the list (at any depth)
         self.status = status
@@ -137,6 +139,7 @@ class Tally:
         self.heading = heading
         self.fields = fields
         self.attention = attention
+        self.listed = listed
 
 
 class Text:
