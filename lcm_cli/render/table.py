@@ -141,7 +141,7 @@ class _Page:
 
     def _label_width(self, keys: list[str], indent: int) -> int:
         """The label column of a block: its longest label, up to half the width."""
-        return min(max((len(self.label(k)) for k in keys), default=0), 36, self.width // 2 - indent)
+        return min(max((len(self.label(k)) for k in keys), default=0), 40, self.width // 2 - indent)
 
     @staticmethod
     def _nested(value: Any) -> bool:
@@ -201,6 +201,11 @@ class _Page:
             self.entries(records, columns, rows.text, indent + _INDENT)
             return
         droppable = [c for c in (rows.drop if rows else ()) if c in columns]
+        if rows is None and any(
+            self._nested(r.get(c)) and isinstance(r.get(c), list) for r in records for c in columns
+        ):
+            self.stacked(records, indent + _INDENT)  # a cell would hide a list of records: stack them
+            return
         while True:
             table = self._table(records, columns, indent)
             if table is not None or not droppable:
@@ -256,7 +261,7 @@ class _Page:
         if isinstance(value, dict) and "count" in value:
             value = value["count"]  # a tally object ({count, byReason, ...}) by its count
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            return f"{len(value)} items", None
+            return f"{len(value)} item{'' if len(value) == 1 else 's'}", None
         return self.value(column, value), humane.severity(column, value)
 
     def stacked(self, records: list[dict[str, Any]], indent: int) -> None:
