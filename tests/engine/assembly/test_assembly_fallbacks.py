@@ -467,7 +467,7 @@ def test_context_show_reports_the_new_fields(tmp_path: Path, fmt: str) -> None:
         assert data["contextProjection"]["epoch"].startswith("summary-prefix-v1:")
         assert data["promptAuthority"] is None and data["reason"] is None
     else:
-        assert "projectionEpoch" in out.stdout and "promptAuthority" in out.stdout
+        assert "Projection epoch" in out.stdout and "Prompt authority" in out.stdout
 
 
 def _volatile(note: str) -> str:

@@ -168,11 +168,7 @@ def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
     assert data["compaction"]["rawMessagesToCompact"] == 0  # already summarized outside the tail
     assert data["reconcile"] == {"checkpointInSync": True}
     table = _rotate(session, "--format", "table")
-    assert (
-        table.code == 0
-        and "rotate transcript" in table.stdout
-        and "preservedTailMessageCount" in table.stdout
-    )
+    assert table.code == 0 and "Transcript" in table.stdout and "Preserved tail message count" in table.stdout
     assert _files(session.root) == before
 
 
