@@ -27,6 +27,12 @@ It is a report, not a test: it always exits 0 once it has printed its table::
     .venv/bin/python benchmarks/bench_import.py --json       # machine-readable
     .venv/bin/python benchmarks/bench_import.py --rebuild    # regenerate the transcripts
     .venv/bin/python benchmarks/bench_import.py --build-only # just generate (or reuse)
+    .venv/bin/python benchmarks/bench_import.py --reference-cmd "node /path/lossless-claw/dist/migrate-sessions.js"
+
+With ``--reference-cmd`` (or ``LCM_BENCH_REFERENCE_IMPORT_CMD``) the reference's importer
+(lossless-claw's ``lossless-claw-migrate-sessions``) runs on the same transcripts, right
+after ours in every round and into its own fresh database, for the dry run and the
+import: the table gives its time, its peak memory and our time as a ratio of its time.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import hashlib
 import json
 import os
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -64,6 +71,9 @@ SEED = 20260301
 AGENTS = (("main", 170), ("ops", 30))
 
 TARGET_IMPORT_S = 5.0
+# Our --apply time as a multiple of the reference importer's (issue 17).
+TARGET_IMPORT_RATIO = 0.3
+REFERENCE_ENV = "LCM_BENCH_REFERENCE_IMPORT_CMD"
 TARGET_DRY_RUN_S = 1.0
 TARGET_RSS_MIB = 200.0
 # "The largest transcript must not raise peak memory": importing only the 20,000-message
@@ -166,6 +176,16 @@ def build_state_dir(target: Path) -> dict[str, Any]:
     }
 
 
+def _under_state_dir(path: str) -> Path:
+    """A recorded transcript path relative to the state dir (the part from ``agents/`` on).
+
+    The cache may have been generated in another checkout and linked or copied here, so
+    its recorded absolute paths are re-anchored on this STATE_DIR.
+    """
+    parts = Path(path).parts
+    return Path(*parts[len(parts) - 1 - parts[::-1].index("agents") :])
+
+
 def ensure_state_dir(rebuild: bool) -> dict[str, Any]:
     """The cached state dir (generated now if missing, stale or ``rebuild``) and its facts."""
     spec = {**SPEC, "generator": generator_digest()}
@@ -176,6 +196,8 @@ def ensure_state_dir(rebuild: bool) -> dict[str, Any]:
             meta = None
         if meta is not None and meta.get("spec") == spec:
             meta["builtNow"] = False
+            for key in ("bigFile", "smallFile"):
+                meta[key] = str(STATE_DIR / _under_state_dir(meta[key]))
             return dict(meta)
         note("cached transcripts were made from another recipe or generator; regenerating")
     shutil.rmtree(DATA_DIR, ignore_errors=True)
@@ -317,6 +339,28 @@ class Row:
         self.rss: list[float] = []
         self.problems: list[str] = []
         self.facts = ""
+        # The same step through the reference importer (--reference-cmd), when given.
+        self.ref_seconds: list[float] = []
+        self.ref_rss: list[float] = []
+        self.ref_problems: list[str] = []
+        self.ratio_target: float | None = None
+
+    @property
+    def ref_median_s(self) -> float | None:
+        return statistics.median(self.ref_seconds) if self.ref_seconds else None
+
+    @property
+    def ratio(self) -> float | None:
+        """Our median over the reference's (below 1: we are faster)."""
+        ours, theirs = self.median_s, self.ref_median_s
+        return ours / theirs if ours is not None and theirs else None
+
+    def ratio_verdict(self) -> str:
+        if self.ref_problems:
+            return "ERROR"
+        if self.ratio_target is None or self.ratio is None:
+            return "-"
+        return "PASS" if self.ratio <= self.ratio_target else "FAIL"
 
     def add(self, run: Run, problem: str | None, *, timed: bool = True) -> None:
         if timed:
@@ -359,6 +403,17 @@ class Row:
             "verdict": self.verdict(),
             "facts": self.facts,
             "problems": self.problems,
+            "reference": None
+            if not (self.ref_seconds or self.ref_problems)
+            else {
+                "medianSeconds": self.ref_median_s,
+                "seconds": self.ref_seconds,
+                "peakRssMiB": max(self.ref_rss) if self.ref_rss else None,
+                "ratio": self.ratio,
+                "ratioTarget": self.ratio_target,
+                "ratioVerdict": self.ratio_verdict(),
+                "problems": self.ref_problems,
+            },
         }
 
 
@@ -390,7 +445,23 @@ for path in sorted(glob.glob(sys.argv[1] + "/agents/*/sessions/*.jsonl")):
 """
 
 
-def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
+def reference_command(given: str | None) -> list[str] | None:
+    """The reference importer's command words (``--reference-cmd``, else the environment), or None."""
+    text = given if given is not None else os.environ.get(REFERENCE_ENV, "")
+    words = shlex.split(text)
+    return words or None
+
+
+def reference_problem(run: Run, importable: int, apply: bool) -> str | None:
+    """None when the reference's run succeeded and (applied) imported what ours imports."""
+    if run.code != 0 or not isinstance(run.data, dict):
+        return f"exit {run.code}: {run.stderr.strip()[:300]}"
+    if apply and run.data.get("importedMessages") != importable:
+        return f"importedMessages={run.data.get('importedMessages')!r} (ours: {importable})"
+    return None
+
+
+def measure(lcm: Path, meta: dict[str, Any], runs: int, reference: list[str] | None = None) -> list[Row]:
     """Run every command ``runs`` times (after one warm-up round), each into fresh databases."""
     importable = meta["importableMessages"]
     rows = {
@@ -444,6 +515,30 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
                 # Round 0 samples memory (untimed); the other rounds are timed.
                 run = run_measured(argv, env, scratch, sample=round_no == 0)
                 row = rows[key]
+                if reference is not None and key in ("dry", "apply"):
+                    # The reference importer, right after ours, into its own fresh file.
+                    ref_argv = [
+                        *reference,
+                        "--state-dir",
+                        state,
+                        "--db",
+                        str(scratch / "reference.db"),
+                        "--json",
+                    ]
+                    if key == "apply":
+                        ref_argv.append("--apply")
+                    ref = run_measured(ref_argv, env, scratch, sample=round_no == 0)
+                    trouble = reference_problem(ref, importable, key == "apply")
+                    if trouble:
+                        row.ref_problems.append(trouble)
+                    elif round_no:
+                        row.ref_seconds.append(ref.seconds)
+                    else:
+                        row.ref_rss.append(ref.rss_mib)
+                    if key == "apply":
+                        row.ratio_target = TARGET_IMPORT_RATIO
+                        for leftover in scratch.glob("reference.db*"):
+                            leftover.unlink()
                 if key in ("floor", "parse"):
                     if round_no:
                         row.seconds.append(run.seconds)
@@ -477,16 +572,21 @@ def measure(lcm: Path, meta: dict[str, Any], runs: int) -> list[Row]:
     return [*rows.values(), flat, raised]
 
 
-def print_table(rows: list[Row], meta: dict[str, Any], runs: int, lcm: Path) -> None:
+def print_table(
+    rows: list[Row], meta: dict[str, Any], runs: int, lcm: Path, reference: list[str] | None = None
+) -> None:
     print(
         f"lcm migrate-sessions ({lcm}): {SESSIONS} sessions, {meta['writtenMessages']:,} message entries "
         f"({meta['importableMessages']:,} importable), {meta['bytes'] / 2**20:.1f} MiB of JSONL; "
         f"median of {runs} run(s), {os.cpu_count()} CPUs"
     )
+    if reference is not None:
+        print(f"reference importer: {shlex.join(reference)}")
     print()
-    header = (
-        f"{'command':<40} {'median s':>9} {'target':>7} {'peak MiB':>9} {'target':>7}  {'verdict':<7} facts"
-    )
+    header = f"{'command':<40} {'median s':>9} {'target':>7} {'peak MiB':>9} {'target':>7}  {'verdict':<7}"
+    if reference is not None:
+        header += f" {'ref s':>7} {'ref MiB':>8} {'ratio':>6} {'target':>7} {'vs ref':<7}"
+    header += " facts"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -494,11 +594,18 @@ def print_table(rows: list[Row], meta: dict[str, Any], runs: int, lcm: Path) -> 
         target_s = f"≤{row.target_s:g}" if row.target_s is not None else "-"
         rss = f"{row.peak_rss:.1f}" if row.peak_rss is not None else "-"
         target_rss = f"≤{row.target_rss:g}" if row.target_rss is not None else "-"
-        print(
-            f"{row.name:<40} {median:>9} {target_s:>7} {rss:>9} {target_rss:>7}  {row.verdict():<7} {row.facts}"
-        )
+        line = f"{row.name:<40} {median:>9} {target_s:>7} {rss:>9} {target_rss:>7}  {row.verdict():<7}"
+        if reference is not None:
+            ref_s = f"{row.ref_median_s:.2f}" if row.ref_median_s is not None else "-"
+            ref_rss = f"{max(row.ref_rss):.1f}" if row.ref_rss else "-"
+            ratio = f"{row.ratio:.2f}" if row.ratio is not None else "-"
+            target_ratio = f"≤{row.ratio_target:g}" if row.ratio_target is not None else "-"
+            line += f" {ref_s:>7} {ref_rss:>8} {ratio:>6} {target_ratio:>7} {row.ratio_verdict():<7}"
+        print(f"{line} {row.facts}")
         for problem in row.problems[:3]:
             print(f"    ! {problem}")
+        for problem in row.ref_problems[:3]:
+            print(f"    ! reference: {problem}")
     print()
     print(
         f"Targets (issue 3): import ≤ {TARGET_IMPORT_S:g} s and every run ≤ {TARGET_RSS_MIB:g} MiB on 2 cores, "
@@ -506,6 +613,11 @@ def print_table(rows: list[Row], meta: dict[str, Any], runs: int, lcm: Path) -> 
         f"(here: the import's peak with and without it, and the {BIG_MESSAGES:,}-message file alone vs the "
         f"{SMALL_MESSAGES}-message file alone, each within {FLAT_TOLERANCE_MIB:g} MiB)."
     )
+    if reference is not None:
+        print(
+            f"Issue 17: --apply ≤ {TARGET_IMPORT_RATIO:g}x the reference importer's time (ratio = our median / "
+            "its median; each round runs ours, then the reference, on the same files)."
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -517,8 +629,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable results on stdout")
     parser.add_argument("--lcm", help="lcm executable to time (default: the one next to sys.executable)")
+    parser.add_argument(
+        "--reference-cmd",
+        help="also time the reference importer, e.g. 'node /path/lossless-claw/dist/migrate-sessions.js'"
+        f" (default: ${REFERENCE_ENV})",
+    )
     opts = parser.parse_args(argv)
     runs = max(1, opts.runs)
+    reference = reference_command(opts.reference_cmd)
 
     lcm = find_lcm(opts.lcm)
     if not lcm.exists():
@@ -531,13 +649,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     if opts.build_only:
         return 0
-    rows = measure(lcm, meta, runs)
+    rows = measure(lcm, meta, runs, reference)
     if opts.json:
-        result = {"lcm": str(lcm), "meta": meta, "runs": runs, "rows": [r.as_json() for r in rows]}
+        result = {
+            "lcm": str(lcm),
+            "referenceCmd": reference,
+            "meta": meta,
+            "runs": runs,
+            "rows": [r.as_json() for r in rows],
+        }
         json.dump(result, sys.stdout, indent=2)
         print()
     else:
-        print_table(rows, meta, runs, lcm)
+        print_table(rows, meta, runs, lcm, reference)
     return 0
 
 

@@ -11,8 +11,11 @@ Run it with the venv's interpreter, so the ``lcm`` next to it is the one measure
     .venv/bin/python benchmarks/bench_read.py            # table on stdout
     .venv/bin/python benchmarks/bench_read.py --json     # machine-readable results
     .venv/bin/python benchmarks/bench_read.py --rebuild  # regenerate the database
+    .venv/bin/python benchmarks/bench_read.py --reference-cmd "node /path/to/lossless-claw/dist/cli.js"
 
-See benchmarks/README.md for what each figure means.
+With ``--reference-cmd`` (or ``LCM_BENCH_REFERENCE_CMD``) every command is also timed through
+the reference CLI (lossless-claw's ``lcm``) on the same database, in the same rounds, and
+the report gives our time as a ratio of its time. See benchmarks/README.md for what each figure means.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import math
 import os
 import random
+import shlex
 import sqlite3
 import statistics
 import subprocess
@@ -66,6 +70,15 @@ PAGE_SIZE = 50
 DEEP_PAGE = 100
 DEEP_RATIO_TARGET = 1.2
 RSS_TARGET_MIB = 80.0
+# Our whole-process time as a multiple of the reference CLI's, per command (issue 17).
+REFERENCE_ENV = "LCM_BENCH_REFERENCE_CMD"
+RATIO_TARGETS = {
+    "status": 0.3,
+    "conversations.list": 0.8,
+    "conversations.show": 0.9,
+    "messages.tail": 0.9,
+    "messages.list": 0.9,
+}
 
 
 def note(text: str) -> None:
@@ -473,10 +486,33 @@ class Bench:
     out_bytes: int = 0
     error: str | None = None
     in_process_ms: float | None = None
+    # The same command through the reference CLI (--reference-cmd), when given.
+    ref_argv: list[str] | None = None
+    ref_times_ms: list[float] = field(default_factory=list)
+    ref_rss_kib: list[int] = field(default_factory=list)
+    ref_error: str | None = None
 
     @property
     def median_ms(self) -> float | None:
         return statistics.median(self.times_ms) if self.times_ms else None
+
+    @property
+    def ref_median_ms(self) -> float | None:
+        return statistics.median(self.ref_times_ms) if self.ref_times_ms else None
+
+    @property
+    def ratio(self) -> float | None:
+        """Our median over the reference's (below 1: we are faster)."""
+        ours, theirs = self.median_ms, self.ref_median_ms
+        return ours / theirs if ours is not None and theirs else None
+
+    @property
+    def ratio_target(self) -> float | None:
+        return RATIO_TARGETS.get(self.operation or "")
+
+    @property
+    def ref_max_rss_mib(self) -> float | None:
+        return max(self.ref_rss_kib) / 1024 if self.ref_rss_kib else None
 
     @property
     def max_rss_mib(self) -> float | None:
@@ -530,19 +566,31 @@ def peak_rss_kib(argv: list[str], env: dict[str, str]) -> int | None:
             return None
 
 
-def check_output(bench: Bench, code: int, stdout: bytes, stderr: bytes) -> None:
-    """Record an error unless the command exited 0 with a successful JSON envelope."""
+def output_problem(bench: Bench, code: int, stdout: bytes, stderr: bytes) -> str | None:
+    """None when the command exited 0 with a successful JSON envelope, else what went wrong."""
     if code != 0:
-        bench.error = f"exit {code}: {stderr.decode(errors='replace').strip()[:300]}"
-        return
+        return f"exit {code}: {stderr.decode(errors='replace').strip()[:300]}"
     try:
         envelope = json.loads(stdout)
     except ValueError:
         if bench.operation is not None or "--version" in bench.argv:
-            bench.error = "stdout is not JSON"
-        return
+            return "stdout is not JSON"
+        return None
     if isinstance(envelope, dict) and envelope.get("ok") is not True:
-        bench.error = f"not ok: {stdout[:300]!r}"
+        return f"not ok: {stdout[:300]!r}"
+    return None
+
+
+def check_output(bench: Bench, code: int, stdout: bytes, stderr: bytes) -> None:
+    """Record an error unless the command exited 0 with a successful JSON envelope."""
+    bench.error = output_problem(bench, code, stdout, stderr)
+
+
+def reference_command(given: str | None) -> list[str] | None:
+    """The reference CLI's command words (``--reference-cmd``, else the environment), or None."""
+    text = given if given is not None else os.environ.get(REFERENCE_ENV, "")
+    words = shlex.split(text)
+    return words or None
 
 
 def time_in_process(bench: Bench, common: dict[str, Any], runs: int) -> None:
@@ -625,24 +673,47 @@ def verdict(bench: Bench, baseline: Bench | None) -> tuple[str, float | None, st
     return ("PASS" if ok_time and ok_rss else "FAIL"), target, text
 
 
-def render_table(benches: list[Bench], baselines: dict[str, Bench]) -> str:
-    header = ("command", "median ms", "target ms", "max RSS MiB", "in-proc ms", "out KiB", "result")
+def ratio_verdict(bench: Bench) -> str:
+    """PASS/FAIL against the command's ratio target, ERROR, or - (no target or no reference)."""
+    if bench.ref_error:
+        return "ERROR"
+    target, ratio = bench.ratio_target, bench.ratio
+    if target is None or ratio is None:
+        return "-"
+    return "PASS" if ratio <= target else "FAIL"
+
+
+def _cell(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render_table(benches: list[Bench], baselines: dict[str, Bench], with_reference: bool = False) -> str:
+    header: tuple[str, ...] = ("command", "median ms", "target ms", "max RSS MiB", "in-proc ms", "out KiB")
+    if with_reference:
+        header += ("ref ms", "ref RSS MiB", "ratio", "ratio target", "ratio result")
+    header += ("result",)
     lines = [header]
     for b in benches:
         status, _, target_text = verdict(b, baselines.get(b.name))
         if status != "ERROR" and b.max_rss_mib is not None and b.max_rss_mib > RSS_TARGET_MIB:
             status += " (RSS)"
-        lines.append(
-            (
-                b.name,
-                f"{b.median_ms:.1f}" if b.median_ms is not None else "-",
-                target_text,
-                f"{b.max_rss_mib:.1f}" if b.max_rss_mib is not None else "-",
-                f"{b.in_process_ms:.1f}" if b.in_process_ms is not None else "-",
-                f"{b.out_bytes / 1024:.1f}",
-                status,
-            )
+        row: tuple[str, ...] = (
+            b.name,
+            _cell(b.median_ms),
+            target_text,
+            _cell(b.max_rss_mib),
+            _cell(b.in_process_ms),
+            f"{b.out_bytes / 1024:.1f}",
         )
+        if with_reference:
+            row += (
+                _cell(b.ref_median_ms),
+                _cell(b.ref_max_rss_mib),
+                _cell(b.ratio, ".2f"),
+                _cell(b.ratio_target, ".2f"),
+                ratio_verdict(b),
+            )
+        lines.append(row + (status,))
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     out = []
     for n, row in enumerate(lines):
@@ -663,7 +734,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lcm", help="lcm executable to time (default: the one next to sys.executable)")
     parser.add_argument("--build-only", action="store_true", help="build (or reuse) the database and stop")
     parser.add_argument("--db", help="time this existing lcm.db instead of the built one (it is only read)")
+    parser.add_argument(
+        "--reference-cmd",
+        help=f"also time the reference CLI, e.g. 'node /path/lossless-claw/dist/cli.js' (default: ${REFERENCE_ENV})",
+    )
     opts = parser.parse_args(argv)
+    reference = reference_command(opts.reference_cmd)
 
     lcm = find_lcm(opts.lcm)
     if not lcm.exists():
@@ -779,6 +855,10 @@ def main(argv: list[str] | None = None) -> int:
             ),
         ]
         baselines = {benches[6].name: benches[5], benches[9].name: benches[8]}
+        if reference is not None:
+            # The same words after the executable: both CLIs spell these commands alike.
+            for b in benches[1:]:
+                b.ref_argv = reference + b.argv[1:]
         for deep in (msg_cursor, sum_cursor):
             if deep is None:
                 note(f"warning: a list has fewer than {DEEP_PAGE} pages; its deep-page row will fail")
@@ -790,19 +870,31 @@ def main(argv: list[str] | None = None) -> int:
             check_output(b, code, out, err)
             if b.error:
                 note(f"  {b.name}: {b.error}")
+            if b.ref_argv is not None:
+                _, code, out, err = run_process(b.ref_argv, env)
+                b.ref_error = output_problem(b, code, out, err)
+                if b.ref_error:
+                    note(f"  {b.name} (reference): {b.ref_error}")
         note(f"timing {opts.runs} runs of each command, round-robin ...")
         for _ in range(opts.runs):
             for b in benches:
-                if b.error:
-                    continue
-                ms, _, _, _ = run_process(b.argv, env)
-                b.times_ms.append(ms)
+                if not b.error:
+                    ms, _, _, _ = run_process(b.argv, env)
+                    b.times_ms.append(ms)
+                # Ours then theirs, back to back: a load spike hits both alike.
+                if b.ref_argv is not None and not b.ref_error:
+                    ms, _, _, _ = run_process(b.ref_argv, env)
+                    b.ref_times_ms.append(ms)
         note("measuring peak RSS (2 runs each, through a small launcher) ...")
         for _ in range(2):
             for b in benches:
                 rss = None if b.error else peak_rss_kib(b.argv, env)
                 if rss is not None:
                     b.rss_kib.append(rss)
+                if b.ref_argv is not None and not b.ref_error:
+                    rss = peak_rss_kib(b.ref_argv, env)
+                    if rss is not None:
+                        b.ref_rss_kib.append(rss)
         note("timing the same operations in-process (query + formatting, no start-up) ...")
         for b in benches:
             if not b.error:
@@ -835,10 +927,23 @@ def main(argv: list[str] | None = None) -> int:
                     "stdoutBytes": b.out_bytes,
                     "result": status,
                     "error": b.error,
+                    "reference": None
+                    if b.ref_argv is None
+                    else {
+                        "argv": b.ref_argv,
+                        "medianMs": b.ref_median_ms,
+                        "samplesMs": [round(t, 2) for t in b.ref_times_ms],
+                        "maxRssMiB": b.ref_max_rss_mib,
+                        "ratio": b.ratio,
+                        "ratioTarget": b.ratio_target,
+                        "ratioResult": ratio_verdict(b),
+                        "error": b.ref_error,
+                    },
                 }
             )
         report = {
             "lcm": str(lcm),
+            "referenceCmd": reference,
             "python": sys.executable,
             "sqlite": sqlite3.sqlite_version,
             "runs": opts.runs,
@@ -865,8 +970,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{facts['messages']:,} messages, {facts['summaries']:,} summaries "
         f"by depth {facts['summariesByDepth']}; big conversation {big}; {origin})"
     )
+    if reference is not None:
+        print(f"reference: {shlex.join(reference)}")
     print()
-    print(render_table(benches, baselines))
+    print(render_table(benches, baselines, with_reference=reference is not None))
     print()
     for deep_name, r in ratios.items():
         pr = f"{r['processRatio']:.2f}x" if r["processRatio"] else "-"
@@ -875,6 +982,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Every row also needs max RSS <= {RSS_TARGET_MIB:.0f} MiB. in-proc = lcm_cli.engine.api.call, no start-up."
     )
+    if reference is not None:
+        print(
+            "ratio = our median / the reference's median, whole processes timed back to back in each round."
+        )
     return 0
 
 

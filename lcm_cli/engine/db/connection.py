@@ -18,7 +18,6 @@ import os
 import sqlite3
 import stat
 from functools import partial
-from urllib.parse import quote
 
 from lcm_cli.engine.core.errors import LcmError
 
@@ -116,7 +115,21 @@ def immutable_reason(path: str) -> str | None:
 
 def database_uri(path: str, *, immutable: bool = False) -> str:
     """The read-only URI of ``path``, percent-encoded so '?', '#' and '%' stay path characters."""
-    return "file:" + quote(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
+    return "file:" + _uri_path(os.path.abspath(path)) + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def _uri_path(path: str) -> str:
+    """``path`` for an SQLite URI: every character but ``A-Za-z0-9/_.-~`` as UTF-8 ``%XX``.
+
+    What ``urllib.parse.quote`` gives, without importing urllib (about 2 ms of every read
+    command's start-up); SQLite decodes the escapes back into the path's bytes.
+    """
+    return "".join(
+        chr(b) if chr(b) in _URI_SAFE else f"%{b:02X}" for b in path.encode("utf-8", "surrogateescape")
+    )
+
+
+_URI_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/_.-~")
 
 
 def open_read_only(path: str, *, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:

@@ -145,6 +145,20 @@ def _in_clause(ids: Sequence[int]) -> str:
 # lcm's covering index on messages (conversation_id, created_at, token_count); files
 # written only by lossless-claw lack it.
 MESSAGE_STATS_INDEX = "lcm_messages_conv_time_tokens_idx"
+# schema.SUMMARY_TOKENS_INDEX (m006), spelled here so reads need not import the schema.
+SUMMARY_TOKENS_INDEX = "lcm_summaries_tokens_idx"
+
+
+def summaries_by_id(ctx: Context, alias: str = "s") -> str:
+    """``summaries <alias>`` for a join on ``summary_id`` that reads only ``token_count``.
+
+    With lcm's covering index the join reads index pages alone (the planner prefers the
+    unique id index, which then needs each summary's row, so it is named); a file without
+    it joins as before.
+    """
+    if ctx.probe.has_index(SUMMARY_TOKENS_INDEX):
+        return f"summaries {alias} INDEXED BY {SUMMARY_TOKENS_INDEX}"
+    return f"summaries {alias}"
 
 
 def _message_stats(ctx: Context, ids: list[int], fresh: bool) -> list[Any]:
@@ -220,7 +234,7 @@ def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False
         for r in ctx.query(
             f"""SELECT ci.conversation_id AS conversation_id, COUNT(*) AS n,
                        COALESCE(SUM(s.token_count), 0) AS tokens
-                FROM context_items ci JOIN summaries s ON s.summary_id = ci.summary_id
+                FROM context_items ci JOIN {summaries_by_id(ctx)} ON s.summary_id = ci.summary_id
                 WHERE ci.item_type = 'summary' AND ci.conversation_id IN ({marks})
                 GROUP BY ci.conversation_id""",
             ids,

@@ -14,6 +14,7 @@ from lcm_cli.engine.read.conversation_rows import (
     find_conversation,
     identity_columns,
     require_lcm_tables,
+    summaries_by_id,
     summary_depths,
     totals_meta,
 )
@@ -68,11 +69,11 @@ def show_conversation(ctx: Context, req: Request) -> Result:
 def _context_by_type(ctx: Context, cid: int) -> list[dict[str, Any]]:
     # LEFT JOINs: a dangling reference is counted with 0 tokens.
     rows = ctx.query(
-        """SELECT ci.item_type AS itemType, COUNT(*) AS count,
+        f"""SELECT ci.item_type AS itemType, COUNT(*) AS count,
                   COALESCE(SUM(COALESCE(m.token_count, s.token_count, 0)), 0) AS tokens
            FROM context_items ci
            LEFT JOIN messages m ON m.message_id = ci.message_id
-           LEFT JOIN summaries s ON s.summary_id = ci.summary_id
+           LEFT JOIN {summaries_by_id(ctx)} ON s.summary_id = ci.summary_id
            WHERE ci.conversation_id = ? GROUP BY ci.item_type ORDER BY MIN(ci.ordinal)""",
         (cid,),
     )

@@ -10,7 +10,12 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.params import Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db import totals as db_totals
-from lcm_cli.engine.read.conversation_rows import MESSAGE_STATS_INDEX, require_lcm_tables, totals_meta
+from lcm_cli.engine.read.conversation_rows import (
+    MESSAGE_STATS_INDEX,
+    require_lcm_tables,
+    summaries_by_id,
+    totals_meta,
+)
 from lcm_cli.engine.read.fresh_tail import tail_limits
 
 
@@ -93,7 +98,7 @@ def global_status(ctx: Context, fresh: bool = False) -> dict[str, Any]:
           (SELECT COALESCE(SUM(m.token_count), 0) FROM context_items ci
              JOIN messages m ON m.message_id = ci.message_id WHERE ci.item_type = 'message')
           + (SELECT COALESCE(SUM(s.token_count), 0) FROM context_items ci
-             JOIN summaries s ON s.summary_id = ci.summary_id WHERE ci.item_type = 'summary')
+             JOIN {summaries_by_id(ctx)} ON s.summary_id = ci.summary_id WHERE ci.item_type = 'summary')
             AS context_tokens
         """
     )
