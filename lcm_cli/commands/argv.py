@@ -14,7 +14,7 @@ import json
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import PARAMS, Param, option_name
+from lcm_cli.engine.core.params import ALL, FIELDS, FORMATS, PARAMS, Param, option_name
 from lcm_cli.engine.core.registry import ARGUMENTS, DOOR_COMMANDS, OPERATIONS, command_words
 
 ROOT_HELP = (
@@ -24,7 +24,7 @@ ROOT_HELP = (
 # Shown under every command's help: global options are accepted anywhere on the line.
 GLOBALS_EPILOG = (
     "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, "
-    "--format json|table|tsv, --pretty (see `lcm --help`)."
+    f"--format {'|'.join(FORMATS)}, --pretty, --fields A,B.C, --all (see `lcm --help`)."
 )
 # The options of `lcm` itself, accepted before, between or after the command words.
 GLOBALS: tuple[Param[object], ...] = (
@@ -41,10 +41,12 @@ GLOBALS: tuple[Param[object], ...] = (
     Param(
         "format",
         {"type": "string", "default": "json"},
-        "json (default), table (rich) or tsv.",
+        "json (default), table (rich), tsv, or ndjson (a list: one item a line).",
         metavar="FORMAT",
     ),
     Param("pretty", {"type": "boolean", "default": False}, "Indent JSON output."),
+    FIELDS,
+    ALL,
     Param("version", {"type": "boolean", "default": False}, "Print the version as JSON and exit."),
 )
 VERSION_FLAGS = ("--version", "-v")
@@ -126,9 +128,7 @@ def parse_argv(argv: list[str]) -> Parsed:
     names = {n for n, _ in options}
     version = bool(names & set(VERSION_FLAGS))
     help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
-    globals_ = {
-        n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")
-    }
+    globals_ = {n: v for n, v in options if n in GLOBAL_OPTIONS and n not in VERSION_FLAGS + HELP_FLAGS}
     if not words:
         return Parsed(None, (), {}, (), globals_, help=not version, version=version)
     path, command = _command_of(table, words)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import PARAMS
+from lcm_cli.engine.core.params import PARAMS, UNIVERSAL_FIELDS
 from lcm_cli.engine.core.registry import OPERATIONS, OpSpec, command_words
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -56,7 +56,7 @@ def split_params(name: str, params: Any) -> tuple[dict[str, Any], tuple[str, ...
         field = snake_case(key)
         if field in spec.args:
             named_args[field] = value
-        elif field in spec.options:
+        elif field in spec.options or field in UNIVERSAL_FIELDS:
             fields[field] = value
         else:
             raise invalid_argument(
@@ -81,7 +81,7 @@ def split_params(name: str, params: Any) -> tuple[dict[str, Any], tuple[str, ...
 def params_schema(spec: OpSpec) -> dict[str, Any]:
     """The JSON Schema of an operation's parameters object (camelCase keys)."""
     properties: dict[str, Any] = {}
-    for field in spec.options:
+    for field in spec.options + UNIVERSAL_FIELDS:
         properties[camel_case(field)] = PARAMS[field].schema
     for arg in spec.args:
         properties[camel_case(arg)] = {"type": "string"}

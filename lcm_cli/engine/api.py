@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import STATE_DIR, validate_request
+from lcm_cli.engine.core.params import FIELDS, STATE_DIR, validate_request
 from lcm_cli.engine.core.registry import FollowUp, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
 
@@ -141,6 +141,11 @@ def invoke(
         envelope["meta"].update(result.meta)
     if result.streamed:
         envelope["streamed"] = True
+    fields = request[FIELDS]
+    if fields:
+        from lcm_cli.engine.core.projection import apply_fields
+
+        apply_fields(envelope, fields, spec.items)
     return Outcome(envelope, result.exit_status, result.follow_ups)
 
 

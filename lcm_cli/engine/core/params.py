@@ -21,7 +21,7 @@ from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
 
 ROLES = ("system", "user", "assistant", "tool")
 KINDS = ("leaf", "condensed")
-FORMATS = ("json", "table", "tsv")
+FORMATS = ("json", "table", "tsv", "ndjson")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
@@ -333,6 +333,18 @@ SOURCE_FILE: Param[str | None] = Param(
     metavar="PATH",
 )
 
+# --- output shape, taken by every operation (see UNIVERSAL_FIELDS) -----------------------
+FIELDS: Param[str | None] = Param(
+    "fields",
+    {"type": "string", "description": "comma-separated dot paths of data to keep, e.g. conversationId,title"},
+    "Keep only these fields of the data (comma-separated dot paths, e.g. conversationId,title); "
+    "a list command keeps them in each item.",
+    metavar="A,B.C",
+)
+ALL: Param[bool] = Param(
+    "all", _flag(), "Follow nextCursor to the end and stream every item as NDJSON (one per line)."
+)
+
 # --- the hook and serve doors ------------------------------------------------------------
 LIST: Param[bool] = Param("list", _flag(), "Print every operation with its parameter JSON Schema.")
 STDIO: Param[bool] = Param("stdio", _flag(), "Serve newline-delimited JSON on stdin/stdout.")
@@ -488,6 +500,11 @@ AUTO_COMPACTION_SUMMARY: Param[str | None] = Param(
 
 # Every request field by name: what the doors, `lcm commands` and the schemas read.
 PARAMS: dict[str, Param[Any]] = {p.name: p for p in globals().values() if isinstance(p, Param)}
+
+
+# Fields every operation takes, on every door (`--fields` on the CLI, `fields` in a hook or
+# serve request); not listed in each OpSpec.
+UNIVERSAL_FIELDS: tuple[str, ...] = ("fields",)
 
 
 def option_name(field: str) -> str:
@@ -657,7 +674,7 @@ def validate_request(
     """Check ``raw`` against what ``command`` accepts and return a :class:`Request`."""
     _check_text(raw, args)
     for name, value in raw.items():
-        if name not in options and _supplied(value):
+        if name not in options and name not in UNIVERSAL_FIELDS and _supplied(value):
             option = option_name(name)
             raise invalid_argument(
                 f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`.",
@@ -692,7 +709,7 @@ def validate_request(
 
     if output_format is not None and output_format not in FORMATS:
         raise invalid_argument(
-            f"Invalid --format value {output_format!r}: expected json, table or tsv.",
+            f"Invalid --format value {output_format!r}: expected {', '.join(FORMATS[:-1])} or {FORMATS[-1]}.",
             {"value": output_format},
         )
 
@@ -719,6 +736,10 @@ def validate_request(
     count = None if count_raw is None else _integer("--count", count_raw, low=1, high=MAX_LIMIT)
 
     values = {name: _by_schema(name, value) for name, value in raw.items() if name not in _ORDERED_FIELDS}
+    if values.get("fields"):
+        from lcm_cli.engine.core.projection import parse_fields
+
+        parse_fields(values["fields"])  # a malformed --fields fails before the operation runs
     cursor = _by_schema("cursor", raw.get("cursor"))
     include_content = _by_schema("include_content", raw.get("include_content"))
     request = Request(

@@ -26,6 +26,8 @@ class OpSpec(NamedTuple):
     :data:`ARGUMENTS`). ``help`` is the `--help` text (its first line is the command's
     one-line help), ``example`` one runnable `lcm ...` line, ``param_help`` and
     ``metavars`` the few fields and arguments documented differently for this operation.
+    ``items`` names the list a list operation's data holds (``--fields`` and NDJSON work
+    on its items).
     """
 
     module: str
@@ -45,6 +47,7 @@ class OpSpec(NamedTuple):
     param_help: Mapping[str, str] | None = None
     metavars: Mapping[str, str] | None = None
     render: Render | None = None  # how `--format table` draws the result (None: the defaults)
+    items: str = ""  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
 
 
 class Argument(NamedTuple):
@@ -182,6 +185,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Conversations, most recently updated first, with message, summary and tail figures.",
         example="lcm conversations list --limit 20",
         render=Render(rows=(_CONVERSATIONS,)),
+        items="items",
     ),
     "conversations.show": OpSpec(
         "lcm_cli.engine.read.conversations",
@@ -200,6 +204,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="A conversation's messages, newest first, with previews (or full content).",
         example="lcm messages list --conversation-id 1 --role user --recency 2d",
         render=Render(rows=(_MESSAGES,)),
+        items="items",
     ),
     "messages.tail": OpSpec(
         "lcm_cli.engine.read.messages",
@@ -209,6 +214,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="The fresh tail: newest raw messages in context, oldest first, with full content.",
         example="lcm messages tail --session-key agent:main:main --count 10",
         render=Render(rows=(_MESSAGES,)),
+        items="messages",
     ),
     "summaries.list": OpSpec(
         "lcm_cli.engine.read.summaries",
@@ -217,6 +223,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Summaries (one conversation, or all), newest coverage first.",
         example="lcm summaries list --conversation-id 1 --kind condensed",
         render=Render(rows=(_SUMMARIES,)),
+        items="items",
     ),
     "summaries.show": OpSpec(
         "lcm_cli.engine.read.summaries",
@@ -270,6 +277,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm doctor --format table",
         render=_DOCTOR,
+        items="checks",
     ),
     "doctor.apply": OpSpec(
         "lcm_cli.doctor.apply",
@@ -339,6 +347,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "keep": "With --apply, afterwards keep only the newest N `migrate-sessions` backups.",
         },
         render=Render(rows=(_TRANSCRIPTS, _CONVERSATIONS)),
+        items="files",
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -363,6 +372,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Backups beside the database, newest first, with their manifest status.",
         example="lcm backup list --format table",
         render=Render(rows=(_BACKUPS,)),
+        items="backups",
     ),
     "backup.verify": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -471,6 +481,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
         render=_RECORDS,
+        items="hits",
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",
@@ -503,6 +514,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
         render=_RECORDS,
+        items="messages",
     ),
     "export": OpSpec(
         "lcm_cli.engine.recall.export",
@@ -780,6 +792,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "Overrides live in $LCM_PROMPTS_DIR, else in the user config dir (lcm/prompts)."
         ),
         example="lcm prompts list --format table",
+        items="items",
     ),
     "prompts.show": OpSpec(
         _PROMPTS,

@@ -1,0 +1,104 @@
+"""Output shaped for agents (issue 16, part 5): --fields on every door, NDJSON, --all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lcm_cli.engine.api import call
+from tests.conftest import lcm, lcm_process
+
+LCM = str(Path(sys.executable).with_name("lcm"))
+
+
+def test_fields_on_a_list_keeps_envelope_and_pagination(state_dir: Path) -> None:
+    out = lcm(
+        "--openclaw-dir",
+        str(state_dir),
+        "conversations",
+        "list",
+        "--fields",
+        "conversationId",
+        "--limit",
+        "1",
+    )
+    assert out.code == 0, out.stderr
+    envelope = json.loads(out.stdout)
+    assert set(envelope) == {"ok", "command", "data", "pagination", "meta"}
+    assert all(set(item) == {"conversationId"} for item in envelope["data"]["items"])
+    assert set(envelope["pagination"]) == {"limit", "returned", "hasMore", "nextCursor"}
+
+
+def test_fields_anywhere_on_the_line_and_on_an_object(state_dir: Path) -> None:
+    out = lcm("--fields", "status.messages.count", "status", "--openclaw-dir", str(state_dir))
+    assert out.code == 0, out.stderr
+    data = json.loads(out.stdout)["data"]
+    assert data == {"status": {"messages": {"count": data["status"]["messages"]["count"]}}}
+
+
+def test_bad_fields_is_invalid_argument(state_dir: Path) -> None:
+    out = lcm("status", "--fields", "a..b", "--openclaw-dir", str(state_dir))
+    assert out.code == 2
+    assert out.error["code"] == "INVALID_ARGUMENT"
+
+
+def test_python_hook_and_serve_doors_take_fields(state_dir: Path) -> None:
+    params = {"conversationId": 1, "fields": "messageId,role"}
+    envelope = call(
+        "messages.tail", {"conversation_id": 1, "fields": "messageId,role"}, openclaw_dir=str(state_dir)
+    )
+    assert all(set(m) == {"messageId", "role"} for m in envelope["data"]["messages"])
+    hook = subprocess.run(
+        [LCM, "--openclaw-dir", str(state_dir), "hook", "messages.tail"],
+        input=json.dumps(params),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert hook.returncode == 0, hook.stderr
+    assert json.loads(hook.stdout)["data"] == envelope["data"]
+    request = json.dumps({"id": 1, "method": "messages.tail", "params": params}) + "\n"
+    served = subprocess.run(
+        [LCM, "--openclaw-dir", str(state_dir), "serve", "--stdio"],
+        input=request,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answer = json.loads(served.stdout.splitlines()[0])
+    assert answer["result"]["data"] == envelope["data"]
+
+
+def test_ndjson_one_item_a_line_then_the_continuation(state_dir: Path) -> None:
+    out = lcm("conversations", "list", "--format", "ndjson", "--limit", "1", "--openclaw-dir", str(state_dir))
+    assert out.code == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert "conversationId" in lines[0]
+    assert lines[-1]["pagination"]["hasMore"] is True
+
+
+def test_all_streams_every_page_as_ndjson(state_dir: Path) -> None:
+    everything = call("conversations.list", {"limit": 500}, openclaw_dir=str(state_dir))["data"]["items"]
+    assert len(everything) > 1
+    out = lcm_process(
+        "conversations",
+        "list",
+        "--all",
+        "--limit",
+        "1",
+        "--fields",
+        "conversationId",
+        "--openclaw-dir",
+        str(state_dir),
+    )
+    assert out.code == 0, out.stderr
+    ids = [json.loads(line)["conversationId"] for line in out.stdout.splitlines()]
+    assert ids == [c["conversationId"] for c in everything]
+
+
+def test_all_refuses_a_command_without_a_list(state_dir: Path) -> None:
+    out = lcm("status", "--all", "--openclaw-dir", str(state_dir))
+    assert out.code == 2
+    assert out.error["code"] == "INVALID_ARGUMENT"
