@@ -102,3 +102,37 @@ def test_all_refuses_a_command_without_a_list(state_dir: Path) -> None:
     out = lcm("status", "--all", "--openclaw-dir", str(state_dir))
     assert out.code == 2
     assert out.error["code"] == "INVALID_ARGUMENT"
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openclaw"
+CAPPED = {
+    "messages.list": ("messages", "list", "--conversation-id", "2", "--include-content"),
+    "summaries.show": ("summaries", "show", "sum_1b2c3d4e5f607182"),
+    "describe": ("describe", "sum_1b2c3d4e5f607182"),
+    "expand": ("expand", "sum_1b2c3d4e5f607182"),
+}
+
+
+def test_every_max_tokens_is_a_hard_cap_on_what_is_printed(tmp_path: Path) -> None:
+    from lcm_cli.engine.core.registry import OPERATIONS
+    from lcm_cli.engine.core.tokens import estimate_tokens
+
+    assert {n for n, s in OPERATIONS.items() if s.caps_output} == set(CAPPED)
+    capped_elsewhere = {n for n, s in OPERATIONS.items() if "max_tokens" in s.options} - set(CAPPED)
+    assert capped_elsewhere == {"expand.query"}  # there it caps the model's answer (cut when over)
+    import shutil
+
+    root = tmp_path / "openclaw"
+    shutil.copytree(EXAMPLE, root)
+    for name, args in CAPPED.items():
+        fitted = 0
+        for cap in (150, 250, 400, 500, 700, 1000, 1500):
+            out = lcm("--openclaw-dir", str(root), *args, "--max-tokens", str(cap))
+            if out.code:
+                assert (out.code, out.error["code"]) == (2, "INVALID_ARGUMENT"), (name, cap, out.stderr)
+                continue
+            assert estimate_tokens(out.stdout) <= cap, (name, cap)
+            fitted += 1
+            pretty = lcm("--openclaw-dir", str(root), *args, "--max-tokens", str(cap), "--fields", "budget")
+            assert estimate_tokens(pretty.stdout) <= cap, (name, cap)
+        assert fitted >= 3, name

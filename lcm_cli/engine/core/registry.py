@@ -27,7 +27,7 @@ class OpSpec(NamedTuple):
     one-line help), ``example`` one runnable `lcm ...` line, ``param_help`` and
     ``metavars`` the few fields and arguments documented differently for this operation.
     ``items`` names the list a list operation's data holds (``--fields`` and NDJSON work
-    on its items).
+    on its items); ``caps_output`` says ``--max-tokens`` caps the whole printed envelope.
     """
 
     module: str
@@ -48,6 +48,7 @@ class OpSpec(NamedTuple):
     metavars: Mapping[str, str] | None = None
     render: Render | None = None  # how `--format table` draws the result (None: the defaults)
     items: str = ""  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
+    caps_output: bool = False  # --max-tokens caps everything printed (the door enforces it)
 
 
 class Argument(NamedTuple):
@@ -205,6 +206,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm messages list --conversation-id 1 --role user --recency 2d",
         render=Render(rows=(_MESSAGES,)),
         items="items",
+        caps_output=True,
     ),
     "messages.tail": OpSpec(
         "lcm_cli.engine.read.messages",
@@ -238,6 +240,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm summaries show sum_1b2c3d4e5f607182 --format table",
         render=_SUMMARY_TREE,
+        caps_output=True,
     ),
     "config.show": OpSpec(
         "lcm_cli.engine.config.ops",
@@ -498,6 +501,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
         render=_RECORDS,
+        caps_output=True,
     ),
     "expand": OpSpec(
         "lcm_cli.engine.recall.expand",
@@ -515,6 +519,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_RECORDS,
         items="messages",
+        caps_output=True,
     ),
     "export": OpSpec(
         "lcm_cli.engine.recall.export",
@@ -545,7 +550,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example='lcm expand-query "Why did the deploy fail?" --query deploy --session-key agent:main:main',
         param_help={
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
-            "max_tokens": "Answer length target (default 2000).",
+            "max_tokens": "Hard cap on the answer in tokens (default 2000); a longer reply is cut.",
         },
         render=_RECORDS,
     ),

@@ -101,12 +101,8 @@ def expand_messages(
         "messages": shown,
         "total": {"messages": len(everything), "tokens": total_tokens},
         "window": {"offset": offset, "returned": len(shown)},
-        "budget": tb.budget_report(
-            cap,
-            used,
-            {"messages": len(remaining), "tokens": omitted_tokens},
-            cursor,
-        ),
+        "budget": tb.budget_report(cap, used, {"messages": len(remaining), "tokens": omitted_tokens}),
+        "pagination": tb.token_page(len(shown), cursor),
     }
 
 
@@ -143,4 +139,5 @@ def expand(ctx: Context, req: Request) -> Result:
             )
     body = expand_messages(ctx, summary_id, row["conversation_id"], room, offset, char)
     body["budget"]["maxTokens"] = cap
-    return Result({"summary": summary, **body})
+    pagination = body.pop("pagination")
+    return Result({"summary": summary, **body}, pagination)
