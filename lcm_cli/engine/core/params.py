@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.registry import REFERENCE_COMMANDS
 from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -248,8 +249,8 @@ STORE: Param[list[str]] = Param(
 )
 SINCE: Param[str | None] = Param(
     "since",
-    _text("ISO-8601 timestamp or YYYY-MM-DD (UTC)"),
-    "Only files modified at or after a date or ISO timestamp.",
+    _text("ISO-8601 timestamp, YYYY-MM-DD (UTC) or a duration back from now (7d)"),
+    "Only files modified at or after WHEN: a timestamp, a date or a duration (7d, 36h).",
     metavar="WHEN",
 )
 MAX_FILES: Param[int | None] = Param(
@@ -298,8 +299,8 @@ CONVERSATION_CLASS: Param[list[str]] = Param(
 )
 PRUNE_BEFORE: Param[str | None] = Param(
     "prune_before",
-    _text("a duration (90d, 12w) or an ISO-8601 timestamp"),
-    "Conversations with no activity since WHEN: a duration (90d, 12w) or an ISO timestamp.",
+    _text("a duration (90d, 12w), a date or an ISO-8601 timestamp"),
+    "Conversations with no activity since WHEN: a duration (90d, 12w), a date or a timestamp.",
     option="--before",
     metavar="WHEN",
 )
@@ -726,7 +727,9 @@ def validate_request(
     after, before, between, recency = (
         _by_schema(f, raw.get(f)) for f in ("after", "before", "between", "recency")
     )
-    time = resolve_time_range(after, before, between, recency, now_ms=now_ms)
+    time = resolve_time_range(
+        after, before, between, recency, now_ms=now_ms, strict=command in REFERENCE_COMMANDS
+    )
 
     limit_raw = raw.get("limit")
     limit = DEFAULT_LIMIT if limit_raw is None else _integer("--limit", limit_raw, low=1, high=MAX_LIMIT)

@@ -169,6 +169,14 @@ def _prompt_text(field: str) -> Render:
 
 
 _TIME = ("after", "before", "between", "recency")
+# How lcm's own commands word the time options: one grammar (timefilter.parse_when).
+_WHEN = {
+    "after": "Inclusive lower bound: a timestamp, a date (2026-07-01) or a duration back (7d).",
+    "before": "Exclusive upper bound: a timestamp, a date or a duration back (36h).",
+    "between": "Both bounds at once: START..END, each a timestamp, a date or a duration.",
+    "recency": "Only since WHEN: a duration (12h, 7d, 2w), a date or a timestamp.",
+}
+_WHEN_METAVARS = {"after": "WHEN", "before": "WHEN", "recency": "WHEN"}
 _SELECTOR = ("conversation_id", "session_key")
 _PROMPTS = "lcm_cli.engine.summarize.ops"
 
@@ -279,6 +287,8 @@ OPERATIONS: dict[str, OpSpec] = {
             "nothing is at or above --fail-on, 6 otherwise. Checks are listed in docs/doctor.md."
         ),
         example="lcm doctor --format table",
+        param_help={"recency": _WHEN["recency"]},
+        metavars={"recency": "WHEN"},
         render=_DOCTOR,
         items="checks",
     ),
@@ -482,7 +492,9 @@ OPERATIONS: dict[str, OpSpec] = {
         example='lcm grep "deploy failed" --mode full_text --session-key agent:main:main',
         param_help={
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
+            **_WHEN,
         },
+        metavars=_WHEN_METAVARS,
         render=_RECORDS,
         items="hits",
     ),
@@ -850,6 +862,24 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_prompt_text("text"),
     ),
 }
+
+
+# The reference `lcm`'s commands (cli-contract.md §3; its `doctor` is a placeholder, ours is
+# not bound by it): their options, grammar and JSON keep the reference's shape exactly.
+REFERENCE_COMMANDS = frozenset(
+    (
+        "status",
+        "conversations.list",
+        "conversations.show",
+        "messages.list",
+        "messages.tail",
+        "summaries.list",
+        "summaries.show",
+        "config.show",
+        "config.get",
+        "config.set",
+    )
+)
 
 
 # Commands of the CLI door that are not operations: they read their own arguments
