@@ -14,8 +14,23 @@ import json
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import ALL, FIELDS, FORMATS, PARAMS, Param, option_name
-from lcm_cli.engine.core.registry import ARGUMENTS, DOOR_COMMANDS, OPERATIONS, command_words
+from lcm_cli.engine.core.params import (
+    ALL,
+    FIELDS,
+    FORMATS,
+    PARAMS,
+    Param,
+    option_name,
+    unsupported_option,
+)
+from lcm_cli.engine.core.registry import (
+    ARGUMENTS,
+    DOOR_COMMANDS,
+    OPERATIONS,
+    REFERENCE_COMMANDS,
+    command_words,
+)
+from lcm_cli.engine.core.suggest import suggest
 
 ROOT_HELP = (
     "Inspect and maintain an agent's Lossless Context Management database (lcm.db).\n\n"
@@ -120,7 +135,10 @@ def parse_argv(argv: list[str]) -> Parsed:
     every_option: dict[str, bool] = dict(GLOBAL_OPTIONS)
     for shape in table.values():
         every_option.update({name: not is_flag(field) for name, field in shape.options.items()})
-    positionals, negatives, options = _tokens(argv, every_option)
+    try:
+        positionals, negatives, options = _tokens(argv, every_option)
+    except _UnknownOption as unknown:
+        raise _unknown_option(unknown.name, argv, table, every_option) from None
     if negatives:
         positionals = _with_negatives(table, positionals, negatives)
 
@@ -138,15 +156,58 @@ def parse_argv(argv: list[str]) -> Parsed:
         return Parsed(command, path, {}, (), globals_, help=True)
     args = tuple(words[len(path) :])
     if len(args) != len(command.args):
-        raise LcmError(
-            "INVALID_COMMAND",
+        message = (
             f"`lcm {' '.join(path)}` takes {len(command.args)} argument(s), got {len(args)}. "
-            f"Run `lcm {' '.join(path)} --help`.",
+            f"Run `lcm {' '.join(path)} --help`."
         )
+        # `lcm backup lst`: a mistyped subcommand of a command that is also a group.
+        subcommands = [p[1] for p in table if len(p) == 2 and p[0] == path[0]]
+        close = suggest(args[0], subcommands) if len(path) == 1 and args else []
+        if close and command.name not in REFERENCE_COMMANDS:
+            shown = [f"lcm {path[0]} {c}" for c in close]
+            raise LcmError(
+                "INVALID_COMMAND", f"{message} Did you mean `{'` or `'.join(shown)}`?", {"suggestions": shown}
+            )
+        raise LcmError("INVALID_COMMAND", message)
     return Parsed(command, path, _command_params(command, path, options), args, globals_, version=version)
 
 
 _Positional = tuple[int, str]  # (1-based position in argv, the word)
+
+
+class _UnknownOption(Exception):
+    """An option no command declares (turned into the error by :func:`_unknown_option`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _unknown_option(
+    name: str, argv: list[str], table: dict[tuple[str, ...], CommandShape], every_option: dict[str, bool]
+) -> LcmError:
+    """The reference's unknown-option error (no details); for a command of lcm's own, the
+    closest options it takes ride along in ``details.suggestions``."""
+    message = f"Unknown option '{name}'. Run `lcm --help` for the options."
+    words: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token.startswith("-"):
+            skip = every_option.get(token, False)  # the value of a known option is no command word
+        else:
+            words.append(token)
+    _, command = _command_of(table, words)
+    if command is None or command.name in REFERENCE_COMMANDS:
+        return invalid_argument(message)
+    close = suggest(name, [*command.options, *(p.option for p in GLOBALS)])
+    if not close:
+        return invalid_argument(message, {"option": name.lstrip("-"), "command": command.name})
+    return invalid_argument(
+        f"{message} Did you mean {' or '.join(close)}?",
+        {"option": name.lstrip("-"), "command": command.name, "suggestions": close},
+    )
 
 
 def _tokens(
@@ -172,7 +233,7 @@ def _tokens(
             if not token.startswith("--") and _is_json_number(token):
                 negatives.append((index, token))
                 continue
-            raise invalid_argument(f"Unknown option '{name}'. Run `lcm --help` for the options.")
+            raise _UnknownOption(name)
         if not every_option[name]:
             if eq:
                 raise invalid_argument(f"Option '{name}' does not take a value.")
@@ -225,8 +286,20 @@ def _group_help(
             raise LcmError(
                 "INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`."
             )
+    message = f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+    if words[0] in groups:
+        prefix, typed, known = (
+            f"lcm {words[0]} ",
+            words[1],
+            [p[1] for p in table if p[0] == words[0] and len(p) > 1],
+        )
+    else:
+        prefix, typed, known = "lcm ", words[0], sorted({p[0] for p in table})
+    close = [prefix + c for c in suggest(typed, known)]
+    if not close:
+        raise LcmError("INVALID_COMMAND", message)  # as the reference: no details
     raise LcmError(
-        "INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+        "INVALID_COMMAND", f"{message} Did you mean `{'` or `'.join(close)}`?", {"suggestions": close}
     )
 
 
@@ -240,10 +313,7 @@ def _command_params(
             continue
         field = command.options.get(name)
         if field is None:
-            raise invalid_argument(
-                f"{name} is not supported by `{command.name}`; see `lcm {' '.join(path)} --help`.",
-                {"option": name.lstrip("-"), "command": command.name},
-            )
+            raise unsupported_option(command.name, name, tuple(command.options.values()))
         if PARAMS[field].repeatable:
             params.setdefault(field, []).append(value)
         else:

@@ -17,6 +17,7 @@ from typing import Any
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import PARAMS, UNIVERSAL_FIELDS
 from lcm_cli.engine.core.registry import OPERATIONS, OpSpec, command_words
+from lcm_cli.engine.core.suggest import suggest
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
@@ -36,10 +37,13 @@ def operation_spec(method: Any) -> OpSpec:
     """The registry entry for ``method`` or ``UNKNOWN_OPERATION``."""
     if isinstance(method, str) and method in OPERATIONS:
         return OPERATIONS[method]
+    details: dict[str, Any] = {"operation": method if isinstance(method, (str, int, float)) else None}
+    close = suggest(method, OPERATIONS) if isinstance(method, str) else []
+    if close:
+        details["suggestions"] = close
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
     raise LcmError(
-        "UNKNOWN_OPERATION",
-        f"Unknown operation {method!r}. List them with `lcm hook --list`.",
-        {"operation": method if isinstance(method, (str, int, float)) else None},
+        "UNKNOWN_OPERATION", f"Unknown operation {method!r}. List them with `lcm hook --list`.{hint}", details
     )
 
 
@@ -59,9 +63,12 @@ def split_params(name: str, params: Any) -> tuple[dict[str, Any], tuple[str, ...
         elif field in spec.options or field in UNIVERSAL_FIELDS:
             fields[field] = value
         else:
+            known = [camel_case(f) for f in (*spec.options, *UNIVERSAL_FIELDS, *spec.args)]
+            close = suggest(key, known)
             raise invalid_argument(
-                f"Parameter {key!r} is not taken by `{name}`; see `lcm hook --list`.",
-                {"parameter": key, "operation": name},
+                f"Parameter {key!r} is not taken by `{name}`; see `lcm hook --list`."
+                + (f" Did you mean {' or '.join(close)}?" if close else ""),
+                {"parameter": key, "operation": name, **({"suggestions": close} if close else {})},
             )
     args: list[str] = []
     for arg in spec.args:

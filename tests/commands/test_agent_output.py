@@ -136,3 +136,49 @@ def test_every_max_tokens_is_a_hard_cap_on_what_is_printed(tmp_path: Path) -> No
             pretty = lcm("--openclaw-dir", str(root), *args, "--max-tokens", str(cap), "--fields", "budget")
             assert estimate_tokens(pretty.stdout) <= cap, (name, cap)
         assert fitted >= 3, name
+
+
+def test_did_you_mean_for_commands_options_and_id_kinds(state_dir: Path) -> None:
+    base = ("--openclaw-dir", str(state_dir))
+    assert lcm(*base, "statsu").error["details"] == {"suggestions": ["lcm status"]}
+    assert lcm(*base, "conversations", "lst").error["details"]["suggestions"] == ["lcm conversations list"]
+    assert lcm(*base, "backup", "lst").error["details"]["suggestions"] == ["lcm backup list"]
+    assert lcm(*base, "grep", "x", "--limt", "3").error["details"] == {
+        "option": "limt",
+        "command": "grep",
+        "suggestions": ["--limit"],
+    }
+    assert lcm(*base, "grep", "x", "--include-content").error["details"]["command"] == "grep"
+    wrong_kind = lcm(*base, "grep", "x", "--conversation-id", "sum_1b2c3d4e5f607182").error
+    assert wrong_kind["details"]["suggestions"] == ["lcm describe sum_1b2c3d4e5f607182"]
+    key = lcm(*base, "grep", "x", "--conversation-id", "agent:main:main").error
+    assert key["details"]["suggestions"] == ["--session-key agent:main:main"]
+    # nothing close: no guess
+    assert "details" not in lcm(*base, "nope").error
+
+
+def test_the_reference_commands_keep_their_details(state_dir: Path) -> None:
+    base = ("--openclaw-dir", str(state_dir))
+    assert "details" not in lcm(*base, "status", "--limt", "3").error  # cli-contract: parser errors
+    assert lcm(*base, "status", "--limit", "3").error["details"] == {"option": "limit", "command": "status"}
+    assert lcm(*base, "messages", "list", "--conversation-id", "sum_x").error["details"] == {"value": "sum_x"}
+    assert "details" not in lcm(*base, "status", "extra").error
+
+
+def test_hook_suggests_operations_and_parameters(state_dir: Path) -> None:
+    def hook(method: str, params: dict[str, object]) -> dict[str, object]:
+        done = subprocess.run(
+            [LCM, "--openclaw-dir", str(state_dir), "hook", method],
+            input=json.dumps(params),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        error: dict[str, object] = json.loads(done.stderr)["error"]
+        return error
+
+    assert hook("mesages.tail", {})["details"] == {
+        "operation": "mesages.tail",
+        "suggestions": ["messages.tail", "messages.list"],
+    }
+    assert hook("messages.tail", {"sesionKey": "k"})["details"]["suggestions"] == ["sessionKey"]  # type: ignore[index]

@@ -18,6 +18,7 @@ from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.registry import REFERENCE_COMMANDS
+from lcm_cli.engine.core.suggest import id_kind_hint, suggest
 from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -615,6 +616,19 @@ def _supplied(value: Any) -> bool:
     return True
 
 
+def unsupported_option(command: str, option: str, options: tuple[str, ...]) -> LcmError:
+    """INVALID_ARGUMENT for an option ``command`` does not take; lcm's own commands add the
+    closest options it does take (``details.suggestions``), the reference's keep its details."""
+    details: dict[str, Any] = {"option": option.lstrip("-"), "command": command}
+    message = f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`."
+    if command not in REFERENCE_COMMANDS:
+        close = suggest(option, [option_name(f) for f in options])
+        if close:
+            details["suggestions"] = close
+            message += f" Did you mean {' or '.join(close)}?"
+    return invalid_argument(message, details)
+
+
 # SQLite integers are 64-bit: a larger id or count can name nothing.
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -676,11 +690,7 @@ def validate_request(
     _check_text(raw, args)
     for name, value in raw.items():
         if name not in options and name not in UNIVERSAL_FIELDS and _supplied(value):
-            option = option_name(name)
-            raise invalid_argument(
-                f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`.",
-                {"option": option.lstrip("-"), "command": command},
-            )
+            raise unsupported_option(command, option_name(name), options)
 
     # Each ordered field is type-checked by its declaration at its place in the order, so a
     # JSON door's wrong type (a number for a key, true for a cursor) is the same clean error.
@@ -696,9 +706,15 @@ def validate_request(
     session_key = _by_schema("session_key", session_key)
     selector: Selector | None = None
     if conversation_id is not None:
-        selector = Selector(
-            "conversationId", _integer("--conversation-id", conversation_id, low=1, high=None, any_size=True)
-        )
+        try:
+            number = _integer("--conversation-id", conversation_id, low=1, high=None, any_size=True)
+        except LcmError as exc:
+            hint = id_kind_hint(conversation_id, "--conversation-id")
+            if hint and command not in REFERENCE_COMMANDS:  # the reference's details stay {value}
+                exc.message += f" It looks like another kind of id: try `{hint[0]}`."
+                exc.details = {**exc.details, "suggestions": hint}
+            raise
+        selector = Selector("conversationId", number)
     elif isinstance(session_key, str) and session_key.strip():
         selector = Selector("sessionKey", session_key.strip())
     if needs_selector and selector is None:

@@ -17,10 +17,10 @@ paths, with the closest known field in ``meta.fieldSuggestions``.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from lcm_cli.engine.core.errors import invalid_argument
+from lcm_cli.engine.core.suggest import suggest
 
 Path = tuple[str, ...]
 _MAX_PATHS = 64
@@ -127,11 +127,6 @@ def known_fields(data: Any, items: str = "") -> list[str]:
     if items and isinstance(data, dict) and isinstance(data.get(items), list):
         walk(data[items], "", 0)
     return sorted(found)
-
-
-def suggest(name: str, candidates: list[str], *, count: int = 3) -> list[str]:
-    """The closest ``candidates`` to a mistyped ``name`` (difflib), best first."""
-    return difflib.get_close_matches(name, candidates, n=count, cutoff=0.6)
 
 
 def apply_fields(envelope: dict[str, Any], text: str, items: str = "") -> None:
