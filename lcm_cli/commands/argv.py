@@ -55,7 +55,7 @@ GLOBALS: tuple[Param[object], ...] = (
     ),
     Param(
         "format",
-        {"type": "string", "default": "json"},
+        {"type": "string", "enum": list(FORMATS), "default": "json"},
         "json (default), table (rich), tsv, or ndjson (a list: one item a line).",
         metavar="FORMAT",
     ),

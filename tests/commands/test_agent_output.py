@@ -182,3 +182,26 @@ def test_hook_suggests_operations_and_parameters(state_dir: Path) -> None:
         "suggestions": ["messages.tail", "messages.list"],
     }
     assert hook("messages.tail", {"sesionKey": "k"})["details"]["suggestions"] == ["sessionKey"]  # type: ignore[index]
+
+
+def test_lcm_commands_types_each_option() -> None:
+    data = json.loads(lcm("commands").stdout)["data"]
+    by_name = {c["command"]: {o["name"]: o for o in c["options"]} for c in data["commands"]}
+    types = {o["type"] for options in by_name.values() for o in options.values()}
+    assert types == {"boolean", "integer", "string", "json"}
+    assert by_name["messages list"]["--role"] == {
+        "name": "--role",
+        "type": "string",
+        "enum": ["system", "user", "assistant", "tool"],
+        "repeatable": True,
+        "help": by_name["messages list"]["--role"]["help"],
+    }
+    assert by_name["ingest"]["--messages"]["type"] == "json"
+    assert by_name["rotate"]["--backup"]["enum"] == ["latest", "full", "none"]
+    # the reference's grammar on its commands, lcm's one grammar ("when") on ours
+    assert by_name["messages list"]["--after"]["format"] == "date-time"
+    assert by_name["grep"]["--after"]["format"] == by_name["prune"]["--before"]["format"] == "when"
+    assert by_name["migrate-sessions"]["--since"]["format"] == "when"
+    formats = next(o for o in data["globalOptions"] if o["name"] == "--format")
+    assert formats["enum"] == ["json", "table", "tsv", "ndjson"]
+    assert {"--fields", "--all"} <= {o["name"] for o in data["globalOptions"]}

@@ -82,14 +82,14 @@ def project(data: Any, paths: list[Path], items: str = "") -> tuple[Any, list[st
     rows = data.get(items) if items and isinstance(data, dict) else None
     keys = _item_keys(rows) if isinstance(rows, list) else set()
     out: Any = {} if isinstance(data, dict) else None
-    if isinstance(rows, list):
-        out[items] = [{} if isinstance(row, dict) else row for row in rows]
     missing: list[str] = []
     for path in paths:
         per_item = isinstance(rows, list) and path[0] != items and (path[0] in keys or path[0] not in data)
         if per_item:
             assert isinstance(rows, list)
-            built, hit = _pick(rows, path, out[items])
+            # Every item stays (as {} when it lacks the field), so positions still line up.
+            shown = out.setdefault(items, [{} if isinstance(row, dict) else row for row in rows])
+            built, hit = _pick(rows, path, shown)
             out[items] = built
         else:
             out, hit = _pick(data, path, out)
