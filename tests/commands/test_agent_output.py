@@ -205,3 +205,44 @@ def test_lcm_commands_types_each_option() -> None:
     formats = next(o for o in data["globalOptions"] if o["name"] == "--format")
     assert formats["enum"] == ["json", "table", "tsv", "ndjson"]
     assert {"--fields", "--all"} <= {o["name"] for o in data["globalOptions"]}
+
+
+def test_the_typer_door_takes_fields_and_all(state_dir: Path) -> None:
+    import io
+    from contextlib import redirect_stdout
+
+    from lcm_cli.commands.app import build_command
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        build_command().main(
+            [
+                "--openclaw-dir",
+                str(state_dir),
+                "--fields",
+                "conversationId",
+                "conversations",
+                "list",
+                "--limit",
+                "1",
+            ],
+            prog_name="lcm",
+            standalone_mode=False,
+        )
+    assert all(set(i) == {"conversationId"} for i in json.loads(out.getvalue())["data"]["items"])
+    out = io.StringIO()
+    with redirect_stdout(out):
+        build_command().main(
+            [
+                "--openclaw-dir",
+                str(state_dir),
+                "--all",
+                "--fields",
+                "conversationId",
+                "conversations",
+                "list",
+            ],
+            prog_name="lcm",
+            standalone_mode=False,
+        )
+    assert len(out.getvalue().splitlines()) > 1
