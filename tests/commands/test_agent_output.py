@@ -246,3 +246,12 @@ def test_the_typer_door_takes_fields_and_all(state_dir: Path) -> None:
             standalone_mode=False,
         )
     assert len(out.getvalue().splitlines()) > 1
+
+
+def test_hook_schemas_show_the_time_grammar_of_each_operation() -> None:
+    from lcm_cli.commands.dispatch import operation_list
+
+    by_name = {o["name"]: o["params"]["properties"] for o in operation_list()}
+    assert by_name["messages.list"]["after"]["format"] == "date-time"  # the reference's
+    assert "format" not in by_name["grep"]["after"] and "duration" in by_name["grep"]["after"]["description"]
+    assert "fields" in by_name["status"]
