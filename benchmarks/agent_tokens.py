@@ -98,7 +98,7 @@ CALLS: list[tuple[str, list[str], list[str]]] = [
         ["migrate-sessions"],
         ["migrate-sessions", "--fields", "scannedFiles,wouldImportFiles,wouldImportMessages,errorFiles"],
     ),
-    ("doctor", ["doctor"], ["doctor", "--fields", "healthy,check,status,count,fix"]),
+    ("doctor", ["doctor"], ["doctor", "--fields", "healthy,status,counts,checks.check,checks.status"]),
 ]
 
 

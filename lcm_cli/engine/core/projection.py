@@ -6,10 +6,10 @@ delivers (:func:`lcm_cli.engine.api.invoke`), so the CLI, typer, `lcm hook`, `lc
 and Python callers project alike. The envelope's own keys (``ok``, ``command``,
 ``pagination``, ``meta``) are never projected.
 
-A path is dot-separated (``summary.content``). For an operation that returns a list
-(its ``OpSpec.items``), a path names a field of each item unless it names a key of the
-data itself that the items lack; a list met on the way applies the rest of the path to
-each element. A path that matches nothing is absent from the output, not an error (a
+A path is dot-separated (``summary.content``) and names a key of the data; for an
+operation that returns a list (its ``OpSpec.items``), a path whose first key the data
+lacks names a field of each item (``--fields conversationId,title`` on a list); a list
+met on the way applies the rest of the path to each element (``checks.status``). A path that matches nothing is absent from the output, not an error (a
 field may be missing from one row, or a page may be empty, so an error would depend on
 the data rather than on the request); the envelope's ``meta.fieldsNotFound`` names such
 paths, with the closest known field in ``meta.fieldSuggestions``.
@@ -69,22 +69,17 @@ def _pick(value: Any, path: Path, out: Any) -> tuple[Any, bool]:
     return target, hit
 
 
-def _item_keys(items: list[Any]) -> set[str]:
-    return {k for item in items if isinstance(item, dict) for k in item}
-
-
 def project(data: Any, paths: list[Path], items: str = "") -> tuple[Any, list[str]]:
     """``data`` reduced to ``paths`` and the paths that matched nothing.
 
-    ``items`` names the list a list operation returns (``OpSpec.items``): paths go to its
-    items unless they name the list itself or a key of ``data`` the items lack.
+    ``items`` names the list a list operation returns (``OpSpec.items``): a path whose
+    first key ``data`` lacks goes to each of its items.
     """
     rows = data.get(items) if items and isinstance(data, dict) else None
-    keys = _item_keys(rows) if isinstance(rows, list) else set()
     out: Any = {} if isinstance(data, dict) else None
     missing: list[str] = []
     for path in paths:
-        per_item = isinstance(rows, list) and path[0] != items and (path[0] in keys or path[0] not in data)
+        per_item = isinstance(rows, list) and path[0] not in data
         if per_item:
             assert isinstance(rows, list)
             # Every item stays (as {} when it lacks the field), so positions still line up.
