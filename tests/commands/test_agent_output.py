@@ -153,6 +153,14 @@ def test_did_you_mean_for_commands_options_and_id_kinds(state_dir: Path) -> None
     assert wrong_kind["details"]["suggestions"] == ["lcm describe sum_1b2c3d4e5f607182"]
     key = lcm(*base, "grep", "x", "--conversation-id", "agent:main:main").error
     assert key["details"]["suggestions"] == ["--session-key agent:main:main"]
+    assert lcm(*base, "describe", "2").error["details"]["suggestions"] == [
+        "lcm conversations show --conversation-id 2"
+    ]
+    digits = lcm(*base, "grep", "x", "--session-key", "2").error
+    assert digits["code"] == "CONVERSATION_NOT_FOUND" and digits["details"]["suggestions"] == [
+        "--conversation-id 2"
+    ]
+    assert "suggestions" not in lcm(*base, "summaries", "show", "2").error["details"]  # the reference's
     # nothing close: no guess
     assert "details" not in lcm(*base, "nope").error
 

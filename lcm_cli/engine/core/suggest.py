@@ -29,7 +29,9 @@ def id_kind_hint(value: object, option: str) -> list[str]:
     """What to pass instead when ``value`` is an id of another kind than ``option`` takes.
 
     ``--conversation-id`` takes digits: a summary or file id goes to `lcm describe`, a
-    session key to ``--session-key``, a session id (a UUID) to ``--session-id``.
+    session key to ``--session-key``, a session id (a UUID) to ``--session-id``; digits
+    given to ``--session-key`` go to ``--conversation-id``; a conversation id or session
+    key given as a ``SUMMARY_ID`` goes to `lcm conversations show`.
     """
     if not isinstance(value, str):
         return []
@@ -41,4 +43,11 @@ def id_kind_hint(value: object, option: str) -> list[str]:
             return [f"--session-key {text}"]
         if _UUID.match(text):
             return [f"--session-id {text}"]
+    if option == "--session-key" and text.isdigit():
+        return [f"--conversation-id {text}"]
+    if option == "SUMMARY_ID":  # a summary id argument (describe, expand)
+        if text.isdigit():
+            return [f"lcm conversations show --conversation-id {text}"]
+        if _SESSION_KEY.match(text):
+            return [f"lcm conversations show --session-key {text}"]
     return []

@@ -20,7 +20,7 @@ from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.read.summaries import _summary_columns, summary_items
 from lcm_cli.engine.recall.dag import source_messages, subtree
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
-from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
+from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope, summary_not_found
 
 DEFAULT_MAX_BYTES = 32_768
 # A copied reference such as "[LCM File: file_ab12 | report.txt | text/plain | 1,024 bytes]".
@@ -118,11 +118,7 @@ def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> dict[str, 
     columns = _summary_columns(ctx, include_content=True)
     row = ctx.query_one(f"SELECT {columns} FROM summaries s WHERE s.summary_id = ?", (summary_id,))
     if row is None:
-        raise LcmError(
-            "SUMMARY_NOT_FOUND",
-            f"No summary matched id {summary_id}. Find ids with `lcm grep` or `lcm summaries list`.",
-            {"summaryId": summary_id},
-        )
+        raise summary_not_found(summary_id)
     cid = row["conversation_id"]
     if not scope.allows(cid):
         raise not_in_scope("summary", summary_id, scope)

@@ -18,7 +18,7 @@ from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
-from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
+from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope, summary_not_found
 
 DEFAULT_MAX_EXPAND_TOKENS = 4000
 
@@ -39,11 +39,7 @@ def find_summary(ctx: Context, summary_id: str, scope: Scope) -> Any:
         (summary_id,),
     )
     if row is None:
-        raise LcmError(
-            "SUMMARY_NOT_FOUND",
-            f"No summary matched id {summary_id}. Find ids with `lcm grep` or `lcm summaries list`.",
-            {"summaryId": summary_id},
-        )
+        raise summary_not_found(summary_id)
     if not scope.allows(row["conversation_id"]):
         raise not_in_scope("summary", summary_id, scope)
     return row
