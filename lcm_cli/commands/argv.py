@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
-    ALL,
+    ALL_PAGES,
     FIELDS,
     FORMATS,
     PARAMS,
@@ -61,7 +61,7 @@ GLOBALS: tuple[Param[object], ...] = (
     ),
     Param("pretty", {"type": "boolean", "default": False}, "Indent JSON output."),
     FIELDS,
-    ALL,
+    ALL_PAGES,
     Param("version", {"type": "boolean", "default": False}, "Print the version as JSON and exit."),
 )
 VERSION_FLAGS = ("--version", "-v")
@@ -154,6 +154,8 @@ def parse_argv(argv: list[str]) -> Parsed:
         return _group_help(table, words, help_, globals_)
     if help_:
         return Parsed(command, path, {}, (), globals_, help=True)
+    for name in set(globals_) & set(command.options):
+        del globals_[name]  # the command's own option of that spelling (`summaries rewrite --all`)
     args = tuple(words[len(path) :])
     if len(args) != len(command.args):
         message = (
@@ -309,7 +311,7 @@ def _command_params(
     """The command's parameters from its options (global options are not parameters)."""
     params: dict[str, Any] = {}
     for name, value in options:
-        if name in GLOBAL_OPTIONS:
+        if name in GLOBAL_OPTIONS and name not in command.options:
             continue
         field = command.options.get(name)
         if field is None:

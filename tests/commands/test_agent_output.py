@@ -263,3 +263,14 @@ def test_hook_schemas_show_the_time_grammar_of_each_operation() -> None:
     assert by_name["messages.list"]["after"]["format"] == "date-time"  # the reference's
     assert "format" not in by_name["grep"]["after"] and "duration" in by_name["grep"]["after"]["description"]
     assert "fields" in by_name["status"]
+
+
+def test_a_command_keeps_its_own_all_option(tmp_path: Path) -> None:
+    """`summaries rewrite --all` (every summary) is the command's; elsewhere `--all` streams pages."""
+    import shutil
+
+    root = tmp_path / "openclaw"
+    shutil.copytree(EXAMPLE, root)
+    out = lcm("--openclaw-dir", str(root), "summaries", "rewrite", "--conversation-id", "2", "--all")
+    assert out.code == 0, out.stderr
+    assert json.loads(out.stdout)["command"] == "summaries.rewrite"  # one envelope, not NDJSON
