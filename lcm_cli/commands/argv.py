@@ -14,8 +14,23 @@ import json
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import PARAMS, Param, option_name
-from lcm_cli.engine.core.registry import ARGUMENTS, DOOR_COMMANDS, OPERATIONS, command_words
+from lcm_cli.engine.core.params import (
+    ALL_PAGES,
+    FIELDS,
+    FORMATS,
+    PARAMS,
+    Param,
+    option_name,
+    unsupported_option,
+)
+from lcm_cli.engine.core.registry import (
+    ARGUMENTS,
+    DOOR_COMMANDS,
+    OPERATIONS,
+    REFERENCE_COMMANDS,
+    command_words,
+)
+from lcm_cli.engine.core.suggest import suggest
 
 ROOT_HELP = (
     "Inspect and maintain an agent's Lossless Context Management database (lcm.db).\n\n"
@@ -24,7 +39,7 @@ ROOT_HELP = (
 # Shown under every command's help: global options are accepted anywhere on the line.
 GLOBALS_EPILOG = (
     "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, "
-    "--format json|table|tsv, --pretty (see `lcm --help`)."
+    f"--format {'|'.join(FORMATS)}, --pretty, --fields A,B.C, --all (see `lcm --help`)."
 )
 # The options of `lcm` itself, accepted before, between or after the command words.
 GLOBALS: tuple[Param[object], ...] = (
@@ -40,11 +55,13 @@ GLOBALS: tuple[Param[object], ...] = (
     ),
     Param(
         "format",
-        {"type": "string", "default": "json"},
-        "json (default), table (rich) or tsv.",
+        {"type": "string", "enum": list(FORMATS), "default": "json"},
+        "json (default), table (rich), tsv, or ndjson (a list: one item a line).",
         metavar="FORMAT",
     ),
     Param("pretty", {"type": "boolean", "default": False}, "Indent JSON output."),
+    FIELDS,
+    ALL_PAGES,
     Param("version", {"type": "boolean", "default": False}, "Print the version as JSON and exit."),
 )
 VERSION_FLAGS = ("--version", "-v")
@@ -118,7 +135,10 @@ def parse_argv(argv: list[str]) -> Parsed:
     every_option: dict[str, bool] = dict(GLOBAL_OPTIONS)
     for shape in table.values():
         every_option.update({name: not is_flag(field) for name, field in shape.options.items()})
-    positionals, negatives, options = _tokens(argv, every_option)
+    try:
+        positionals, negatives, options = _tokens(argv, every_option)
+    except _UnknownOption as unknown:
+        raise _unknown_option(unknown.name, argv, table, every_option) from None
     if negatives:
         positionals = _with_negatives(table, positionals, negatives)
 
@@ -126,9 +146,7 @@ def parse_argv(argv: list[str]) -> Parsed:
     names = {n for n, _ in options}
     version = bool(names & set(VERSION_FLAGS))
     help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
-    globals_ = {
-        n: v for n, v in options if n in ("--db", "--config", "--openclaw-dir", "--format", "--pretty")
-    }
+    globals_ = {n: v for n, v in options if n in GLOBAL_OPTIONS and n not in VERSION_FLAGS + HELP_FLAGS}
     if not words:
         return Parsed(None, (), {}, (), globals_, help=not version, version=version)
     path, command = _command_of(table, words)
@@ -136,17 +154,62 @@ def parse_argv(argv: list[str]) -> Parsed:
         return _group_help(table, words, help_, globals_)
     if help_:
         return Parsed(command, path, {}, (), globals_, help=True)
+    for name in set(globals_) & set(command.options):
+        del globals_[name]  # the command's own option of that spelling (`summaries rewrite --all`)
     args = tuple(words[len(path) :])
     if len(args) != len(command.args):
-        raise LcmError(
-            "INVALID_COMMAND",
+        message = (
             f"`lcm {' '.join(path)}` takes {len(command.args)} argument(s), got {len(args)}. "
-            f"Run `lcm {' '.join(path)} --help`.",
+            f"Run `lcm {' '.join(path)} --help`."
         )
+        # `lcm backup lst`: a mistyped subcommand of a command that is also a group.
+        subcommands = [p[1] for p in table if len(p) == 2 and p[0] == path[0]]
+        close = suggest(args[0], subcommands) if len(path) == 1 and args else []
+        if close and command.name not in REFERENCE_COMMANDS:
+            shown = [f"lcm {path[0]} {c}" for c in close]
+            raise LcmError(
+                "INVALID_COMMAND", f"{message} Did you mean `{'` or `'.join(shown)}`?", {"suggestions": shown}
+            )
+        raise LcmError("INVALID_COMMAND", message)
     return Parsed(command, path, _command_params(command, path, options), args, globals_, version=version)
 
 
 _Positional = tuple[int, str]  # (1-based position in argv, the word)
+
+
+class _UnknownOption(Exception):
+    """An option no command declares (turned into the error by :func:`_unknown_option`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _unknown_option(
+    name: str, argv: list[str], table: dict[tuple[str, ...], CommandShape], every_option: dict[str, bool]
+) -> LcmError:
+    """The reference's unknown-option error (no details); for a command of lcm's own, the
+    closest options it takes ride along in ``details.suggestions``."""
+    message = f"Unknown option '{name}'. Run `lcm --help` for the options."
+    words: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token.startswith("-"):
+            skip = every_option.get(token, False)  # the value of a known option is no command word
+        else:
+            words.append(token)
+    _, command = _command_of(table, words)
+    if command is None or command.name in REFERENCE_COMMANDS:
+        return invalid_argument(message)
+    close = suggest(name, [*command.options, *(p.option for p in GLOBALS)])
+    if not close:
+        return invalid_argument(message, {"option": name.lstrip("-"), "command": command.name})
+    return invalid_argument(
+        f"{message} Did you mean {' or '.join(close)}?",
+        {"option": name.lstrip("-"), "command": command.name, "suggestions": close},
+    )
 
 
 def _tokens(
@@ -172,7 +235,7 @@ def _tokens(
             if not token.startswith("--") and _is_json_number(token):
                 negatives.append((index, token))
                 continue
-            raise invalid_argument(f"Unknown option '{name}'. Run `lcm --help` for the options.")
+            raise _UnknownOption(name)
         if not every_option[name]:
             if eq:
                 raise invalid_argument(f"Option '{name}' does not take a value.")
@@ -225,8 +288,20 @@ def _group_help(
             raise LcmError(
                 "INVALID_COMMAND", f"`lcm {words[0]}` needs a subcommand; see `lcm {words[0]} --help`."
             )
+    message = f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+    if words[0] in groups:
+        prefix, typed, known = (
+            f"lcm {words[0]} ",
+            words[1],
+            [p[1] for p in table if p[0] == words[0] and len(p) > 1],
+        )
+    else:
+        prefix, typed, known = "lcm ", words[0], sorted({p[0] for p in table})
+    close = [prefix + c for c in suggest(typed, known)]
+    if not close:
+        raise LcmError("INVALID_COMMAND", message)  # as the reference: no details
     raise LcmError(
-        "INVALID_COMMAND", f"Unknown command `lcm {' '.join(words)}`. Run `lcm --help` for the commands."
+        "INVALID_COMMAND", f"{message} Did you mean `{'` or `'.join(close)}`?", {"suggestions": close}
     )
 
 
@@ -236,14 +311,11 @@ def _command_params(
     """The command's parameters from its options (global options are not parameters)."""
     params: dict[str, Any] = {}
     for name, value in options:
-        if name in GLOBAL_OPTIONS:
+        if name in GLOBAL_OPTIONS and name not in command.options:
             continue
         field = command.options.get(name)
         if field is None:
-            raise invalid_argument(
-                f"{name} is not supported by `{command.name}`; see `lcm {' '.join(path)} --help`.",
-                {"option": name.lstrip("-"), "command": command.name},
-            )
+            raise unsupported_option(command.name, name, tuple(command.options.values()))
         if PARAMS[field].repeatable:
             params.setdefault(field, []).append(value)
         else:

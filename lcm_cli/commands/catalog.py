@@ -18,6 +18,7 @@ from lcm_cli.engine.core.registry import (
     DOOR_COMMANDS,
     GROUPS,
     OPERATIONS,
+    REFERENCE_COMMANDS,
     Argument,
     OpSpec,
     command_words,
@@ -86,16 +87,33 @@ def _first_paragraph(text: str) -> str:
     return " ".join(text.strip().split("\n\n")[0].split())
 
 
-def _describe_option(param: Param[Any], help_text: str) -> dict[str, Any]:
+# Time inputs of lcm's own commands read one grammar (timefilter.parse_when): "when".
+_WHEN_FIELDS = frozenset(("after", "before", "between", "recency", "since", "prune_before"))
+
+
+def _describe_option(param: Param[Any], help_text: str, command: str | None = None) -> dict[str, Any]:
+    """One option as `lcm commands` lists it.
+
+    ``type`` is what one value is: ``boolean`` (a bare flag), ``integer``, ``string`` (an
+    ``enum`` lists the choices) or ``json`` (a JSON value given as its text); a repeatable
+    option gives one value per use (``repeatable``). ``format: when`` is lcm's time
+    grammar (a timestamp, a date or a duration back from now).
+    """
     entry: dict[str, Any] = {"name": param.option}
     schema = param.schema
     if param.flag:
         entry.update(type="boolean", default=schema.get("default", False))
+    elif "oneOf" in schema:
+        entry["type"] = "json"
     else:
-        entry.update({k: v for k, v in schema.items() if k != "description"})
-        entry.setdefault("type", "string")
-        if "enum" in schema:
-            entry["type"] = "string"
+        value = schema.get("items", {}) if param.repeatable else schema
+        entry["type"] = value.get("type", "string")
+        entry.update({k: value[k] for k in ("enum", "minimum", "maximum", "pattern", "format") if k in value})
+        if "default" in schema:
+            entry["default"] = schema["default"]
+    if param.name in _WHEN_FIELDS and command is not None and command not in REFERENCE_COMMANDS:
+        entry.pop("pattern", None)
+        entry["format"] = "when"
     if param.repeatable:
         entry["repeatable"] = True
     entry["help"] = help_text
@@ -124,7 +142,7 @@ def build_inventory() -> dict[str, Any]:
                 }
                 for arg in spec.args
             ],
-            "options": [_describe_option(PARAMS[f], option_help(spec, f)) for f in spec.options],
+            "options": [_describe_option(PARAMS[f], option_help(spec, f), node.name) for f in spec.options],
             "example": spec.example,
         }
         if is_operation:

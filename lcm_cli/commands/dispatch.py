@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import PARAMS
-from lcm_cli.engine.core.registry import OPERATIONS, OpSpec, command_words
+from lcm_cli.engine.core.params import PARAMS, UNIVERSAL_FIELDS
+from lcm_cli.engine.core.registry import OPERATIONS, REFERENCE_COMMANDS, OpSpec, command_words
+from lcm_cli.engine.core.suggest import suggest
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
@@ -36,10 +37,13 @@ def operation_spec(method: Any) -> OpSpec:
     """The registry entry for ``method`` or ``UNKNOWN_OPERATION``."""
     if isinstance(method, str) and method in OPERATIONS:
         return OPERATIONS[method]
+    details: dict[str, Any] = {"operation": method if isinstance(method, (str, int, float)) else None}
+    close = suggest(method, OPERATIONS) if isinstance(method, str) else []
+    if close:
+        details["suggestions"] = close
+    hint = f" Did you mean {' or '.join(close)}?" if close else ""
     raise LcmError(
-        "UNKNOWN_OPERATION",
-        f"Unknown operation {method!r}. List them with `lcm hook --list`.",
-        {"operation": method if isinstance(method, (str, int, float)) else None},
+        "UNKNOWN_OPERATION", f"Unknown operation {method!r}. List them with `lcm hook --list`.{hint}", details
     )
 
 
@@ -56,12 +60,15 @@ def split_params(name: str, params: Any) -> tuple[dict[str, Any], tuple[str, ...
         field = snake_case(key)
         if field in spec.args:
             named_args[field] = value
-        elif field in spec.options:
+        elif field in spec.options or field in UNIVERSAL_FIELDS:
             fields[field] = value
         else:
+            known = [camel_case(f) for f in (*spec.options, *UNIVERSAL_FIELDS, *spec.args)]
+            close = suggest(key, known)
             raise invalid_argument(
-                f"Parameter {key!r} is not taken by `{name}`; see `lcm hook --list`.",
-                {"parameter": key, "operation": name},
+                f"Parameter {key!r} is not taken by `{name}`; see `lcm hook --list`."
+                + (f" Did you mean {' or '.join(close)}?" if close else ""),
+                {"parameter": key, "operation": name, **({"suggestions": close} if close else {})},
             )
     args: list[str] = []
     for arg in spec.args:
@@ -78,11 +85,20 @@ def split_params(name: str, params: Any) -> tuple[dict[str, Any], tuple[str, ...
     return fields, tuple(args)
 
 
-def params_schema(spec: OpSpec) -> dict[str, Any]:
+# lcm's one time grammar (timefilter.parse_when), for the time fields of lcm's own operations.
+_WHEN_SCHEMA = {
+    "type": "string",
+    "description": "an ISO-8601 timestamp (no zone: UTC), a date (2026-07-01) or a duration back from now (90d)",
+}
+_WHEN_FIELDS = frozenset(("after", "before", "recency", "since", "prune_before"))
+
+
+def params_schema(spec: OpSpec, name: str = "") -> dict[str, Any]:
     """The JSON Schema of an operation's parameters object (camelCase keys)."""
     properties: dict[str, Any] = {}
-    for field in spec.options:
-        properties[camel_case(field)] = PARAMS[field].schema
+    for field in spec.options + UNIVERSAL_FIELDS:
+        ours = name not in REFERENCE_COMMANDS and field in _WHEN_FIELDS
+        properties[camel_case(field)] = _WHEN_SCHEMA if ours else PARAMS[field].schema
     for arg in spec.args:
         properties[camel_case(arg)] = {"type": "string"}
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
@@ -101,7 +117,7 @@ def operation_list() -> list[dict[str, Any]]:
                 "summary": spec.summary,
                 "command": "lcm " + " ".join(command_words(name, spec)),
                 "writes": spec.writes,
-                "params": params_schema(spec),
+                "params": params_schema(spec, name),
             }
         )
     return out

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from lcm_cli.commands.argv import Parsed
+from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.registry import OPERATIONS
 
 
@@ -48,6 +49,14 @@ def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = No
     return read_capped(stdin, "stdin")
 
 
+def request_params(parsed: Parsed) -> dict[str, Any]:
+    """The command's request fields plus ``--fields``, which every operation takes."""
+    params = dict(parsed.params)
+    if parsed.globals.get("--fields") is not None:
+        params["fields"] = parsed.globals["--fields"]
+    return params
+
+
 def validate_parsed(parsed: Parsed) -> None:
     """Validate a parsed command's request before anything runs (the operation checks it again, cheaply)."""
     from lcm_cli.engine.core.params import validate_request
@@ -58,7 +67,7 @@ def validate_parsed(parsed: Parsed) -> None:
     validate_request(
         parsed.command.name,
         spec.options,
-        parsed.params,
+        request_params(parsed),
         needs_selector=spec.needs_selector,
         output_format=parsed.globals.get("--format", "json"),
         args=parsed.args,
@@ -72,11 +81,18 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
     if parsed.command.name == "commands":
         from lcm_cli.commands.catalog import build_inventory
 
-        output.emit({"ok": True, "command": "commands", "data": build_inventory(), "meta": {}})
+        envelope = {"ok": True, "command": "commands", "data": build_inventory(), "meta": {}}
+        if parsed.globals.get("--fields"):
+            from lcm_cli.engine.core.projection import apply_fields
+
+            apply_fields(envelope, parsed.globals["--fields"], "commands")
+        output.emit(envelope)
         return 0
+    if parsed.globals.get("--all"):
+        return run_all(parsed, output)
     return run_cli(
         parsed.command.name,
-        parsed.params,
+        request_params(parsed),
         args=parsed.args,
         db=parsed.globals.get("--db"),
         config=parsed.globals.get("--config"),
@@ -126,6 +142,44 @@ def run_cli(
         if progress is not None:
             progress.close()
     return deliver(outcome, output)
+
+
+def run_all(parsed: Parsed, output: Any) -> int:
+    """`--all`: run a list command page after page, following ``pagination.nextCursor``, and
+    stream every item as one NDJSON line; memory holds one page at a time."""
+    from lcm_cli.engine.api import invoke
+    from lcm_cli.render.output import to_ndjson
+
+    assert parsed.command is not None
+    name = parsed.command.name
+    spec = OPERATIONS[name]
+    if not spec.items:
+        raise invalid_argument(
+            f"--all streams the items of a list command; `{name}` returns no list. Drop --all.",
+            {"option": "all", "command": name},
+        )
+    if output.format not in ("json", "ndjson"):
+        raise invalid_argument(
+            f"--all always writes NDJSON; drop --format {output.format}.", {"option": "all"}
+        )
+    params = request_params(parsed)
+    while True:
+        outcome = invoke(
+            name,
+            params,
+            args=parsed.args,
+            db=parsed.globals.get("--db"),
+            config=parsed.globals.get("--config"),
+            openclaw_dir=parsed.globals.get("--openclaw-dir"),
+            output_format="ndjson",
+        )
+        output.stdout.write(to_ndjson(outcome.envelope, continuation=False))
+        output.stdout.flush()
+        pagination = outcome.envelope.get("pagination") or {}
+        cursor = pagination.get("nextCursor")
+        if "cursor" not in spec.options or not pagination.get("hasMore") or not cursor:
+            return exit_status(outcome)
+        params["cursor"] = cursor
 
 
 def deliver(outcome: Any, output: Any) -> int:

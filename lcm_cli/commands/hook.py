@@ -77,6 +77,8 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
 
     operation_spec(method)  # an unknown name fails before stdin is read
     fields, args = split_params(method, read_params(stdin))
+    if globals_.get("--fields") is not None and "fields" not in fields:
+        fields["fields"] = globals_["--fields"]
     outcome = invoke(
         method,
         fields,

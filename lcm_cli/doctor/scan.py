@@ -69,26 +69,32 @@ def resolve_scope(ctx: Context, req: Request) -> Scope:
     return Scope()
 
 
-def encode_cursor(check_id: str, last: Any) -> str:
-    """An opaque cursor continuing ``check_id``'s affected ids after ``last``."""
-    raw = json.dumps({"check": check_id, "after": last}, separators=(",", ":")).encode()
+def encode_cursor(after: dict[str, Any]) -> str:
+    """An opaque cursor continuing each check's affected ids after the last one shown."""
+    raw = json.dumps({"v": 2, "after": after}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(text: str) -> tuple[str, Any]:
-    """(check id, last id shown); INVALID_CURSOR when it is not one of ours."""
+def decode_cursor(text: str) -> dict[str, Any]:
+    """Check id -> last id shown; INVALID_CURSOR when it is not one of ours.
+
+    A one-check cursor of the earlier form ``{"check", "after"}`` is still read.
+    """
     try:
         body = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-        check_id, last = body["check"], body["after"]
-        if check_id not in BY_ID or not isinstance(last, (int, str)):
+        after = body["after"] if body.get("v") == 2 else {body["check"]: body["after"]}
+        if not isinstance(after, dict) or not after:
             raise ValueError
-    except (ValueError, KeyError, TypeError, binascii.Error):
+        for check_id, last in after.items():
+            if check_id not in BY_ID or not isinstance(last, (int, str)) or isinstance(last, bool):
+                raise ValueError
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
         raise LcmError(
             "INVALID_CURSOR",
-            "This --cursor was not printed by `lcm doctor`; pass a nextCursor from its output.",
+            "This --cursor was not printed by `lcm doctor`; pass its pagination.nextCursor unchanged.",
             {"value": text},
         ) from None
-    return check_id, last
+    return after
 
 
 def _key(item: Any) -> Any:
@@ -120,25 +126,26 @@ def _fix_for(check: Check, req: Request, scope: Scope) -> str | None:
     return check.fix
 
 
-def report_check(check: Check, outcome: Outcome, req: Request, scope: Scope, after: Any) -> dict[str, Any]:
-    """One check's entry in the report."""
+def report_check(
+    check: Check, outcome: Outcome, req: Request, scope: Scope, after: Any
+) -> tuple[dict[str, Any], bool]:
+    """One check's entry in the report, and whether more of its affected ids follow."""
     entry: dict[str, Any] = {"check": check.id, "title": check.title, "severity": check.severity}
     if outcome.skipped is not None:
-        entry.update(status="SKIP", count=0, affected=[], nextCursor=None, skipped=outcome.skipped)
-        return entry
+        entry.update(status="SKIP", count=0, affected=[], skipped=outcome.skipped)
+        return entry, False
     page, more = page_of(outcome.affected, after, req.limit)
     entry["status"] = _STATUS[check.severity] if outcome.count else "PASS"
     entry["count"] = outcome.count
     entry["affected"] = page
     if outcome.notes:
         entry["notes"] = {str(i): outcome.notes[i] for i in page if i in outcome.notes}
-    entry["nextCursor"] = encode_cursor(check.id, page[-1]) if more and page else None
     entry["fix"] = _fix_for(check, req, scope) if outcome.count else None
     if check.advice and outcome.count:
         entry["advice"] = check.advice
     if outcome.details:
         entry["details"] = outcome.details
-    return entry
+    return entry, more and bool(page)
 
 
 # Checks that are (nearly) pure SQL run on their own connections in threads: SQLite
@@ -221,7 +228,6 @@ def damaged_report(
                 count=1,
                 affected=["database"],
                 notes={"database": message},
-                nextCursor=None,
                 fix=None,
                 advice=check.advice,
             )
@@ -230,7 +236,6 @@ def damaged_report(
                 status="SKIP",
                 count=0,
                 affected=[],
-                nextCursor=None,
                 skipped=f"the database schema cannot be read ({message})",
             )
         entry["elapsedMs"] = 0
@@ -264,16 +269,19 @@ def doctor(ctx: Context, req: Request) -> Result:
             f"Invalid --fail-on value {fail_on!r}: expected info, warn, error or none.", {"value": fail_on}
         )
     requested = req[CHECK]
-    after: Any = None
+    after: dict[str, Any] = {}
     if req.cursor:
-        check_id, after = decode_cursor(req.cursor)
-        if requested and check_id not in [c.id for c in select_checks(requested)]:
-            raise LcmError(
-                "INVALID_CURSOR",
-                f"This cursor continues check {check_id}, not the --check given; drop --check or match it.",
-                {"value": req.cursor},
-            )
-        requested = [check_id]
+        after = decode_cursor(req.cursor)
+        if requested:
+            chosen = {c.id for c in select_checks(requested)}
+            stray = [check_id for check_id in after if check_id not in chosen]
+            if stray:
+                raise LcmError(
+                    "INVALID_CURSOR",
+                    f"This cursor continues check {stray[0]}, not the --check given; drop --check or match it.",
+                    {"value": req.cursor},
+                )
+        requested = list(after)
     checks = select_checks(requested)
     started = time.perf_counter()
     try:
@@ -285,12 +293,15 @@ def doctor(ctx: Context, req: Request) -> Result:
             raise
         # A damaged schema stops every query: report it as the finding it is.
         report = damaged_report(ctx, checks, fail_on, exc, started)
-        return Result(report, exit_status=report["exitStatus"])
+        return Result(report, _pagination(req.limit, 0, {}), exit_status=report["exitStatus"])
     entries = []
+    more: dict[str, Any] = {}
     for check, outcome, elapsed in results:
-        entry = report_check(check, outcome, req, scope, after)
+        entry, has_more = report_check(check, outcome, req, scope, after.get(check.id))
         entry["elapsedMs"] = elapsed
         entries.append(entry)
+        if has_more:
+            more[check.id] = entry["affected"][-1]
     counts = {s: 0 for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")}
     for entry in entries:
         counts[entry["status"]] += 1
@@ -319,4 +330,12 @@ def doctor(ctx: Context, req: Request) -> Result:
         "elapsedMs": int((time.perf_counter() - started) * 1000),
         "checks": entries,
     }
-    return Result(data, exit_status=status)
+    returned = sum(len(e["affected"]) for e in entries)
+    return Result(data, _pagination(req.limit, returned, more), exit_status=status)
+
+
+def _pagination(limit: int, returned: int, more: dict[str, Any]) -> dict[str, Any]:
+    """One continuation for the whole report: the next page of every check that has more
+    (``limit`` and ``returned`` count affected ids, per check and in all)."""
+    cursor = encode_cursor(more) if more else None
+    return {"limit": limit, "returned": returned, "hasMore": cursor is not None, "nextCursor": cursor}

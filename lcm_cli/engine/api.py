@@ -7,15 +7,17 @@ door is used (``tests/commands/test_parity.py``). :func:`call` is its envelope a
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TextIO
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import STATE_DIR, validate_request
-from lcm_cli.engine.core.registry import FollowUp, get_operation
+from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.params import FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
+from lcm_cli.engine.core.registry import FollowUp, Operation, Result, get_operation
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.connection import translate_database_failure
 
 
@@ -121,19 +123,29 @@ def invoke(
     try:
         if spec.resolves_paths and not (warm and ctx.paths_resolved and name != "config.set"):
             ctx.resolve_paths(read_config=name != "config.set")
-        try:
-            result = op.func(ctx, request)
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            translated = translate_database_failure(exc, ctx.database_path, ctx.timeout_ms)
-            if translated is None:
-                raise
-            raise translated from None
+        cap = request[MAX_TOKENS] if spec.caps_output else None
+        result, envelope = _run_once(op, ctx, request)
+        if cap:
+            result, envelope = _within_cap(op, ctx, request, cap, envelope, result)
     finally:
         ctx.progress = None
         ctx.stdin = None
         if not warm:
             ctx.close()
-    envelope: dict[str, Any] = {"ok": True, "command": name, "data": result.data}
+    return Outcome(envelope, result.exit_status, result.follow_ups)
+
+
+def _run_once(op: Operation, ctx: Context, request: Request) -> tuple[Result, dict[str, Any]]:
+    """Run the operation once and build its envelope (``--fields`` applied)."""
+    spec = op.spec
+    try:
+        result = op.func(ctx, request)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        translated = translate_database_failure(exc, ctx.database_path, ctx.timeout_ms)
+        if translated is None:
+            raise
+        raise translated from None
+    envelope: dict[str, Any] = {"ok": True, "command": op.name, "data": result.data}
     if result.pagination is not None:
         envelope["pagination"] = result.pagination
     envelope["meta"] = ctx.meta() if spec.resolves_paths and spec.meta_paths else {}
@@ -141,7 +153,53 @@ def invoke(
         envelope["meta"].update(result.meta)
     if result.streamed:
         envelope["streamed"] = True
-    return Outcome(envelope, result.exit_status, result.follow_ups)
+    fields = request[FIELDS]
+    if fields:
+        from lcm_cli.engine.core.projection import apply_fields
+
+        apply_fields(envelope, fields, spec.items)
+    return result, envelope
+
+
+def printed_tokens(envelope: dict[str, Any]) -> int:
+    """Estimated tokens of an envelope as the JSON door prints it (compact, one line)."""
+    return estimate_tokens(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _within_cap(
+    op: Operation, ctx: Context, request: Request, cap: int, envelope: dict[str, Any], result: Result
+) -> tuple[Result, dict[str, Any]]:
+    """Make ``--max-tokens`` a hard cap on everything printed, envelope included.
+
+    An operation fits its data to the cap; the envelope (meta paths, pagination) comes on
+    top and depends on the paths of this call, so when the whole is over, the operation
+    runs again with the cap lowered by the excess (reads are cheap and repeatable).
+    """
+    budget = cap
+    for attempt in range(6):
+        over = printed_tokens(envelope) - cap
+        if over <= 0:
+            data = envelope.get("data")
+            report = data.get("budget") if isinstance(data, dict) else None
+            if isinstance(report, dict) and "maxTokens" in report:
+                report["maxTokens"] = cap  # the cap asked for, not the lowered one
+            return result, envelope
+        # Cuts come in whole items: lower faster each round so a step always changes the cut.
+        budget -= (over + 2) * 2**attempt
+        if budget < 1:
+            break
+        request._values[MAX_TOKENS.name] = budget
+        try:
+            result, envelope = _run_once(op, ctx, request)
+        except LcmError as exc:
+            if exc.code != "INVALID_ARGUMENT":
+                raise
+            break
+    raise invalid_argument(
+        f"--max-tokens {cap} cannot hold this output with its envelope "
+        f"({printed_tokens(envelope)} tokens at the smallest cut); raise --max-tokens.",
+        {"value": cap},
+    )
 
 
 def _state_dir_option(request: Any, openclaw_dir: str | None, warm: bool) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -35,7 +34,7 @@ from lcm_cli.engine.core.params import (
     Request,
 )
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.core.timefilter import parse_iso_timestamp
+from lcm_cli.engine.core.timefilter import parse_when
 from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report, session_keys
 
 if TYPE_CHECKING:
@@ -62,21 +61,9 @@ MIGRATE_BACKUP_LABEL = "migrate-sessions"
 EXCLUSION_REASONS = ("ignored-session", "stateless-session")
 
 
-def parse_since(text: str) -> int:
-    """``--since``: an ISO-8601 timestamp (a missing zone means UTC) or a date, as epoch ms."""
-    value = text.strip()
-    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-        value += "T00:00:00Z"
-    elif re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+", value):
-        value += "Z"
-    parsed = parse_iso_timestamp(value)
-    if parsed is None:
-        raise invalid_argument(
-            f"Invalid --since value {text!r}: expected a date (2026-05-01) or an ISO-8601 "
-            "timestamp (2026-05-01T12:00:00Z).",
-            {"value": text},
-        )
-    return parsed
+def parse_since(text: str, now_ms: int | None = None) -> int:
+    """``--since``: lcm's time grammar (a timestamp, a date or a duration back from now), as epoch ms."""
+    return parse_when(text, "--since", now_ms=now_ms)
 
 
 @operation("migrate.sessions")

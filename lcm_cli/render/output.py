@@ -1,4 +1,4 @@
-"""The one output sink: envelopes to stdout as JSON, a rich table, or TSV; errors to stderr.
+"""The one output sink: envelopes to stdout as JSON, NDJSON, a rich table or TSV; errors to stderr.
 
 Data goes to stdout only on success. A failure leaves stdout empty and writes one JSON
 error object on stderr, whatever ``--format`` says, so scripts can always parse it.
@@ -55,6 +55,29 @@ def to_json(value: Any, *, pretty: bool = False) -> str:
     return text + "\n"
 
 
+def _items_key(command: str) -> str:
+    from lcm_cli.engine.core.registry import OPERATIONS
+
+    spec = OPERATIONS.get(command)  # `hook.list`, `commands`: not operations
+    return spec.items if spec is not None else ""
+
+
+def to_ndjson(envelope: dict[str, Any], *, continuation: bool = True) -> str:
+    """NDJSON: each item of a list operation's data on its own line (other data: one line).
+
+    When more pages follow, a last line ``{"pagination": {...}}`` says where to continue
+    (``continuation`` False leaves it out: `--all` follows it itself).
+    """
+    data = envelope.get("data")
+    key = _items_key(str(envelope.get("command", "")))
+    rows = data.get(key) if key and isinstance(data, dict) else None
+    lines = [to_json(row) for row in rows] if isinstance(rows, list) else [to_json(data)]
+    pagination = envelope.get("pagination")
+    if continuation and isinstance(pagination, dict) and pagination.get("hasMore"):
+        lines.append(to_json({"pagination": pagination}))
+    return "".join(lines)
+
+
 class Output:
     """Writes one envelope or one error; chooses the renderer from ``--format``."""
 
@@ -82,6 +105,8 @@ class Output:
             from lcm_cli.render.tsv import render_tsv
 
             self.stdout.write(render_tsv(js_numbers(envelope)))
+        elif self.format == "ndjson":
+            self.stdout.write(to_ndjson(envelope))
         else:
             self.stdout.write(to_json(envelope, pretty=self.pretty))
         self.stdout.flush()

@@ -148,9 +148,10 @@ def test_affected_ids_are_bounded_with_a_cursor(seeded: tuple[list[str], dict[st
         entry = checks_of(out)["summaries.markers"]
         assert len(entry["affected"]) <= 1
         seen += entry["affected"]
-        if not entry["nextCursor"]:
+        assert "nextCursor" not in entry  # one continuation: the envelope's pagination
+        if not out.json["pagination"]["hasMore"]:
             break
-        out = lcm(*args, "doctor", "--cursor", entry["nextCursor"], "--limit", "1")
+        out = lcm(*args, "doctor", "--cursor", out.json["pagination"]["nextCursor"], "--limit", "1")
         assert [c["check"] for c in out.json["data"]["checks"]] == ["summaries.markers"]
     assert seen == sorted(expect["summaries.markers"])
     bad = lcm(*args, "doctor", "--cursor", "garbage")

@@ -218,8 +218,9 @@ def test_since_and_limit(state: Path) -> None:
     assert [Path(f["file"]).name for f in recent["files"]] == ["s1.jsonl", "s2.jsonl"]
     assert len(migrate(state, "--limit", "1")["files"]) == 1
     assert migrate(state, "--limit", "0")["scannedFiles"] == 0
+    assert migrate(state, "--since", "30d")["scannedFiles"] == 2  # lcm's one time grammar
     bad = lcm("--openclaw-dir", str(state), "migrate-sessions", "--since", "yesterday")
-    assert bad.code == 2 and bad.error["code"] == "INVALID_ARGUMENT"
+    assert bad.code == 2 and bad.error["code"] == "INVALID_TIME_FILTER"  # as every time input
 
 
 def test_bad_files_are_reported_per_file_and_the_batch_goes_on(tmp_path: Path) -> None:

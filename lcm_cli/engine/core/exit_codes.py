@@ -23,13 +23,13 @@ class ErrorCode(NamedTuple):
 ERRORS: dict[str, ErrorCode] = {
     "INVALID_ARGUMENT": ErrorCode(
         2,
-        "unknown option, missing option value, value given to a flag; bad number or range for `--limit`, `--count`, `--depth`, `--conversation-id`; bad `--format`, `--role` or `--kind`; an option the command does not take (`details: {option, command}`)",
-        "check the command's `--help` or `lcm commands` for its options and ranges",
+        "unknown option, missing option value, value given to a flag; bad number or range for `--limit`, `--count`, `--depth`, `--conversation-id`; bad `--format`, `--role` or `--kind`; an option the command does not take (`details: {option, command}`); a malformed `--fields`; `--all` on a command without a list",
+        "try `details.suggestions` when there are some; else check the command's `--help` or `lcm commands` for its options and ranges",
     ),
     "INVALID_COMMAND": ErrorCode(
         2,
         "unknown command words (including a group named without its subcommand, such as `config` alone), or the wrong number of positional arguments",
-        "run `lcm --help`; `summaries show` takes one id, `config get` one path, `config set` a path and a value",
+        "try `details.suggestions` when there are some; else run `lcm --help`; `summaries show` takes one id, `config get` one path, `config set` a path and a value",
     ),
     "INVALID_SELECTOR": ErrorCode(
         2,
@@ -44,12 +44,12 @@ ERRORS: dict[str, ErrorCode] = {
     "INVALID_TIME_FILTER": ErrorCode(
         2,
         "malformed timestamp or duration, conflicting time options, or a lower bound not before the upper one",
-        "use `2026-07-01T00:00:00Z`-style timestamps with a zone and `12h`/`7d` durations; see [Time filters](#time-filters)",
+        "use `2026-07-01T00:00:00Z`-style timestamps with a zone and `12h`/`7d` durations; lcm's own commands also take dates (`2026-07-01`); see [Time filters](#time-filters)",
     ),
     "INVALID_CURSOR": ErrorCode(
         2,
         "a cursor that does not decode, or belongs to another list",
-        "pass `nextCursor` unchanged to the same list command, or drop `--cursor` to start over",
+        "pass `pagination.nextCursor` unchanged to the same command with the same arguments, or drop `--cursor` to start over",
     ),
     "INVALID_PATTERN": ErrorCode(
         2,

@@ -17,11 +17,13 @@ from collections.abc import Mapping
 from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.registry import REFERENCE_COMMANDS
+from lcm_cli.engine.core.suggest import id_kind_hint, suggest
 from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
 
 ROLES = ("system", "user", "assistant", "tool")
 KINDS = ("leaf", "condensed")
-FORMATS = ("json", "table", "tsv")
+FORMATS = ("json", "table", "tsv", "ndjson")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
@@ -277,8 +279,8 @@ STORE: Param[list[str]] = Param(
 )
 SINCE: Param[str | None] = Param(
     "since",
-    _text("ISO-8601 timestamp or YYYY-MM-DD (UTC)"),
-    "Only files modified at or after a date or ISO timestamp.",
+    _text("ISO-8601 timestamp, YYYY-MM-DD (UTC) or a duration back from now (7d)"),
+    "Only files modified at or after WHEN: a timestamp, a date or a duration (7d, 36h).",
     metavar="WHEN",
 )
 MAX_FILES: Param[int | None] = Param(
@@ -327,8 +329,8 @@ CONVERSATION_CLASS: Param[list[str]] = Param(
 )
 PRUNE_BEFORE: Param[str | None] = Param(
     "prune_before",
-    _text("a duration (90d, 12w) or an ISO-8601 timestamp"),
-    "Conversations with no activity since WHEN: a duration (90d, 12w) or an ISO timestamp.",
+    _text("a duration (90d, 12w), a date or an ISO-8601 timestamp"),
+    "Conversations with no activity since WHEN: a duration (90d, 12w), a date or a timestamp.",
     option="--before",
     metavar="WHEN",
 )
@@ -360,6 +362,22 @@ SOURCE_FILE: Param[str | None] = Param(
     _text("UTF-8 text file used as $source_text"),
     "Use this UTF-8 file as $source_text.",
     metavar="PATH",
+)
+
+# --- output shape, taken by every operation (see UNIVERSAL_FIELDS) -----------------------
+FIELDS: Param[str | None] = Param(
+    "fields",
+    {"type": "string", "description": "comma-separated dot paths of data to keep, e.g. conversationId,title"},
+    "Keep only these fields of the data (comma-separated dot paths, e.g. conversationId,title); "
+    "a list command keeps them in each item.",
+    metavar="A,B.C",
+)
+# `--all` on the CLI; a command that declares its own `--all` (`summaries rewrite`) keeps it.
+ALL_PAGES: Param[bool] = Param(
+    "all_pages",
+    _flag(),
+    "Follow nextCursor to the end and stream every item as NDJSON (one per line).",
+    option="--all",
 )
 
 # --- the hook and serve doors ------------------------------------------------------------
@@ -519,6 +537,11 @@ AUTO_COMPACTION_SUMMARY: Param[str | None] = Param(
 PARAMS: dict[str, Param[Any]] = {p.name: p for p in globals().values() if isinstance(p, Param)}
 
 
+# Fields every operation takes, on every door (`--fields` on the CLI, `fields` in a hook or
+# serve request); not listed in each OpSpec.
+UNIVERSAL_FIELDS: tuple[str, ...] = ("fields",)
+
+
 def option_name(field: str) -> str:
     """The CLI option that carries a request field (``include_content`` -> ``--include-content``)."""
     param = PARAMS.get(field)
@@ -626,6 +649,19 @@ def _supplied(value: Any) -> bool:
     return True
 
 
+def unsupported_option(command: str, option: str, options: tuple[str, ...]) -> LcmError:
+    """INVALID_ARGUMENT for an option ``command`` does not take; lcm's own commands add the
+    closest options it does take (``details.suggestions``), the reference's keep its details."""
+    details: dict[str, Any] = {"option": option.lstrip("-"), "command": command}
+    message = f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`."
+    if command not in REFERENCE_COMMANDS:
+        close = suggest(option, [option_name(f) for f in options])
+        if close:
+            details["suggestions"] = close
+            message += f" Did you mean {' or '.join(close)}?"
+    return invalid_argument(message, details)
+
+
 # SQLite integers are 64-bit: a larger id or count can name nothing.
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -686,12 +722,8 @@ def validate_request(
     """Check ``raw`` against what ``command`` accepts and return a :class:`Request`."""
     _check_text(raw, args)
     for name, value in raw.items():
-        if name not in options and _supplied(value):
-            option = option_name(name)
-            raise invalid_argument(
-                f"{option} is not supported by `{command}`; see `lcm {command.replace('.', ' ')} --help`.",
-                {"option": option.lstrip("-"), "command": command},
-            )
+        if name not in options and name not in UNIVERSAL_FIELDS and _supplied(value):
+            raise unsupported_option(command, option_name(name), options)
 
     # Each ordered field is type-checked by its declaration at its place in the order, so a
     # JSON door's wrong type (a number for a key, true for a cursor) is the same clean error.
@@ -707,9 +739,15 @@ def validate_request(
     session_key = _by_schema("session_key", session_key)
     selector: Selector | None = None
     if conversation_id is not None:
-        selector = Selector(
-            "conversationId", _integer("--conversation-id", conversation_id, low=1, high=None, any_size=True)
-        )
+        try:
+            number = _integer("--conversation-id", conversation_id, low=1, high=None, any_size=True)
+        except LcmError as exc:
+            hint = id_kind_hint(conversation_id, "--conversation-id")
+            if hint and command not in REFERENCE_COMMANDS:  # the reference's details stay {value}
+                exc.message += f" It looks like another kind of id: try `{hint[0]}`."
+                exc.details = {**exc.details, "suggestions": hint}
+            raise
+        selector = Selector("conversationId", number)
     elif isinstance(session_key, str) and session_key.strip():
         selector = Selector("sessionKey", session_key.strip())
     if needs_selector and selector is None:
@@ -721,7 +759,7 @@ def validate_request(
 
     if output_format is not None and output_format not in FORMATS:
         raise invalid_argument(
-            f"Invalid --format value {output_format!r}: expected json, table or tsv.",
+            f"Invalid --format value {output_format!r}: expected {', '.join(FORMATS[:-1])} or {FORMATS[-1]}.",
             {"value": output_format},
         )
 
@@ -738,7 +776,9 @@ def validate_request(
     after, before, between, recency = (
         _by_schema(f, raw.get(f)) for f in ("after", "before", "between", "recency")
     )
-    time = resolve_time_range(after, before, between, recency, now_ms=now_ms)
+    time = resolve_time_range(
+        after, before, between, recency, now_ms=now_ms, strict=command in REFERENCE_COMMANDS
+    )
 
     limit_raw = raw.get("limit")
     limit = DEFAULT_LIMIT if limit_raw is None else _integer("--limit", limit_raw, low=1, high=MAX_LIMIT)
@@ -748,6 +788,10 @@ def validate_request(
     count = None if count_raw is None else _integer("--count", count_raw, low=1, high=MAX_LIMIT)
 
     values = {name: _by_schema(name, value) for name, value in raw.items() if name not in _ORDERED_FIELDS}
+    if values.get("fields"):
+        from lcm_cli.engine.core.projection import parse_fields
+
+        parse_fields(values["fields"])  # a malformed --fields fails before the operation runs
     cursor = _by_schema("cursor", raw.get("cursor"))
     include_content = _by_schema("include_content", raw.get("include_content"))
     request = Request(

@@ -26,6 +26,8 @@ class OpSpec(NamedTuple):
     :data:`ARGUMENTS`). ``help`` is the `--help` text (its first line is the command's
     one-line help), ``example`` one runnable `lcm ...` line, ``param_help`` and
     ``metavars`` the few fields and arguments documented differently for this operation.
+    ``items`` names the list a list operation's data holds (``--fields`` and NDJSON work
+    on its items); ``caps_output`` says ``--max-tokens`` caps the whole printed envelope.
     """
 
     module: str
@@ -45,6 +47,8 @@ class OpSpec(NamedTuple):
     param_help: Mapping[str, str] | None = None
     metavars: Mapping[str, str] | None = None
     render: Render | None = None  # how `--format table` draws the result (None: the defaults)
+    items: str = ""  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
+    caps_output: bool = False  # --max-tokens caps everything printed (the door enforces it)
 
 
 class Argument(NamedTuple):
@@ -219,6 +223,14 @@ def _prompt_text(field: str) -> Render:
 
 
 _TIME = ("after", "before", "between", "recency")
+# How lcm's own commands word the time options: one grammar (timefilter.parse_when).
+_WHEN = {
+    "after": "Inclusive lower bound: a timestamp, a date (2026-07-01) or a duration back (7d).",
+    "before": "Exclusive upper bound: a timestamp, a date or a duration back (36h).",
+    "between": "Both bounds at once: START..END, each a timestamp, a date or a duration.",
+    "recency": "Only since WHEN: a duration (12h, 7d, 2w), a date or a timestamp.",
+}
+_WHEN_METAVARS = {"after": "WHEN", "before": "WHEN", "recency": "WHEN"}
 _SELECTOR = ("conversation_id", "session_key")
 _PROMPTS = "lcm_cli.engine.summarize.ops"
 
@@ -236,6 +248,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Conversations, most recently updated first, with message, summary and tail figures.",
         example="lcm conversations list --limit 20",
         render=Render(rows=(_CONVERSATIONS,), labels=(("items", "Conversations"),)),
+        items="items",
     ),
     "conversations.show": OpSpec(
         "lcm_cli.engine.read.conversations",
@@ -254,6 +267,8 @@ OPERATIONS: dict[str, OpSpec] = {
         help="A conversation's messages, newest first, with previews (or full content).",
         example="lcm messages list --conversation-id 1 --role user --recency 2d",
         render=Render(rows=(_MESSAGES,), labels=(("items", "Messages"),)),
+        items="items",
+        caps_output=True,
     ),
     "messages.tail": OpSpec(
         "lcm_cli.engine.read.messages",
@@ -263,6 +278,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="The fresh tail: newest raw messages in context, oldest first, with full content.",
         example="lcm messages tail --session-key agent:main:main --count 10",
         render=Render(rows=(_MESSAGES,)),
+        items="messages",
     ),
     "summaries.list": OpSpec(
         "lcm_cli.engine.read.summaries",
@@ -271,6 +287,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Summaries (one conversation, or all), newest coverage first.",
         example="lcm summaries list --conversation-id 1 --kind condensed",
         render=Render(rows=(_SUMMARIES,), labels=(("items", "Summaries"),)),
+        items="items",
     ),
     "summaries.show": OpSpec(
         "lcm_cli.engine.read.summaries",
@@ -285,6 +302,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm summaries show sum_1b2c3d4e5f607182 --format table",
         render=_RECORDS,
+        caps_output=True,
     ),
     "summaries.rewrite": OpSpec(
         "lcm_cli.engine.surgery.rewrite",
@@ -407,7 +425,10 @@ OPERATIONS: dict[str, OpSpec] = {
             "nothing is at or above --fail-on, 6 otherwise. Checks are listed in docs/doctor.md."
         ),
         example="lcm doctor --format table",
+        param_help={"recency": _WHEN["recency"]},
+        metavars={"recency": "WHEN"},
         render=_DOCTOR,
+        items="checks",
     ),
     "doctor.apply": OpSpec(
         "lcm_cli.doctor.apply",
@@ -477,6 +498,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "keep": "With --apply, afterwards keep only the newest N `migrate-sessions` backups.",
         },
         render=_MIGRATE,
+        items="files",
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -501,6 +523,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Backups beside the database, newest first, with their manifest status.",
         example="lcm backup list --format table",
         render=_BACKUP,
+        items="backups",
     ),
     "backup.verify": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -607,8 +630,11 @@ OPERATIONS: dict[str, OpSpec] = {
         example='lcm grep "deploy failed" --mode full_text --session-key agent:main:main',
         param_help={
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
+            **_WHEN,
         },
         render=Render(rows=_RECORDS.rows, meta=("complete", "truncatedBy")),
+        metavars=_WHEN_METAVARS,
+        items="hits",
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",
@@ -625,6 +651,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
         render=_RECORDS,
+        caps_output=True,
     ),
     "expand": OpSpec(
         "lcm_cli.engine.recall.expand",
@@ -641,6 +668,8 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
         render=_RECORDS,
+        items="messages",
+        caps_output=True,
     ),
     "export": OpSpec(
         "lcm_cli.engine.recall.export",
@@ -671,7 +700,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example='lcm expand-query "Why did the deploy fail?" --query deploy --session-key agent:main:main',
         param_help={
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
-            "max_tokens": "Answer length target (default 2000).",
+            "max_tokens": "Hard cap on the answer in tokens (default 2000); a longer reply is cut.",
         },
         render=_RECORDS,
     ),
@@ -919,6 +948,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm prompts list --format table",
         render=Render(labels=(("items", "Templates"),)),
+        items="items",
     ),
     "prompts.show": OpSpec(
         _PROMPTS,
@@ -971,6 +1001,24 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_prompt_text("text"),
     ),
 }
+
+
+# The reference `lcm`'s commands (cli-contract.md §3; its `doctor` is a placeholder, ours is
+# not bound by it): their options, grammar and JSON keep the reference's shape exactly.
+REFERENCE_COMMANDS = frozenset(
+    (
+        "status",
+        "conversations.list",
+        "conversations.show",
+        "messages.list",
+        "messages.tail",
+        "summaries.list",
+        "summaries.show",
+        "config.show",
+        "config.get",
+        "config.set",
+    )
+)
 
 
 # Commands of the CLI door that are not operations: they read their own arguments

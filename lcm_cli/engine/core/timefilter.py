@@ -1,6 +1,12 @@
 """Time filters: ``--after`` (inclusive), ``--before`` (exclusive), ``--between A..B``,
 ``--recency 2h``; and the timestamp grammars they accept.
 
+Two grammars, no more. The reference's eleven commands keep its strict one (an ISO
+timestamp with a zone; a duration for ``--recency``). Every other command reads one time
+input the same way, :func:`parse_when`: an ISO-8601 timestamp (a missing zone means
+UTC; a space may stand for the ``T``), a date (``2026-07-01``, UTC midnight), or a
+duration back from now (``90d``, ``2w``, ``36h``, ``30m``, ``45s``).
+
 Instants are handled as integer milliseconds since the epoch on the proleptic Gregorian
 calendar, like JavaScript's Date, so every year JavaScript accepts (0000 included) and
 any offset works without datetime's year 1..9999 limits. Bounds are formatted as
@@ -124,6 +130,40 @@ def parse_duration_ms(text: str) -> int | None:
 
 
 _ISO_HINT = "an ISO-8601 timestamp with a zone, e.g. 2026-07-01T09:30:00Z or 2026-07-01T09:30+02:00"
+WHEN_HINT = (
+    "an ISO-8601 timestamp (2026-07-01T09:30:00Z; no zone means UTC), a date (2026-07-01) "
+    "or a duration back from now (90d, 2w, 36h, 30m)"
+)
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_ZONELESS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?")
+
+
+def _now_ms(now_ms: int | None) -> int:
+    return time.time_ns() // 1_000_000 if now_ms is None else now_ms
+
+
+def parse_when(text: str, option: str, *, now_ms: int | None = None) -> int:
+    """Epoch milliseconds of a time input in lcm's one grammar (see the module docstring).
+
+    ``INVALID_TIME_FILTER`` naming ``option`` when ``text`` is none of its forms.
+    """
+    value = text.strip()
+    span = parse_duration_ms(value)
+    if span is not None:
+        instant = _now_ms(now_ms) - span
+        if instant < EARLIEST_MS:
+            raise _bad_value(option, text, "a duration that reaches back less than 270,000 years")
+        return instant
+    if _DATE.fullmatch(value):
+        value += "T00:00:00Z"
+    elif _ZONELESS.fullmatch(value):
+        value = value.replace(" ", "T", 1) + "Z"
+    elif len(value) > 16 and value[10] == " ":
+        value = value.replace(" ", "T", 1)
+    stamp = parse_iso_timestamp(value)
+    if stamp is None:
+        raise _bad_value(option, text, WHEN_HINT)
+    return stamp
 
 
 #: The earliest instant a JavaScript Date can hold (-271821-04-20): a recency reaching
@@ -146,10 +186,13 @@ def resolve_time_range(
     recency: str | None,
     *,
     now_ms: int | None = None,
+    strict: bool = True,
 ) -> TimeRange:
     """Validate the time options together and return normalized bounds.
 
-    An empty value counts as not given, as it does for the reference.
+    ``strict`` is the reference's grammar (its eleven commands); otherwise every bound
+    is read by :func:`parse_when` (``--recency`` too: a duration, or the instant to start
+    from). An empty value counts as not given, as it does for the reference.
     """
     after, before, between, recency = (v or None for v in (after, before, between, recency))
     if between is not None and (after is not None or before is not None or recency is not None):
@@ -175,11 +218,19 @@ def resolve_time_range(
         option_after = option_before = "--between"
     lower: int | None = None
     upper: int | None = None
-    if after is not None:
+    if not strict:
+        if after is not None:
+            lower = parse_when(after, option_after, now_ms=now_ms)
+        if before is not None:
+            upper = parse_when(before, option_before, now_ms=now_ms)
+        if recency is not None:
+            lower = parse_when(recency, "--recency", now_ms=now_ms)
+        recency = None
+    if after is not None and lower is None:
         lower = parse_iso_timestamp(after)
         if lower is None:
             raise _bad_value(option_after, after, _ISO_HINT)
-    if before is not None:
+    if before is not None and upper is None:
         upper = parse_iso_timestamp(before)
         if upper is None:
             raise _bad_value(option_before, before, _ISO_HINT)
@@ -187,7 +238,7 @@ def resolve_time_range(
         span = parse_duration_ms(recency)
         if span is None:
             raise _bad_value("--recency", recency, "a positive duration like 30m, 12h, 7d or 2w")
-        lower = (time.time_ns() // 1_000_000 if now_ms is None else now_ms) - span
+        lower = _now_ms(now_ms) - span
         if lower < EARLIEST_MS:
             raise _bad_value(
                 "--recency",

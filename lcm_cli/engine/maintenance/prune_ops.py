@@ -28,12 +28,7 @@ from lcm_cli.engine.core.params import (
     Request,
 )
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.core.timefilter import (
-    looks_like_timestamp,
-    parse_duration_ms,
-    parse_iso_timestamp,
-    to_iso_ms,
-)
+from lcm_cli.engine.core.timefilter import parse_when, to_iso_ms
 from lcm_cli.engine.db.connection import require_sqlite_file, translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
@@ -58,22 +53,8 @@ def parse_size(text: str) -> int:
 
 
 def parse_before(text: str, now_ms: int) -> str:
-    """``--before``: a duration back from now (``90d``) or a timestamp; the ISO cutoff."""
-    span = parse_duration_ms(text.strip())
-    if span is not None:
-        return to_iso_ms(now_ms - span)
-    stamp = parse_iso_timestamp(text.strip())
-    if stamp is None and looks_like_timestamp(text):
-        stamp = parse_iso_timestamp(
-            text.strip().replace(" ", "T") + ("" if text.strip().endswith("Z") else "Z")
-        )
-    if stamp is None:
-        raise LcmError(
-            "INVALID_TIME_FILTER",
-            f"Invalid --before value {text!r}: expected a duration like 90d or 12w, or an ISO-8601 timestamp.",
-            {"value": text},
-        )
-    return to_iso_ms(stamp)
+    """``--before``: lcm's time grammar (a duration back from now, a date or a timestamp); the ISO cutoff."""
+    return to_iso_ms(parse_when(text, "--before", now_ms=now_ms))
 
 
 def _class_members(ctx: Context, classes: list[str]) -> set[int]:

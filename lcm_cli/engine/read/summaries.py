@@ -171,5 +171,8 @@ def show_summary(ctx: Context, req: Request) -> Result:
     if max_tokens:
         from lcm_cli.engine.read.token_budget import fit_sections
 
-        data["budget"] = fit_sections(data, ("children", "sourceMessages", "parents"), max_tokens, summary_id)
+        data["budget"], pagination = fit_sections(
+            data, ("children", "sourceMessages", "parents"), max_tokens, summary_id
+        )
+        return Result(data, pagination)
     return Result(data)

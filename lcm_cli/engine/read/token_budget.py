@@ -58,15 +58,26 @@ def cut_text(text: str, budget: int) -> int:
     return low
 
 
-def budget_report(
-    max_tokens: int, used: int, omitted: dict[str, int], next_cursor: str | None
-) -> dict[str, Any]:
-    """The ``budget`` object: the cap, what was used, what was left out, where to continue."""
+def budget_report(max_tokens: int, used: int, omitted: dict[str, int]) -> dict[str, Any]:
+    """The ``budget`` object: the cap, what was used, what was left out.
+
+    Where to continue is the envelope's ``pagination`` (see :func:`token_page`), as for
+    every command that can continue.
+    """
     return {
         "maxTokens": max_tokens,
         "usedTokens": used,
         "truncated": any(omitted.values()),
         "omitted": omitted,
+    }
+
+
+def token_page(returned: int, next_cursor: str | None) -> dict[str, Any]:
+    """The ``pagination`` of a page cut by ``--max-tokens`` rather than ``--limit`` (limit null)."""
+    return {
+        "limit": None,
+        "returned": returned,
+        "hasMore": next_cursor is not None,
         "nextCursor": next_cursor,
     }
 
@@ -140,45 +151,42 @@ def fit_page(
             {"returned": kept, "hasMore": True, "nextCursor": encode_cursor(resource, timestamp, row_id)}
         )
     left_out = {"items": omitted, **({"contentChars": cut_chars} if cut_chars else {})}
-    report = budget_report(max_tokens, used, left_out, pagination["nextCursor"] if omitted else None)
+    report = budget_report(max_tokens, used, left_out)
     report["overBudget"] = used > max_tokens
     return items[:kept], report
 
 
 def fit_sections(
     data: dict[str, Any], sections: Sequence[str], max_tokens: int, summary_id: str
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Cut the list ``sections`` of ``data`` (in that priority order) to what ``max_tokens``
-    leaves after everything else; returns the budget report. Source messages left out
-    continue with `lcm expand`, whose cursor this report carries."""
+    leaves after everything else; returns the budget report and the pagination. Source
+    messages left out continue with `lcm expand ID --cursor`, the pagination's cursor; a
+    cut summary text is read whole with `lcm describe ID`."""
     lists = {name: data[name] for name in sections}
     for name in sections:
         data[name] = []
     omitted: dict[str, int] = {}
-    content_cursor = None
     summary = data.get("summary")
     if isinstance(summary, dict) and isinstance(summary.get("content"), str):
         # The summary's own text is cut too: --max-tokens is a hard cap on what is printed,
         # and the rest of the text is one `lcm describe` away.
         content = summary["content"]
         summary["content"] = ""
-        shown = cut_text(content, max_tokens - json_tokens(data) - 2 * REPORT_TOKENS)  # + two cursors
+        shown = cut_text(content, max_tokens - json_tokens(data) - REPORT_TOKENS)
         summary["content"] = content[:shown]
         if shown < len(content):
             omitted["contentChars"] = len(content) - shown
-            content_cursor = encode_offset_cursor("describe", summary_id, shown)
-    used = json_tokens(data) + 2 * REPORT_TOKENS
+    used = json_tokens(data) + REPORT_TOKENS
     cursor = None
+    shown_sources = len(lists.get("sourceMessages", []))
     for name in sections:
         kept, cost = fit_items(lists[name], max(0, max_tokens - used))
         data[name] = lists[name][:kept]
         used += cost
         omitted[name] = len(lists[name]) - kept
-        if name == "sourceMessages" and omitted[name]:
-            cursor = encode_offset_cursor("expand", summary_id, kept)
-    report = budget_report(max_tokens, used, omitted, cursor)
-    if cursor:
-        report["continueWith"] = f"lcm expand {summary_id} --cursor {cursor}"
-    if content_cursor:
-        report["contentContinueWith"] = f"lcm describe {summary_id} --cursor {content_cursor}"
-    return report
+        if name == "sourceMessages":
+            shown_sources = kept
+            if omitted[name]:
+                cursor = encode_offset_cursor("expand", summary_id, kept)
+    return budget_report(max_tokens, used, omitted), token_page(shown_sources, cursor)

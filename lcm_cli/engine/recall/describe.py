@@ -20,7 +20,7 @@ from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.read.summaries import _summary_columns, summary_items
 from lcm_cli.engine.recall.dag import source_messages, subtree
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
-from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
+from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope, summary_not_found
 
 DEFAULT_MAX_BYTES = 32_768
 # A copied reference such as "[LCM File: file_ab12 | report.txt | text/plain | 1,024 bytes]".
@@ -63,12 +63,13 @@ def describe(ctx: Context, req: Request) -> Result:
     else:
         data = _describe_summary(ctx, item_id, scope)
     if offset or max_tokens:
-        _fit_content(data, item_id, offset, max_tokens)
+        return Result(data, _fit_content(data, item_id, offset, max_tokens))
     return Result(data)
 
 
-def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: int | None) -> None:
-    """Show ``content`` from ``offset``, cut to what ``max_tokens`` leaves after the rest."""
+def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: int | None) -> dict[str, Any]:
+    """Show ``content`` from ``offset``, cut to what ``max_tokens`` leaves after the rest; the
+    pagination (``returned``: characters shown; ``nextCursor``: where the text continues)."""
     holder = data["summary"] if data["type"] == "summary" else data
     content = holder.get("content") or ""
     rest = content[offset:]
@@ -76,7 +77,7 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
     if max_tokens is None:
         holder["content"] = rest
         data["contentWindow"] = {"offset": offset, "chars": len(rest), "totalChars": len(content)}
-        return
+        return tb.token_page(len(rest), None)
     # A deep summary can stand for thousands of messages: keep the id list to half the
     # budget (the rest is one `lcm expand` away) so the content still gets room.
     omitted_ids = 0
@@ -86,15 +87,13 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
         kept, _ = tb.fit_items(ids, max(0, max_tokens // 2 - tb.json_tokens(data)))
         data["sourceMessageIds"] = ids[:kept]
         omitted_ids = len(ids) - kept
-    # Reserve room for the window and budget objects added below, at their largest.
+    # Reserve room for the window, budget and pagination objects added below, at their largest.
     data["contentWindow"] = {"offset": offset, "chars": len(rest), "totalChars": len(content)}
     data["budget"] = tb.budget_report(
-        max_tokens,
-        max_tokens,
-        {"contentChars": len(content), "sourceMessageIds": omitted_ids},
-        tb.encode_offset_cursor("describe", item_id, len(content)),
+        max_tokens, max_tokens, {"contentChars": len(content), "sourceMessageIds": omitted_ids}
     )
-    room = max_tokens - tb.json_tokens(data) - 2
+    largest_page = tb.token_page(len(content), tb.encode_offset_cursor("describe", item_id, len(content)))
+    room = max_tokens - tb.json_tokens(data) - tb.json_tokens({"pagination": largest_page}) - 2
     shown = tb.cut_text(rest, room)
     if rest and shown == 0:
         raise invalid_argument(
@@ -109,19 +108,17 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
     omitted: dict[str, int] = {"contentChars": len(content) - end}
     if ids is not None:
         omitted["sourceMessageIds"] = omitted_ids
-    data["budget"] = tb.budget_report(max_tokens, 0, omitted, cursor)
-    data["budget"]["usedTokens"] = tb.json_tokens(data)
+    data["budget"] = tb.budget_report(max_tokens, 0, omitted)
+    pagination = tb.token_page(shown, cursor)
+    data["budget"]["usedTokens"] = tb.json_tokens(data) + tb.json_tokens({"pagination": pagination})
+    return pagination
 
 
 def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> dict[str, Any]:
     columns = _summary_columns(ctx, include_content=True)
     row = ctx.query_one(f"SELECT {columns} FROM summaries s WHERE s.summary_id = ?", (summary_id,))
     if row is None:
-        raise LcmError(
-            "SUMMARY_NOT_FOUND",
-            f"No summary matched id {summary_id}. Find ids with `lcm grep` or `lcm summaries list`.",
-            {"summaryId": summary_id},
-        )
+        raise summary_not_found(summary_id)
     cid = row["conversation_id"]
     if not scope.allows(cid):
         raise not_in_scope("summary", summary_id, scope)

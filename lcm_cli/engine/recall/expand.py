@@ -18,7 +18,7 @@ from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
-from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope
+from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope, summary_not_found
 
 DEFAULT_MAX_EXPAND_TOKENS = 4000
 
@@ -39,11 +39,7 @@ def find_summary(ctx: Context, summary_id: str, scope: Scope) -> Any:
         (summary_id,),
     )
     if row is None:
-        raise LcmError(
-            "SUMMARY_NOT_FOUND",
-            f"No summary matched id {summary_id}. Find ids with `lcm grep` or `lcm summaries list`.",
-            {"summaryId": summary_id},
-        )
+        raise summary_not_found(summary_id)
     if not scope.allows(row["conversation_id"]):
         raise not_in_scope("summary", summary_id, scope)
     return row
@@ -101,12 +97,8 @@ def expand_messages(
         "messages": shown,
         "total": {"messages": len(everything), "tokens": total_tokens},
         "window": {"offset": offset, "returned": len(shown)},
-        "budget": tb.budget_report(
-            cap,
-            used,
-            {"messages": len(remaining), "tokens": omitted_tokens},
-            cursor,
-        ),
+        "budget": tb.budget_report(cap, used, {"messages": len(remaining), "tokens": omitted_tokens}),
+        "pagination": tb.token_page(len(shown), cursor),
     }
 
 
@@ -143,4 +135,5 @@ def expand(ctx: Context, req: Request) -> Result:
             )
     body = expand_messages(ctx, summary_id, row["conversation_id"], room, offset, char)
     body["budget"]["maxTokens"] = cap
-    return Result({"summary": summary, **body})
+    pagination = body.pop("pagination")
+    return Result({"summary": summary, **body}, pagination)

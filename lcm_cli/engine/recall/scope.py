@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import ALL_CONVERSATIONS, Param, Request
+from lcm_cli.engine.core.suggest import id_kind_hint
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
 
@@ -55,7 +56,14 @@ def resolve_scope(ctx: Context, req: Request, *, required: bool) -> Scope:
                 "session family) or --all-conversations.",
             )
         return Scope("unscoped", None)
-    row = find_conversation(ctx, req.selector)
+    try:
+        row = find_conversation(ctx, req.selector)
+    except LcmError as exc:
+        hint = id_kind_hint(req.selector.value, "--session-key") if req.selector.kind == "sessionKey" else []
+        if exc.code == "CONVERSATION_NOT_FOUND" and hint:
+            exc.details = {**exc.details, "suggestions": hint}
+            exc.message += f" Did you mean `{hint[0]}`?"
+        raise
     if req.selector.kind == "conversationId":
         return Scope("conversation", [row["conversation_id"]])
     return Scope("sessionFamily", session_family(ctx, row))
@@ -79,6 +87,17 @@ def session_family(ctx: Context, row: Any) -> list[int]:
     )
     ids = [r[0] for r in rows]
     return ids or [row["conversation_id"]]
+
+
+def summary_not_found(summary_id: str) -> LcmError:
+    """SUMMARY_NOT_FOUND for `describe`/`expand`; an id of another kind says which call takes it."""
+    details: dict[str, Any] = {"summaryId": summary_id}
+    message = f"No summary matched id {summary_id}. Find ids with `lcm grep` or `lcm summaries list`."
+    hint = id_kind_hint(summary_id, "SUMMARY_ID")
+    if hint:
+        details["suggestions"] = hint
+        message += f" It looks like another kind of id: try `{hint[0]}`."
+    return LcmError("SUMMARY_NOT_FOUND", message, details)
 
 
 def not_in_scope(kind: str, item_id: str, scope: Scope) -> LcmError:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.read.token_budget import json_tokens
 from tests.conftest import lcm
@@ -52,6 +53,18 @@ def ok(root: Path, *args: str) -> dict[str, Any]:
     assert out.code == 0, out.stderr
     data: dict[str, Any] = out.json["data"]
     return data
+
+
+def page_of(root: Path, *args: str) -> tuple[dict[str, Any], str | None]:
+    """The data of a call and the cursor of its one continuation, the envelope's pagination."""
+    out = run(root, *args)
+    assert out.code == 0, out.stderr
+    assert "nextCursor" not in out.json["data"].get("budget", {})
+    if "--max-tokens" in args:  # a hard cap on everything printed
+        assert estimate_tokens(out.stdout) <= int(args[args.index("--max-tokens") + 1])
+    pagination = out.json["pagination"]
+    assert pagination["hasMore"] is (pagination["nextCursor"] is not None)
+    return out.json["data"], pagination["nextCursor"]
 
 
 def test_describe_summary(corpus: tuple[Path, dict[str, Any]]) -> None:
@@ -105,16 +118,15 @@ def test_describe_errors(corpus: tuple[Path, dict[str, Any]]) -> None:
 
 def test_describe_max_tokens_pages_through_content(corpus: tuple[Path, dict[str, Any]]) -> None:
     root, _ = corpus
-    small = ok(root, "describe", "file_text000000000001", "--max-tokens", "1000")
-    assert small["budget"]["truncated"] is False and small["budget"]["nextCursor"] is None
+    small, more = page_of(root, "describe", "file_text000000000001", "--max-tokens", "1000")
+    assert small["budget"]["truncated"] is False and more is None
     cap = 400
     text, cursor, pages = "", None, 0
     while True:
         extra = ("--cursor", cursor) if cursor else ()
-        page = ok(root, "describe", "file_big0000000000001", "--max-tokens", str(cap), *extra)
+        page, cursor = page_of(root, "describe", "file_big0000000000001", "--max-tokens", str(cap), *extra)
         assert json_tokens(page) <= cap and page["budget"]["usedTokens"] <= cap
         text += page["content"]
-        cursor = page["budget"]["nextCursor"]
         pages += 1
         if cursor is None:
             break
@@ -126,17 +138,17 @@ def test_describe_max_tokens_pages_through_content(corpus: tuple[Path, dict[str,
 
 def test_expand_walks_the_dag_in_order_within_the_cap(corpus: tuple[Path, dict[str, Any]]) -> None:
     root, c = corpus
-    data = ok(root, "expand", c["condensed"], "--max-tokens", "1000")
+    data, more = page_of(root, "expand", c["condensed"], "--max-tokens", "1000")
     assert [m["messageId"] for m in data["messages"]] == [1, 2, 3, 4]
     assert [m["content"] for m in data["messages"]] == [text for _, text in MAIN_MESSAGES[:4]]
     assert [m["leafSummaryId"] for m in data["messages"]] == [c["leaf_a"]] * 2 + [c["leaf_b"]] * 2
-    assert data["budget"]["truncated"] is False and data["budget"]["nextCursor"] is None
+    assert data["budget"]["truncated"] is False and more is None
     assert data["total"]["messages"] == 4
 
 
 def test_expand_default_cap_omissions_and_cursor(corpus: tuple[Path, dict[str, Any]]) -> None:
     root, c = corpus
-    first = ok(root, "expand", c["condensed"])  # maxExpandTokens = 90 in this config
+    first, cursor = page_of(root, "expand", c["condensed"])  # maxExpandTokens = 90 in this config
     assert first["budget"]["maxTokens"] == 90
     assert first["budget"]["usedTokens"] <= 90
     shown = [m["messageId"] for m in first["messages"]]
@@ -144,11 +156,9 @@ def test_expand_default_cap_omissions_and_cursor(corpus: tuple[Path, dict[str, A
     omitted = first["budget"]["omitted"]
     assert omitted["messages"] == 4 - len(shown)
     seen = list(shown)
-    cursor = first["budget"]["nextCursor"]
     while cursor:
-        page = ok(root, "expand", c["condensed"], "--cursor", cursor)
+        page, cursor = page_of(root, "expand", c["condensed"], "--cursor", cursor)
         seen += [m["messageId"] for m in page["messages"]]
-        cursor = page["budget"]["nextCursor"]
     assert seen == [1, 2, 3, 4]
 
 
@@ -159,10 +169,9 @@ def test_expand_cuts_a_message_larger_than_the_cap_and_continues_inside_it(
     text, cursor = "", None
     for _ in range(20):
         extra = ("--cursor", cursor) if cursor else ()
-        page = ok(root, "expand", c["long_leaf"], "--max-tokens", "300", *extra)
+        page, cursor = page_of(root, "expand", c["long_leaf"], "--max-tokens", "300", *extra)
         assert len(page["messages"]) == 1
         text += page["messages"][0]["content"]
-        cursor = page["budget"]["nextCursor"]
         if cursor is None:
             break
     assert text == "word " * 400
@@ -176,7 +185,8 @@ def test_expand_errors(corpus: tuple[Path, dict[str, Any]]) -> None:
     assert (out.code, out.error["code"]) == (3, "NOT_IN_SCOPE")
     out = run(root, "expand", c["leaf_a"], "--cursor", "bogus")
     assert (out.code, out.error["code"]) == (2, "INVALID_CURSOR")
-    other_cursor = ok(root, "expand", c["condensed"], "--max-tokens", "250")["budget"]["nextCursor"]
+    _, other_cursor = page_of(root, "expand", c["condensed"], "--max-tokens", "250")
+    assert other_cursor is not None
     out = run(root, "expand", c["leaf_a"], "--cursor", other_cursor)
     assert out.error["code"] == "INVALID_CURSOR"
 
@@ -185,16 +195,20 @@ def test_messages_list_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
     root, c = corpus
     args = ("messages", "list", "--conversation-id", str(c["main"]), "--include-content")
     full = run(root, *args).json
-    cut = run(root, *args, "--max-tokens", "120").json
+    cut = run(root, *args, "--max-tokens", "400")
+    assert cut.code == 0, cut.stderr
+    assert estimate_tokens(cut.stdout) <= 400
+    cut = cut.json
+    assert "nextCursor" not in cut["data"]["budget"]
     items = cut["data"]["items"]
     assert 0 < len(items) < len(full["data"]["items"])
     assert cut["data"]["budget"]["omitted"]["items"] == len(full["data"]["items"]) - len(items)
-    assert cut["data"]["budget"]["usedTokens"] <= 120
+    assert cut["data"]["budget"]["usedTokens"] <= 400
     assert cut["pagination"]["hasMore"] is True
     seen = [i["messageId"] for i in items]
     cursor = cut["pagination"]["nextCursor"]
     while cursor:
-        page = run(root, *args, "--max-tokens", "120", "--cursor", cursor).json
+        page = run(root, *args, "--max-tokens", "400", "--cursor", cursor).json
         seen += [i["messageId"] for i in page["data"]["items"]]
         cursor = page["pagination"]["nextCursor"]
     assert seen == [i["messageId"] for i in full["data"]["items"]]
@@ -202,11 +216,15 @@ def test_messages_list_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
 
 def test_summaries_show_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
     root, c = corpus
-    data = run(root, "summaries", "show", c["long_leaf"], "--max-tokens", "400").json["data"]
+    data, cursor = page_of(root, "summaries", "show", c["long_leaf"], "--max-tokens", "400")
     assert data["sourceMessages"] == [] and data["budget"]["omitted"]["sourceMessages"] == 1
-    assert data["budget"]["continueWith"].startswith(f"lcm expand {c['long_leaf']} --cursor ")
-    whole = run(root, "summaries", "show", c["leaf_a"], "--max-tokens", "4000").json["data"]
-    assert len(whole["sourceMessages"]) == 2 and whole["budget"]["truncated"] is False
+    assert "continueWith" not in data["budget"]
+    # the source messages left out continue with `lcm expand ID --cursor`
+    rest, _ = page_of(root, "expand", c["long_leaf"], "--cursor", str(cursor), "--max-tokens", "400")
+    assert rest["messages"][0]["messageId"]
+    whole, more = page_of(root, "summaries", "show", c["leaf_a"], "--max-tokens", "4000")
+    assert len(whole["sourceMessages"]) == 2 and whole["budget"]["truncated"] is False and more is None
+    assert "pagination" not in run(root, "summaries", "show", c["leaf_a"]).json  # the reference's shape
 
 
 def test_describe_max_tokens_cuts_a_long_source_id_list(
@@ -220,6 +238,7 @@ def test_describe_max_tokens_cuts_a_long_source_id_list(
         top = store.add_condensed_summary(cid, leaves, "the whole story " * 50, summary_id="sum_top")
     out = lcm("--db", str(db), "describe", top, "--max-tokens", "1000")
     assert out.code == 0, out.stderr
+    assert estimate_tokens(out.stdout) <= 1000
     data = out.json["data"]
     assert (
         0 < len(data["sourceMessageIds"]) < 600
