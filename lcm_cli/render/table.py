@@ -362,7 +362,9 @@ class _Page:
         """One line: how many rows came, and the cursor of the next page when there is one."""
         returned = pagination.get("returned")
         limit = pagination.get("limit")
-        shown = f"{returned} shown (limit {limit})" if returned is not None else ""
+        # A page cut by a token budget has no row limit (``limit: null``).
+        cap = f" (limit {limit})" if limit is not None else ""
+        shown = f"{returned} shown{cap}" if returned is not None else ""
         self.gap()
         if pagination.get("hasMore") and pagination.get("nextCursor"):
             self.line(f"{shown}; more with --cursor:".lstrip("; "), "bold")
