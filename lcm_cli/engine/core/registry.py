@@ -327,6 +327,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "apply": "Back up, then write (dry run with diffs otherwise).",
         },
         render=Render(rows=(_REWRITES,)),
+        items="summaries",
     ),
     "summaries.dissolve": OpSpec(
         "lcm_cli.engine.surgery.dissolve",
@@ -344,6 +345,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm summaries dissolve sum_2c3d4e5f60718293",
         param_help={"apply": "Back up, then write (dry run otherwise)."},
         render=Render(rows=(_CONTEXT_ITEMS,)),
+        items="context",
     ),
     "summaries.transplant": OpSpec(
         "lcm_cli.engine.surgery.transplant",
@@ -368,6 +370,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         metavars={"to": "ID"},
         render=Render(rows=(_COPIES,)),
+        items="summaries",
     ),
     "summaries.graph": OpSpec(
         "lcm_cli.engine.surgery.graph",
@@ -386,6 +389,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "out": "Write the picture here (replaced atomically) instead of into the result.",
         },
         render=Render(text=Text("text", "# summary DAG of conversation {conversationId} ({format})")),
+        items="nodes",
     ),
     "config.show": OpSpec(
         "lcm_cli.engine.config.ops",
