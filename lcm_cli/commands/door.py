@@ -74,6 +74,10 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
 
         output.emit({"ok": True, "command": "commands", "data": build_inventory(), "meta": {}})
         return 0
+    if parsed.command.name == "browse":
+        from lcm_cli.commands.browse import main_browse
+
+        return main_browse(parsed.params, parsed.globals)
     return run_cli(
         parsed.command.name,
         parsed.params,
