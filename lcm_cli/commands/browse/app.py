@@ -307,7 +307,8 @@ class ConversationScreen(Screen[None]):
         self.paged = False  # older pages or a jump loaded: refreshes leave the list alone
         self.files: list[dict[str, Any]] = []
         self.context_rows: list[dict[str, Any]] = []
-        self.loaded: set[str] = set()
+        self.loaded: set[str] = set()  # tree nodes whose children were read
+        self.fresh: set[str] = set()  # tabs read since the last reload
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -339,7 +340,7 @@ class ConversationScreen(Screen[None]):
     # -- loading --------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Read the conversation and every tab (each read its own short engine call)."""
+        """Read the conversation's figures and the tab in front; other tabs are read when shown."""
         try:
             shown = self.source.conversation(self.selector)
         except LcmError as err:
@@ -348,10 +349,21 @@ class ConversationScreen(Screen[None]):
         self.conversation = shown["conversation"]
         self.conversation_id = int(self.conversation["conversationId"])
         self.show_figures()
-        self.load_messages()
-        self.load_tree()
-        self.load_context()
-        self.load_files()
+        self.fresh = set()
+        self.load_tab(self.query_one(TabbedContent).active or "messages")
+
+    def load_tab(self, tab: str) -> None:
+        """Read one tab unless it was read since the last reload (each read one short engine call)."""
+        if tab in self.fresh or not self.conversation_id:
+            return
+        self.fresh.add(tab)
+        loaders = {
+            "messages": self.load_messages,
+            "summaries": self.load_tree,
+            "context": self.load_context,
+            "files": self.load_files,
+        }
+        loaders[tab]()
 
     def show_figures(self) -> None:
         c = self.conversation
@@ -627,16 +639,18 @@ class ConversationScreen(Screen[None]):
     def action_tab(self, tab: str) -> None:
         """Show one tab, its list focused."""
         self.query_one(TabbedContent).active = tab
+        self.load_tab(tab)
         self.query_one(_TAB_FOCUS[tab]).focus()
 
     @on(TabbedContent.TabActivated)
     def focus_tab(self, event: TabbedContent.TabActivated) -> None:
         pane = event.pane.id or ""
         if pane in _TAB_FOCUS:
+            self.load_tab(pane)
             self.query_one(_TAB_FOCUS[pane]).focus()
 
     def action_reload(self) -> None:
-        """Read everything again."""
+        """Read the figures and the tab in front again; the other tabs when next shown."""
         self.load()
 
     def refresh_live(self) -> None:
@@ -648,8 +662,12 @@ class ConversationScreen(Screen[None]):
         except LcmError:
             return
         self.show_figures()
-        if not self.paged:
+        if self.paged:
+            return
+        if self.query_one(TabbedContent).active == "messages":
             self.load_messages()
+        else:
+            self.fresh.discard("messages")  # read again when shown
 
     def jump_to(self, hit: dict[str, Any]) -> None:
         """Show a search hit: its message in the list, or its summary's panel."""
