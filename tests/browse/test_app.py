@@ -302,3 +302,19 @@ def test_surgery_shows_the_dry_run_then_applies_on_yes(
         assert "applied" in screen_text(app)
 
     drive(make_app(example_dir, conversation_id=2), script)
+
+
+def test_agent_rows_count_their_own_conversations(state_dir: Path) -> None:
+    """The sample: agent main has an active and an archived conversation; one has no key."""
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        agents = app.screen.query_one("#agents")
+        rows = {key: agents.get_row(key)[:4] for key in ("*", "main", "-")}
+        assert rows["main"] == ["main", "1", "1", "27"]
+        assert rows["-"][1:4] == ["1", "0", "0"]
+        assert rows["*"] == ["(all)", "2", "1", "27"]
+        await pilot.press("a", "down", "down")  # highlight `main`: only its conversations
+        await settle(pilot)
+        assert app.screen.query_one("#conversations").row_count == 2
+
+    drive(make_app(state_dir), script)
