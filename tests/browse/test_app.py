@@ -318,3 +318,21 @@ def test_agent_rows_count_their_own_conversations(state_dir: Path) -> None:
         assert app.screen.query_one("#conversations").row_count == 2
 
     drive(make_app(state_dir), script)
+
+
+def test_refresh_timer_survives_screens_coming_and_going(example_dir: Path) -> None:
+    """The periodic refresh may fire while a screen is being pushed or taken down."""
+    from lcm_cli.commands.browse.data import Source
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        for _ in range(3):
+            await pilot.press("escape")
+            await pilot.pause(0.03)
+            await pilot.press("down", "enter")
+            await pilot.pause(0.03)
+        assert isinstance(app.screen, ConversationScreen)
+
+    drive(
+        BrowseApp(Source(openclaw_dir=str(example_dir)), start={"conversation_id": 2}, refresh_seconds=0.1),
+        script,
+    )

@@ -17,6 +17,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane, Tree
 from textual.widgets.tree import TreeNode
@@ -662,6 +663,8 @@ class ConversationScreen(Screen[None]):
 
     def refresh_live(self) -> None:
         """The periodic refresh: figures, and the newest page unless the reader paged away."""
+        if not self.conversation_id:
+            return  # not read yet
         try:
             self.conversation = self.source.conversation({"conversation_id": self.conversation_id})[
                 "conversation"
@@ -839,8 +842,12 @@ class BrowseApp(App[int]):
     def refresh_live(self) -> None:
         """Re-read the screen in front (never while a panel is open over it)."""
         screen = self.screen
-        if isinstance(screen, (HomeScreen, ConversationScreen)):
+        if not isinstance(screen, (HomeScreen, ConversationScreen)) or not screen.is_attached:
+            return
+        try:
             screen.refresh_live()
+        except NoMatches:
+            pass  # the screen is being taken down (Esc pressed as the timer fired)
 
     def _conversation_in_front(self) -> int | None:
         screen = self.screen
