@@ -19,8 +19,8 @@ from lcm_cli.commands.browse.app import (
     HomeScreen,
     SearchScreen,
 )
-from lcm_cli.engine.core import registry
-from lcm_cli.engine.core.params import APPLY
+from lcm_cli.engine.core import params, registry
+from lcm_cli.engine.core.params import APPLY, Param
 from lcm_cli.engine.core.registry import Operation, OpSpec, Result
 from tests.browse.screens import make_app, screen_text
 
@@ -265,11 +265,14 @@ def dissolve_declared(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     spec = OpSpec("tests.browse.test_app", ("summary_id", "purge", "apply"), writes=True)
 
+    purge = Param("purge", {"type": "boolean", "default": False}, "")  # declared by the surgery part
+
     def dissolve(ctx: Any, request: Any) -> Result:
         applied = bool(request[APPLY])
-        calls.append({"apply": applied})
+        calls.append({"apply": applied, **({"purge": True} if request[purge] else {})})
         return Result({"summaryId": "sum_2c3d4e5f60718293", "applied": applied, "wouldRestore": 2})
 
+    monkeypatch.setitem(params.PARAMS, "purge", purge)
     monkeypatch.setitem(registry.OPERATIONS, "summaries.dissolve", spec)
     monkeypatch.setitem(
         registry._BOUND, "summaries.dissolve", Operation("summaries.dissolve", dissolve, spec)
@@ -300,6 +303,16 @@ def test_surgery_shows_the_dry_run_then_applies_on_yes(
         await settle(pilot)
         assert dissolve_declared == [{"apply": False}, {"apply": False}, {"apply": True}]
         assert "applied" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        app.screen.show_summary("sum_2c3d4e5f60718293")  # type: ignore[attr-defined]
+        await settle(pilot)
+        assert "[X] dissolve and remove it" in screen_text(app)
+        await pilot.press("X")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen), screen_text(app)
+        assert "summaries.dissolve purge" in screen_text(app)
+        assert dissolve_declared[-1] == {"apply": False, "purge": True}
 
     drive(make_app(example_dir, conversation_id=2), script)
 

@@ -78,6 +78,24 @@ def is_tool_traffic(message: dict[str, Any]) -> bool:
     )
 
 
+def readable(data: Any) -> str:
+    """A result as indented JSON, with multi-line texts (diffs, new content) printed whole below it."""
+    blocks: list[tuple[str, str]] = []
+
+    def lift(value: Any, path: str) -> Any:
+        if isinstance(value, str) and "\n" in value:
+            blocks.append((path, value))
+            return f"<{path}, below>"
+        if isinstance(value, dict):
+            return {k: lift(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [lift(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    text = json.dumps(lift(data, ""), indent=2, ensure_ascii=False)
+    return text + "".join(f"\n\n── {path} ──\n{block}" for path, block in blocks)
+
+
 def _after(stamp: str) -> str:
     """An exclusive ``--before`` bound that still includes messages stamped ``stamp``."""
     moment = datetime.strptime(stamp.replace("T", " ")[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
@@ -115,7 +133,8 @@ class DetailScreen(ModalScreen[str | None]):
             yield Static(Text(f"{hints}  [esc] close".strip(), style="dim"), id="detail-keys")
 
     def on_key(self, event: Any) -> None:
-        action = self.actions.get(event.key)
+        # By the character typed: Shift+x arrives as key "X" or "shift+x" depending on the terminal.
+        action = self.actions.get(event.character or "") or self.actions.get(event.key)
         if action is not None:
             event.stop()
             self.dismiss(action[0])
@@ -531,8 +550,10 @@ class ConversationScreen(Screen[None]):
         available = self.source.surgery_available()
         if "summaries.rewrite" in available:
             actions["w"] = ("summaries.rewrite", "rewrite")
+            actions["W"] = ("summaries.rewrite cascade", "rewrite, then its parents")
         if "summaries.dissolve" in available and s.get("kind") == "condensed":
             actions["x"] = ("summaries.dissolve", "dissolve")
+            actions["X"] = ("summaries.dissolve purge", "dissolve and remove it")
 
         def chosen(action: str | None) -> None:
             if action:
@@ -542,33 +563,31 @@ class ConversationScreen(Screen[None]):
 
     # -- surgery ----------------------------------------------------------------------------
 
-    def start_surgery(self, name: str, summary_id: str) -> None:
-        """Dry-run ``name`` on the summary, show the result, and apply only when confirmed."""
+    def start_surgery(self, action: str, summary_id: str) -> None:
+        """Dry-run ``action`` (an operation name, then its flags) on the summary, show the
+        result, and apply only when confirmed."""
+        name, *flags = action.split()
+        options = dict.fromkeys(flags, True)
         try:
-            dry = self.source.surgery(name, summary_id, apply=False)
+            dry = self.source.surgery(name, summary_id, apply=False, **options)
         except LcmError as err:
-            self.app.push_screen(DetailScreen(f"{name} {summary_id}: refused", _error_text(err)))
+            self.app.push_screen(DetailScreen(f"{action} {summary_id}: refused", _error_text(err)))
             return
-        body = json.dumps(dry.get("data"), indent=2, ensure_ascii=False)
+        body = readable(dry.get("data"))
 
         def confirmed(yes: bool | None) -> None:
             if not yes:
                 self.notify("Nothing written.", timeout=2)
                 return
             try:
-                done = self.source.surgery(name, summary_id, apply=True)
+                done = self.source.surgery(name, summary_id, apply=True, **options)
             except LcmError as err:
-                self.app.push_screen(DetailScreen(f"{name} {summary_id}: failed", _error_text(err)))
+                self.app.push_screen(DetailScreen(f"{action} {summary_id}: failed", _error_text(err)))
                 return
             self.load()
-            self.app.push_screen(
-                DetailScreen(
-                    f"{name} {summary_id}: applied",
-                    json.dumps(done.get("data"), indent=2, ensure_ascii=False),
-                )
-            )
+            self.app.push_screen(DetailScreen(f"{action} {summary_id}: applied", readable(done.get("data"))))
 
-        self.app.push_screen(ConfirmScreen(f"{name} {summary_id}", body), confirmed)
+        self.app.push_screen(ConfirmScreen(f"{action} {summary_id}", body), confirmed)
 
     # -- context and files ------------------------------------------------------------------
 
