@@ -64,3 +64,47 @@ def test_commands_inventory_marks_it_interactive() -> None:
 def test_help_goes_through_typer() -> None:
     out = lcm("browse", "--help")
     assert out.code == 0 and "Example: lcm browse" in out.stdout and "--screenshot PATH" in out.stdout
+
+
+def test_runs_in_a_real_terminal_and_quits_on_q(example_dir: Path) -> None:
+    """The installed `lcm browse` in a pseudo-terminal: it draws the conversations, `q` quits with 0."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+    import time
+
+    exe = Path(sys.executable).with_name("lcm")
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color")
+    process = subprocess.Popen(
+        [str(exe), "--openclaw-dir", str(example_dir), "browse"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"Nightly report" not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                seen += os.read(master, 65536)
+        assert b"Nightly report" in seen, seen[-2000:]
+        os.write(master, b"q")
+        while process.poll() is None and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    os.read(master, 65536)
+                except OSError:
+                    break
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
