@@ -183,6 +183,20 @@ def test_doctor_panel(example_dir: Path) -> None:
     drive(make_app(example_dir), script)
 
 
+def test_doctor_panel_of_the_conversation_in_front(example_dir: Path) -> None:
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("d")
+        await settle(pilot)
+        doctor = app.screen
+        assert isinstance(doctor, DoctorScreen) and doctor.conversation_id == 2
+        assert "doctor · conversation 2" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, ConversationScreen)
+
+    drive(make_app(example_dir, conversation_id=2), script)
+
+
 def test_search_jumps_to_a_message_and_a_summary(example_dir: Path) -> None:
     async def script(app: BrowseApp, pilot: Any) -> None:
         await pilot.press("slash")
