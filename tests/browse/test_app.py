@@ -19,6 +19,7 @@ from lcm_cli.commands.browse.app import (
     HomeScreen,
     SearchScreen,
 )
+from lcm_cli.commands.browse.data import SURGERY
 from lcm_cli.engine.core import params, registry
 from lcm_cli.engine.core.params import APPLY, Param
 from lcm_cli.engine.core.registry import Operation, OpSpec, Result
@@ -116,7 +117,10 @@ def test_messages_are_keyset_paged(tmp_path: Path) -> None:
     drive(App(Source(db=str(db)), start={"conversation_id": 1}, refresh_seconds=0), script)
 
 
-def test_summary_tree_expands_and_shows_sources(example_dir: Path) -> None:
+def test_summary_tree_expands_and_shows_sources(example_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in SURGERY:  # an lcm without the surgery operations: their keys are not offered
+        monkeypatch.delitem(registry.OPERATIONS, name, raising=False)
+
     async def script(app: BrowseApp, pilot: Any) -> None:
         await pilot.press("s")
         await settle(pilot)
@@ -134,7 +138,7 @@ def test_summary_tree_expands_and_shows_sources(example_dir: Path) -> None:
         assert isinstance(app.screen, DetailScreen)
         body = screen_text(app)
         assert "sum_0a1b2c3d4e5f6071 · leaf d0" in body and "source message #" in body
-        assert "dissolve" not in body and "rewrite" not in body  # no surgery declared here
+        assert "dissolve" not in body and "rewrite" not in body
 
     drive(make_app(example_dir, conversation_id=2), script)
 
@@ -286,6 +290,7 @@ def dissolve_declared(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         calls.append({"apply": applied, **({"purge": True} if request[purge] else {})})
         return Result({"summaryId": "sum_2c3d4e5f60718293", "applied": applied, "wouldRestore": 2})
 
+    monkeypatch.delitem(registry.OPERATIONS, "summaries.rewrite", raising=False)  # only dissolve here
     monkeypatch.setitem(params.PARAMS, "purge", purge)
     monkeypatch.setitem(registry.OPERATIONS, "summaries.dissolve", spec)
     monkeypatch.setitem(
@@ -363,3 +368,27 @@ def test_refresh_timer_survives_screens_coming_and_going(example_dir: Path) -> N
         BrowseApp(Source(openclaw_dir=str(example_dir)), start={"conversation_id": 2}, refresh_seconds=0.1),
         script,
     )
+
+
+@pytest.mark.skipif(
+    "summaries.dissolve" not in registry.OPERATIONS, reason="summaries.dissolve is not declared"
+)
+def test_real_dissolve_from_the_tree_backs_up_and_leaves_doctor_clean(example_dir: Path) -> None:
+    """With the real operation: dry run, `y`, a backup beside the database, and a clean doctor."""
+    from lcm_cli.commands.browse.data import Source
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        app.screen.show_summary("sum_2c3d4e5f60718293")  # type: ignore[attr-defined]
+        await settle(pilot)
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and "sum_0a1b2c3d4e5f6071" in screen_text(app)
+        assert not list(example_dir.glob("lcm.db.*dissolve*"))  # the dry run wrote nothing
+        await pilot.press("y")
+        await settle(pilot)
+        assert "applied" in screen_text(app)
+
+    drive(make_app(example_dir, conversation_id=2), script)
+    assert list(example_dir.glob("lcm.db.*dissolve*.bak"))
+    report = Source(openclaw_dir=str(example_dir)).doctor(2)
+    assert report["counts"]["FAIL"] == 0 and report["counts"]["WARN"] == 0
