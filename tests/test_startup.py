@@ -15,7 +15,7 @@ PROBE = """
 import json, sys
 from lcm_cli.cli import main
 code = main(sys.argv[1:])
-heavy = sorted(m for m in ("typer", "rich", "sqlite_utils", "pydantic", "pydantic_settings", "platformdirs")
+heavy = sorted(m for m in ("typer", "rich", "sqlite_utils", "pydantic", "pydantic_settings", "platformdirs", "textual")
                if m in sys.modules)
 sys.stderr.write("\\nHEAVY=" + json.dumps(heavy) + "\\n")
 raise SystemExit(code)

@@ -132,7 +132,8 @@ def _callback(node: Node) -> Callable[..., None]:
         ctx = get_current_context()
         if node.children and ctx.invoked_subcommand is not None:
             return  # `lcm backup list`: the group's own operation does not run
-        if node.name in OPERATIONS or node.name == "commands":
+        # `lcm commands` and interactive apps take the parsed path too; hook and serve read argv.
+        if node.name in OPERATIONS or node.name == "commands" or (node.spec and node.spec.interactive):
             _run_operation(node, values)
         else:
             _run_door(node, values)

@@ -151,5 +151,7 @@ def build_inventory() -> dict[str, Any]:
             entry["writes"] = spec.writes
             # A writer that takes --apply only previews without it.
             entry["dryRunByDefault"] = "apply" in spec.options
+        elif spec.interactive:
+            entry["interactive"] = True  # takes over the terminal: not for scripts or agents
         commands.append(entry)
     return {"globalOptions": [_describe_option(p, p.help) for p in GLOBALS], "commands": commands}

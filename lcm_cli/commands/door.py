@@ -88,6 +88,10 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
             apply_fields(envelope, parsed.globals["--fields"], "commands")
         output.emit(envelope)
         return 0
+    if parsed.command.name == "browse":
+        from lcm_cli.commands.browse import main_browse
+
+        return main_browse(parsed.params, parsed.globals)
     if parsed.globals.get("--all"):
         return run_all(parsed, output)
     return run_cli(

@@ -56,6 +56,11 @@ ERRORS: dict[str, ErrorCode] = {
         "`lcm grep PATTERN`: an empty pattern, a regex that does not compile or is over 500 characters, or regex syntax in `--mode full_text`; `details.acceptedBy` names the mode that would take it",
         "fix the pattern, or switch `--mode` as the message says",
     ),
+    "NOT_A_TERMINAL": ErrorCode(
+        2,
+        "`lcm browse` without a terminal on stdin and stdout (a pipe, a script, an agent's tool call)",
+        "run it in a terminal, or draw one screen with `--screenshot FILE.svg`; scripts and agents read the same data through the JSON commands",
+    ),
     "INVALID_REQUEST": ErrorCode(
         2,
         '`lcm hook` stdin or an `lcm serve` line is not one JSON object, lacks `id`/`method`, or nests deeper than 200 levels (`details.reason: "too-deep"`)',
@@ -185,6 +190,11 @@ ERRORS: dict[str, ErrorCode] = {
         3,
         "`migrate-sessions --store PATH` names no regular file (`details: {store}`)",
         "check the path: `<state dir>/agents/<agentId>/agent/openclaw-agent.sqlite`",
+    ),
+    "EXTRA_NOT_INSTALLED": ErrorCode(
+        3,
+        "`lcm browse` where its optional dependency (Textual) is not installed",
+        "install it with `pip install 'lcm-cli[browse]'`",
     ),
     "CONFIG_PARSE_FAILED": ErrorCode(
         4,

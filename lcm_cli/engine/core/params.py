@@ -391,6 +391,14 @@ MAX_REQUEST_BYTES: Param[int | None] = Param(
     metavar="N",
 )
 
+# --- lcm browse ----------------------------------------------------------------------------
+SCREENSHOT: Param[str | None] = Param(
+    "screenshot",
+    _text(),
+    "Draw the opening screen without a terminal into this SVG file, then exit.",
+    metavar="PATH",
+)
+
 # --- the control contract ----------------------------------------------------------------
 OPERATION: Param[str | None] = Param(
     "operation", {"enum": ["status", "doctor", "rotate"]}, "status, doctor or rotate.", metavar="NAME"

@@ -41,6 +41,7 @@ class OpSpec(NamedTuple):
     writes: bool = False  # changes the database or config: `lcm serve` serializes it per session
     meta_paths: bool = True  # the envelope's meta names the database and config paths
     stdin: bool = False  # on the CLI door, its messages may come as JSON text on stdin
+    interactive: bool = False  # a full-screen terminal app: only the CLI door runs it
     summary: str = ""  # one line for `lcm hook --list`
     help: str = ""
     example: str = ""
@@ -1052,6 +1053,24 @@ DOOR_COMMANDS: dict[str, OpSpec] = {
         ),
         example="lcm serve --stdio",
     ),
+    "browse": OpSpec(
+        "lcm_cli.commands.browse",
+        ("conversation_id", "session_key", "screenshot"),
+        opens_db=False,
+        interactive=True,
+        help=(
+            "Look around lcm.db in a terminal app: agents and conversations, messages, the summary "
+            "DAG, the assembled context, large files and doctor.\n\n"
+            "Read-only: every screen is read through the engine's read operations, each on its own "
+            "short-lived read-only connection, so the app never holds a lock while you read. Press / "
+            "to search, ? for the keys. Needs the browse extra: pip install 'lcm-cli[browse]'."
+        ),
+        example="lcm browse --session-key agent:main:main --screenshot browse.svg",
+        param_help={
+            "conversation_id": "Open this conversation first.",
+            "session_key": "Open this session's conversation first (the active one wins).",
+        },
+    ),
     "commands": OpSpec(
         "lcm_cli.commands.catalog",
         opens_db=False,
@@ -1079,6 +1098,7 @@ GROUPS: dict[str, str] = {
 # the groups in the same order. Subcommands follow OPERATIONS.
 COMMAND_ORDER: tuple[str, ...] = (
     "status",
+    "browse",
     "grep",
     "describe",
     "expand",

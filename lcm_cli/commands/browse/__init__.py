@@ -1,0 +1,59 @@
+"""`lcm browse`: a Textual app for looking around lcm.db (an optional extra).
+
+The CLI door reaches :func:`main_browse` after parsing argv from the declaration in
+:data:`~lcm_cli.engine.core.registry.DOOR_COMMANDS`. Textual is imported only here, after
+the checks, so the base CLI never pays for it and a missing extra is a structured error
+(``EXTRA_NOT_INSTALLED``) rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+from lcm_cli.engine.core.errors import LcmError
+
+INSTALL_HINT = "pip install 'lcm-cli[browse]'"
+SCREENSHOT_SIZE = (120, 36)
+
+
+def textual_installed() -> bool:
+    """True when the browse extra (Textual) can be imported."""
+    return importlib.util.find_spec("textual") is not None
+
+
+def main_browse(params: dict[str, Any], globals_: dict[str, Any]) -> int:
+    """Validate `lcm browse`'s options, then run the app (or draw one screen); the exit status."""
+    from lcm_cli.engine.core.params import SCREENSHOT, validate_request
+    from lcm_cli.engine.core.registry import DOOR_COMMANDS
+
+    request = validate_request("browse", DOOR_COMMANDS["browse"].options, params)
+    if not textual_installed():
+        raise LcmError(
+            "EXTRA_NOT_INSTALLED",
+            f"`lcm browse` needs Textual, an optional dependency: install it with `{INSTALL_HINT}`.",
+            {"extra": "browse", "install": INSTALL_HINT},
+        )
+    screenshot = request[SCREENSHOT]
+    if screenshot is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise LcmError(
+            "NOT_A_TERMINAL",
+            "`lcm browse` is a full-screen app and needs a terminal on stdin and stdout; "
+            "use --screenshot FILE.svg to draw one screen without one.",
+        )
+    from lcm_cli.commands.browse.app import BrowseApp
+    from lcm_cli.commands.browse.data import Source
+
+    source = Source(
+        db=globals_.get("--db"), config=globals_.get("--config"), openclaw_dir=globals_.get("--openclaw-dir")
+    )
+    start: dict[str, Any] = {}
+    if request.selector is not None:
+        field = "conversation_id" if request.selector.kind == "conversationId" else "session_key"
+        start[field] = request.selector.value
+    app = BrowseApp(source, start=start)
+    if screenshot is not None:
+        return app.draw_once(str(screenshot), SCREENSHOT_SIZE)
+    app.run()
+    return app.return_code or 0
