@@ -1,0 +1,195 @@
+"""Issue 15: our engine against lossless-claw's, on the seeded conversations of
+``engine_seeds.py``.
+
+The reference's answers are goldens in ``goldens/engine/`` (recorded from a hand-made build
+of lossless-claw under Node 24; docs/compat.md, "Engine goldens", says how to re-record
+them). Here our engine runs the same steps through ``lcm_cli.engine.api`` with the same
+deterministic chat-completions stub on 127.0.0.1, and each path is compared: the
+assembled messages and their token estimate, the context items and the summary DAG after
+every step, the stored messages, parts and summaries, and the text sent to the
+summarizer.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lcm_cli.engine.api import call
+from tests.compat import engine_seeds as seeds
+
+GOLDENS = Path(__file__).parent / "goldens" / "engine"
+SCENARIOS = {s["name"]: s for s in seeds.scenarios()}
+
+# Where ours differs from the reference on purpose, or where issue 15 points 7-10 are still
+# being fixed, the (scenario, path) pair is listed with its reason; each is a strict xfail.
+_EXPLORATION = (
+    "the exploration summary of an externalized text tool result is worded differently "
+    "(reference: 'Text exploration summary (<tool>.txt):' with Characters/Words/Lines/Detected "
+    "section headers/Opening excerpt lines; ours: 'Text: N chars, ...' and 'Starts:'), so the "
+    "stored content, its token count and the assembled placeholder differ"
+)
+_TOOL_ONLY = (
+    "leaf source text of an assistant step that is only a tool call: the reference's third "
+    "fallback writes JSON.stringify(null) = 'null' for the tool part's empty text and omits "
+    "an input without text keys; ours writes 'Tool input (<name>):' with the raw arguments. "
+    "Summary texts (and so assembled summaries) differ from there"
+)
+_FORCED_UNTIL_UNDER = (
+    "forced budget compaction (compactUntilUnder) with nothing left to compact: the reference "
+    "tests tokensAfter <= target before the no-progress bail and reports compacted = rounds > 0 "
+    "(ok, 'compacted'); ours bails first ('could not reach target')"
+)
+KNOWN: dict[tuple[str, str], str] = {
+    ("large-tool-result", "assembly"): _EXPLORATION,
+    ("large-tool-result", "estimate"): _EXPLORATION,
+    ("large-tool-result", "stored"): _EXPLORATION,
+    ("tools-mixed", "summarizer"): _TOOL_ONLY,
+    ("tools-mixed", "assembly"): _TOOL_ONLY,
+    ("tools-mixed", "stored"): _TOOL_ONLY,
+    ("text-tokyo-condense", "compaction"): _FORCED_UNTIL_UNDER,
+}
+
+
+def golden(name: str) -> dict[str, Any]:
+    """The reference's recorded answers for scenario ``name``."""
+    return json.loads((GOLDENS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _step(home: Path, env: dict[str, str], scenario: dict[str, Any], step: dict[str, Any]) -> Any:
+    ids = {"session_id": scenario["sessionId"], "session_key": scenario["sessionKey"]}
+    kwargs: dict[str, Any] = {"openclaw_dir": str(home), "env": env}
+    op = step["op"]
+    if op == "afterTurn":
+        call(
+            "session.after_turn",
+            {
+                **ids,
+                "messages": step["messages"],
+                "pre_prompt_message_count": step["prePromptMessageCount"],
+                "token_budget": step["tokenBudget"],
+            },
+            **kwargs,
+        )
+        return None
+    if op == "assemble":
+        params = {**ids, "messages": step["messages"], "token_budget": step["tokenBudget"]}
+        if "prompt" in step:
+            params["prompt"] = step["prompt"]
+        if "availableTools" in step:
+            params["available_tools"] = step["availableTools"]
+        data = call("context.assemble", params, **kwargs)["data"]
+        return {
+            "messages": seeds.normalize_messages(data["messages"]),
+            "estimatedTokens": data["estimatedTokens"],
+            "systemPromptAddition": data.get("systemPromptAddition"),
+        }
+    if op == "compact":
+        params = {
+            **ids,
+            "apply": True,
+            "token_budget": step["tokenBudget"],
+            "manual": step["manual"],
+            "force": step["force"],
+        }
+        if step.get("compactionTarget"):
+            params["compaction_target"] = step["compactionTarget"]
+        data = call("session.compact", params, **kwargs)["data"]
+        return {"ok": data["ok"], "compacted": data["compacted"], "reason": data["reason"]}
+    if op == "beforeReset":
+        call("session.new" if step["reason"] == "new" else "session.reset", ids, **kwargs)
+        return None
+    raise AssertionError(f"unknown step {op}")
+
+
+@functools.cache
+def ours(name: str) -> dict[str, Any]:
+    """Our engine's answers to scenario ``name``, in the goldens' shape (run once a process)."""
+    scenario = SCENARIOS[name]
+    home = Path(tempfile.mkdtemp(prefix=f"lcm-xengine-{name}-"))
+    plugin = {"plugins": {"entries": {"lossless-claw": {"config": scenario["config"]}}}}
+    (home / "openclaw.json").write_text(json.dumps(plugin), encoding="utf-8")
+    steps = []
+    with seeds.Stub() as stub:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("LCM_", "OPENCLAW_", "OPENAI_")) and key != "TZ"
+        }
+        env.update({"HOME": str(home), "LCM_SUMMARY_BASE_URL": stub.base_url})
+        for step in scenario["steps"]:
+            answer = _step(home, env, scenario, step)
+            requests, stub.requests[:] = list(stub.requests), []
+            steps.append(
+                {
+                    "op": step["op"],
+                    "answer": answer,
+                    "summarizer": seeds.source_texts(requests),
+                    "state": seeds.step_state(seeds.snapshot(home / "lcm.db")),
+                }
+            )
+    return {"steps": steps, "final": seeds.snapshot(home / "lcm.db")}
+
+
+def _known(request: pytest.FixtureRequest, name: str, path: str) -> None:
+    reason = KNOWN.get((name, path))
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+def _pairs(name: str, op: str | None = None) -> list[tuple[int, Any, Any]]:
+    ref, mine = golden(name)["steps"], ours(name)["steps"]
+    assert [s["op"] for s in ref] == [s["op"] for s in mine]
+    return [(i, r, m) for i, (r, m) in enumerate(zip(ref, mine, strict=True)) if op is None or r["op"] == op]
+
+
+NAMES = sorted(SCENARIOS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_assembled_messages_match(request: pytest.FixtureRequest, name: str) -> None:
+    _known(request, name, "assembly")
+    for index, ref, mine in _pairs(name, "assemble"):
+        assert mine["answer"]["messages"] == ref["answer"]["messages"], f"step {index}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_assembled_token_estimate_matches(request: pytest.FixtureRequest, name: str) -> None:
+    _known(request, name, "estimate")
+    for index, ref, mine in _pairs(name, "assemble"):
+        assert mine["answer"]["estimatedTokens"] == ref["answer"]["estimatedTokens"], f"step {index}"
+        assert mine["answer"]["systemPromptAddition"] == ref["answer"]["systemPromptAddition"], (
+            f"step {index}"
+        )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compaction_decides_the_same(request: pytest.FixtureRequest, name: str) -> None:
+    """After every step: context items, summaries (kind, depth, tokens, what each covers)."""
+    _known(request, name, "compaction")
+    for index, ref, mine in _pairs(name):
+        assert mine["state"] == ref["state"], f"step {index} ({ref['op']})"
+        if ref["op"] == "compact":
+            assert mine["answer"] == ref["answer"], f"step {index}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_summarizer_reads_the_same_source(request: pytest.FixtureRequest, name: str) -> None:
+    _known(request, name, "summarizer")
+    for index, ref, mine in _pairs(name):
+        assert mine["summarizer"] == ref["summarizer"], f"step {index} ({ref['op']})"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stored_rows_match(request: pytest.FixtureRequest, name: str) -> None:
+    """The final database: messages (content, tokens), parts, summaries' texts."""
+    _known(request, name, "stored")
+    ref, mine = golden(name)["final"], ours(name)["final"]
+    for table in ("conversations", "messages", "parts", "summaries", "context"):
+        assert mine[table] == ref[table], table
