@@ -118,6 +118,9 @@ class Script:
         self.clock = Clock()
         self.live: list[dict[str, Any]] = []
         self.steps: list[dict[str, Any]] = []
+        # Driver options: "stubMode" ("auth-fail": the stub answers 401), "useSessionFile"
+        # (our side passes the transcript path too; the reference's afterTurn always gets one).
+        self.options: dict[str, Any] = {}
 
     def turn(self, messages: list[dict[str, Any]], token_budget: int = BIG_BUDGET) -> None:
         before = len(self.live)
@@ -188,6 +191,7 @@ class Script:
         return {
             "name": self.name,
             "config": self.config,
+            "options": self.options,
             "sessionId": SESSION_ID,
             "sessionKey": SESSION_KEY,
             "steps": self.steps,
@@ -333,6 +337,186 @@ def scenario_new_reset() -> dict[str, Any]:
     return s.done()
 
 
+def scenario_deferred_drain() -> dict[str, Any]:
+    s = Script("deferred-drain", _base_config(leafChunkTokens=500))
+    for _ in range(16):
+        s.text_turn()
+        s.steps[-1]["tokenBudget"] = 2400
+    s.assemble(2400)
+    s.assemble(1200)
+    for _ in range(3):
+        s.text_turn()
+        s.steps[-1]["tokenBudget"] = 2400
+    s.steps.append({"op": "maintain"})
+    s.assemble(2400)
+    return s.done()
+
+
+def scenario_prompt_aware() -> dict[str, Any]:
+    s = Script("prompt-aware", _base_config(promptAwareEviction=True))
+    for i in range(26):
+        if i in (3, 11):
+            s.turn(
+                [
+                    user(s.clock, "Where is the zebrafish migration log? " + _text(s.rng, 1)),
+                    assistant(
+                        s.clock, [{"type": "text", "text": "The zebrafish log is in var. " + _text(s.rng, 2)}]
+                    ),
+                ]
+            )
+        else:
+            s.text_turn()
+    s.assemble(1500, prompt="zebrafish status?", tools=[])
+    s.assemble(1500, prompt="zebrafish")
+    s.assemble(3000, prompt="what about the zebrafish migration")
+    s.compact(2500, manual=True)
+    s.assemble(900, prompt="zebrafish log", tools=["read"])
+    s.assemble(1300, prompt="billing")
+    return s.done()
+
+
+def scenario_numbers_live() -> dict[str, Any]:
+    s = Script("numbers-live", _base_config())
+    values: list[dict[str, Any]] = [
+        {"eps": 1e-7, "x": 0.1, "sum": 0.1 + 0.2},
+        {"big": 1e21, "bigger": 1.5e300, "n": 123456789012, "neg": -2.5e-6},
+        {"f": 1.5e-6, "arr": [1e-7, 2.5, 100.0], "half": 0.5, "whole": 3.0},
+    ]
+    for i, arguments in enumerate(values):
+        call_id = f"call_num_{i}"
+        s.turn(
+            [
+                user(s.clock, f"compute case {i}"),
+                assistant(
+                    s.clock,
+                    [{"type": "toolCall", "id": call_id, "name": "calc", "arguments": arguments}],
+                    stop="toolUse",
+                ),
+                tool_result(s.clock, call_id, "calc", json.dumps({"result": arguments})),
+                assistant(s.clock, [{"type": "text", "text": f"done case {i}"}]),
+            ]
+        )
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenario_live_images() -> dict[str, Any]:
+    s = Script("live-images", _base_config())
+    letters = "".join(
+        s.rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") for _ in range(2400)
+    )
+    live = [
+        user(
+            s.clock,
+            [
+                {"type": "text", "text": "what is in this picture"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+            ],
+        ),
+        assistant(s.clock, [{"type": "text", "text": "a single pixel"}]),
+        user(
+            s.clock,
+            [
+                {"type": "text", "text": "and this one"},
+                {"type": "image", "data": letters, "mimeType": "image/jpeg"},
+            ],
+        ),
+    ]
+    s.live = list(live)
+    s.assemble(BIG_BUDGET)
+    s.live = []
+    s.turn(live[:2])
+    s.live.append(live[2])
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def _transcript_entries(messages: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+    entries = []
+    for n, message in enumerate(messages, start):
+        stamp = message["timestamp"] / 1000
+        entries.append(
+            {
+                "type": "message",
+                "id": f"e{n:04d}",
+                "parentId": f"e{n - 1:04d}" if n else None,
+                "timestamp": _iso(stamp),
+                "message": message,
+            }
+        )
+    return entries
+
+
+def _iso(seconds: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def scenario_bootstrap_reconcile() -> dict[str, Any]:
+    s = Script("bootstrap-reconcile", _base_config())
+    s.options["useSessionFile"] = True
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": SESSION_ID,
+        "timestamp": _iso(BASE_MS / 1000),
+        "cwd": "/tmp",
+    }
+
+    def transcript() -> None:
+        s.steps.append({"op": "writeTranscript", "entries": [header, *_transcript_entries(s.live, 0)]})
+
+    for _ in range(10):
+        s.text_turn()
+    s.steps.clear()  # the first ten turns reach the engine through the transcript only
+    transcript()
+    s.steps.append({"op": "bootstrap"})
+    s.assemble(BIG_BUDGET)
+    for _ in range(3):
+        # The host appends each turn to the transcript before the engine's afterTurn.
+        s.text_turn()
+        after = s.steps.pop()
+        transcript()
+        s.steps.append(after)
+    # Two turns the engine never saw (a crash between transcript write and afterTurn):
+    for _ in range(2):
+        s.text_turn()
+        s.steps.pop()
+    transcript()
+    s.steps.append({"op": "bootstrap"})
+    s.assemble(BIG_BUDGET)
+    s.text_turn()
+    after = s.steps.pop()
+    transcript()
+    s.steps.append(after)
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenario_circuit_breaker() -> dict[str, Any]:
+    s = Script("circuit-breaker", _base_config(circuitBreakerThreshold=2))
+    s.options["stubMode"] = "auth-fail"
+    for _ in range(14):
+        s.text_turn()
+    for _ in range(3):
+        s.compact(2000, manual=True)
+    s.compact(2000, target="threshold")
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenario_spend_guard() -> dict[str, Any]:
+    s = Script("spend-guard", _base_config(summaryMaxCallsPerWindow=2, leafChunkTokens=400))
+    for _ in range(24):
+        s.text_turn()
+    s.compact(1500, target="threshold")
+    s.compact(1500, target="threshold")
+    s.compact(1500, manual=True)
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
 def scenarios() -> list[dict[str, Any]]:
     """Every seeded scenario, most valuable first."""
     return [
@@ -343,6 +527,13 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_large_tool_result(),
         scenario_images(),
         scenario_new_reset(),
+        scenario_deferred_drain(),
+        scenario_prompt_aware(),
+        scenario_numbers_live(),
+        scenario_live_images(),
+        scenario_bootstrap_reconcile(),
+        scenario_circuit_breaker(),
+        scenario_spend_guard(),
     ]
 
 
@@ -420,6 +611,23 @@ class Stub:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
                 prompt = _prompt_of(body)
                 stub.requests.append({"prompt": prompt})
+                if self.path.startswith("/auth-fail/"):
+                    # What a provider answers a revoked key: the circuit breaker's input.
+                    raw = json.dumps(
+                        {
+                            "error": {
+                                "message": "Incorrect API key provided",
+                                "type": "invalid_request_error",
+                                "code": "invalid_api_key",
+                            }
+                        }
+                    ).encode()
+                    self.send_response(401)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    return
                 text = stub_summary(prompt)
                 self._send(
                     {
@@ -476,6 +684,8 @@ class Names:
 
 def snapshot(db: Path) -> dict[str, Any]:
     """The normalized state of ``db``: conversations, messages, parts, summaries, context."""
+    if not db.exists():  # nothing written yet (our engine creates the file on first write)
+        return {"conversations": [], "messages": [], "parts": [], "summaries": [], "context": {}}
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     names = Names()
