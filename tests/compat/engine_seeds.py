@@ -177,12 +177,20 @@ class Script:
                 {"type": "thinking", "thinking": _text(rng, 2), "thinkingSignature": "sig-" + call_id}
             )
         path = f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py"
-        step.append({"type": "toolCall", "id": call_id, "name": "read", "arguments": {"path": path}})
+        # Arguments with and without text the summarizer source can read (command, query).
+        name, arguments = rng.choice(
+            (
+                ("read", {"path": path}),
+                ("exec", {"command": f"grep -n {rng.choice(WORDS)} {path}", "timeout": 30}),
+                ("search", {"query": _sentence(rng, 3), "limit": 5}),
+            )
+        )
+        step.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
         self.turn(
             [
                 user(clock, _text(rng, 1, exotic=exotic), sender),
                 assistant(clock, step, stop="toolUse"),
-                tool_result(clock, call_id, "read", _text(rng, rng.randint(3, 8), exotic=exotic)),
+                tool_result(clock, call_id, name, _text(rng, rng.randint(3, 8), exotic=exotic)),
                 assistant(clock, [{"type": "text", "text": _text(rng, 2, exotic=exotic)}]),
             ]
         )

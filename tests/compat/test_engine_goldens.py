@@ -36,20 +36,11 @@ _EXPLORATION = (
     "section headers/Opening excerpt lines; ours: 'Text: N chars, ...' and 'Starts:'), so the "
     "stored content, its token count and the assembled placeholder differ"
 )
-_TOOL_ONLY = (
-    "leaf source text of an assistant step that is only a tool call: the reference's third "
-    "fallback writes JSON.stringify(null) = 'null' for the tool part's empty text and omits "
-    "an input without text keys; ours writes 'Tool input (<name>):' with the raw arguments. "
-    "Summary texts (and so assembled summaries) differ from there"
-)
 _NUMBERS = "issue 15 point 9: numbers at live ingest are spelled the Python way (1e-07, 100.0)"
 KNOWN: dict[tuple[str, str], str] = {
     ("large-tool-result", "assembly"): _EXPLORATION,
     ("large-tool-result", "estimate"): _EXPLORATION,
     ("large-tool-result", "stored"): _EXPLORATION,
-    ("tools-mixed", "summarizer"): _TOOL_ONLY,
-    ("tools-mixed", "assembly"): _TOOL_ONLY,
-    ("tools-mixed", "stored"): _TOOL_ONLY,
     ("numbers-live", "assembly"): _NUMBERS,
     ("numbers-live", "estimate"): _NUMBERS,
     ("numbers-live", "stored"): _NUMBERS,

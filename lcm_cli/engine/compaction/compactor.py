@@ -362,7 +362,7 @@ class Compactor:
             _, role, content, created_at, sender = row
             text = src.message_text(content or "", (), self.settings.strip_tags)
             if not text:
-                text = src.message_text("", self._parts(row[0]), self.settings.strip_tags)
+                text = src.message_text("", self._parts(row[0]), self.settings.strip_tags, role)
             if not text:
                 continue
             speaker = ci.speaker_line(sender) if role == "user" else ""
