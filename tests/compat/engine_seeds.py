@@ -347,13 +347,13 @@ def scenario_new_reset() -> dict[str, Any]:
 
 def scenario_deferred_drain() -> dict[str, Any]:
     s = Script("deferred-drain", _base_config(leafChunkTokens=500))
-    for _ in range(16):
-        s.text_turn()
+    for _ in range(8):
+        s.text_turn(6)
         s.steps[-1]["tokenBudget"] = 2400
-    s.assemble(2400)
-    s.assemble(1200)
-    for _ in range(3):
-        s.text_turn()
+    s.assemble(4000)  # over the threshold, under the budget: debt stays pending
+    s.assemble(2400)  # stored context over the budget: the emergency drain runs first
+    for _ in range(6):
+        s.text_turn(6)
         s.steps[-1]["tokenBudget"] = 2400
     s.steps.append({"op": "maintain"})
     s.assemble(2400)
