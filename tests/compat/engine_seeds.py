@@ -360,6 +360,23 @@ def scenario_deferred_drain() -> dict[str, Any]:
     return s.done()
 
 
+def scenario_emergency_drain() -> dict[str, Any]:
+    # The summarizer refuses (401): the background drain fails and the debt stays pending,
+    # so an over-budget assemble runs the emergency drain, which fails too (degraded).
+    s = Script("emergency-drain", _base_config(leafChunkTokens=500, circuitBreakerThreshold=4))
+    s.options["stubMode"] = "auth-fail"
+    for _ in range(14):
+        s.text_turn(6)
+        s.steps[-1]["tokenBudget"] = 2400
+    s.assemble(2400)
+    s.assemble(1500)
+    s.assemble(1500, prompt="next step?", tools=["read"])
+    s.text_turn(6)
+    s.steps[-1]["tokenBudget"] = 2400
+    s.assemble(1500)
+    return s.done()
+
+
 def scenario_prompt_aware() -> dict[str, Any]:
     s = Script("prompt-aware", _base_config(promptAwareEviction=True))
     for i in range(26):
@@ -536,6 +553,7 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_images(),
         scenario_new_reset(),
         scenario_deferred_drain(),
+        scenario_emergency_drain(),
         scenario_prompt_aware(),
         scenario_numbers_live(),
         scenario_live_images(),

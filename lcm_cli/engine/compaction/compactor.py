@@ -878,7 +878,8 @@ def _json_list(raw: Any) -> list[str]:
 # Deferred compaction debt (§4.12)
 # --------------------------------------------------------------------------
 
-_BACKOFF_EXEMPT = ("provider auth failure", "summary provider circuit breaker is open")
+_BREAKER_OPEN = "summary provider circuit breaker is open"
+_BACKOFF_EXEMPT = ("provider auth failure", _BREAKER_OPEN)
 
 
 def record_debt(
@@ -933,7 +934,14 @@ def drain_debt(
     force: bool = False,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
 ) -> dict[str, Any]:
-    """Run pending compaction debt through the threshold route, bookkeeping the row (§4.12)."""
+    """Run pending compaction debt through the threshold route, bookkeeping the row (§4.12).
+
+    The drain passes the process's circuit breaker as any compaction does: an open breaker
+    keeps the debt pending without calling the model, an auth failure counts towards it,
+    a drain that compacted closes it.
+    """
+    from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker
+
     store, cid = compactor.store, compactor.cid
     row = store.conn.execute(
         "SELECT pending, running, reason, token_budget, next_attempt_after, retry_attempts"
@@ -960,7 +968,15 @@ def drain_debt(
             if ci.stored_context_tokens(items) <= compactor.settings.threshold(budget):
                 _finish_debt(store, cid, keep_pending=False, failure=None, attempts=attempts, now=now())
                 return {"changed": False, "reason": "legacy deferred compaction no longer needed"}
+        breaker, key = circuit_breaker(compactor.effective), breaker_key(compactor.summarizer)
+        if breaker.is_open(key):
+            _finish_debt(store, cid, keep_pending=True, failure=_BREAKER_OPEN, attempts=attempts, now=now())
+            return {"changed": False, "reason": "circuit breaker open"}
         result = compactor.compact(token_budget=budget, target="threshold")
+        if result["reason"].startswith("provider auth failure"):
+            breaker.record_auth_failure(key)
+        elif result["compacted"]:
+            breaker.record_success(key)
     except Exception as exc:
         _finish_debt(
             store,
