@@ -519,6 +519,54 @@ def scenario_bootstrap_reconcile() -> dict[str, Any]:
     return s.done()
 
 
+def scenario_fork_bounded() -> dict[str, Any]:
+    # A forked session (header names its parent) whose history is over bootstrapMaxTokens:
+    # the bootstrap keeps the newest part, and assembly appends the host's live suffix.
+    s = Script("fork-bounded", _base_config(bootstrapMaxTokens=1500))
+    s.options["useSessionFile"] = True
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": SESSION_ID,
+        "timestamp": _iso(BASE_MS / 1000),
+        "cwd": "/tmp",
+        "parentSession": "/tmp/parent-session.jsonl",
+    }
+    for _ in range(16):
+        s.text_turn(4)
+    s.steps.clear()
+    s.steps.append({"op": "writeTranscript", "entries": [header, *_transcript_entries(s.live, 0)]})
+    s.steps.append({"op": "bootstrap"})
+    s.assemble(BIG_BUDGET)
+    s.live.append(user(s.clock, "and now? " + _text(s.rng, 1)))
+    s.assemble(BIG_BUDGET)
+    s.assemble(2500)
+    s.assemble(2500, prompt="and now?", tools=["read"])
+    return s.done()
+
+
+def scenario_rotate() -> dict[str, Any]:
+    # A JSONL host: the transcript grows with each turn; rotate cuts it to the preserved tail.
+    s = Script("rotate", _base_config())
+    s.options["useSessionFile"] = True
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": SESSION_ID,
+        "timestamp": _iso(BASE_MS / 1000),
+        "cwd": "/tmp",
+    }
+    for _ in range(12):
+        s.text_turn()
+        after = s.steps.pop()
+        s.steps.append({"op": "writeTranscript", "entries": [header, *_transcript_entries(s.live, 0)]})
+        s.steps.append(after)
+    s.compact(2000, manual=True)
+    s.steps.append({"op": "rotate"})
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
 def scenario_circuit_breaker() -> dict[str, Any]:
     s = Script("circuit-breaker", _base_config(circuitBreakerThreshold=2))
     s.options["stubMode"] = "auth-fail"
@@ -558,6 +606,8 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_numbers_live(),
         scenario_live_images(),
         scenario_bootstrap_reconcile(),
+        scenario_fork_bounded(),
+        scenario_rotate(),
         scenario_circuit_breaker(),
         scenario_spend_guard(),
     ]
@@ -803,6 +853,17 @@ def step_state(full: dict[str, Any]) -> dict[str, Any]:
             for s in full["summaries"]
         ],
     }
+
+
+def transcript_shape(path: Path) -> list[list[Any]]:
+    """A transcript's lines as ``[type, id, parentId, role]`` (what a rotation kept)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+            out.append([entry.get("type"), entry.get("id"), entry.get("parentId"), message.get("role")])
+    return out
 
 
 def normalize_messages(messages: Any) -> Any:
