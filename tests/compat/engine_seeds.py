@@ -542,6 +542,23 @@ def scenario_fork_bounded() -> dict[str, Any]:
     s.assemble(BIG_BUDGET)
     s.assemble(2500)
     s.assemble(2500, prompt="and now?", tools=["read"])
+    # Live images in the suffix the host passes (not stored): their serialized estimate.
+    letters = "".join(
+        s.rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") for _ in range(3000)
+    )
+    s.live.append(assistant(s.clock, [{"type": "text", "text": "send the screenshots"}]))
+    s.live.append(
+        user(
+            s.clock,
+            [
+                {"type": "text", "text": "here"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+                {"type": "image", "data": letters, "mimeType": "image/jpeg"},
+            ],
+        )
+    )
+    s.assemble(BIG_BUDGET)
+    s.assemble(3000, prompt="here", tools=[])
     return s.done()
 
 
