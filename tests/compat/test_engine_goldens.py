@@ -12,9 +12,11 @@ summarizer.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,7 @@ def ours(name: str) -> dict[str, Any]:
     """Our engine's answers to scenario ``name``, in the goldens' shape (run once a process)."""
     scenario = SCENARIOS[name]
     home = Path(tempfile.mkdtemp(prefix=f"lcm-xengine-{name}-"))
+    atexit.register(shutil.rmtree, home, True)  # kept for the whole run: the answers are cached
     plugin = {"plugins": {"entries": {"lossless-claw": {"config": scenario["config"]}}}}
     (home / "openclaw.json").write_text(json.dumps(plugin), encoding="utf-8")
     # A fresh engine process: the breaker and the spend guard live in memory, per process,
