@@ -242,11 +242,11 @@ def test_tsv_format_matches_reference_layout(state_dir: Path) -> None:
 def test_table_format_renders_with_rich(state_dir: Path) -> None:
     out = lcm("--openclaw-dir", str(state_dir), "--format", "table", "conversations", "list")
     assert out.code == 0
-    assert "conversationId" in out.stdout and "agent:main:main" in out.stdout
+    assert "Conv" in out.stdout and "conversationId" not in out.stdout and "agent:main:main" in out.stdout
     tree = lcm(
         "--openclaw-dir", str(state_dir), "--format", "table", "summaries", "show", "sum_cccccccccccccccc"
     )
-    assert "sum_aaaaaaaaaaaaaaaa" in tree.stdout and "children" in tree.stdout
+    assert "sum_aaaaaaaaaaaaaaaa" in tree.stdout and "Children" in tree.stdout
 
 
 def test_help_is_text_for_people() -> None:

@@ -30,15 +30,14 @@ from tests.compat import engine_seeds as seeds
 GOLDENS = Path(__file__).parent / "goldens" / "engine"
 SCENARIOS = {s["name"]: s for s in seeds.scenarios()}
 
-# Where ours differs from the reference on purpose, or where issue 15 points 7-10 are still
-# being fixed, the (scenario, path) pair is listed with its reason; each is a strict xfail.
+# Where ours still differs from the reference, the (scenario, path) pair is listed with its
+# reason; each is a strict xfail, so a fix shows up as a failure until its entry is removed.
 _EXPLORATION = (
     "the exploration summary of an externalized text tool result is worded differently "
     "(reference: 'Text exploration summary (<tool>.txt):' with Characters/Words/Lines/Detected "
     "section headers/Opening excerpt lines; ours: 'Text: N chars, ...' and 'Starts:'), so the "
     "stored content, its token count and the assembled placeholder differ"
 )
-_NUMBERS = "issue 15 point 9: numbers at live ingest are spelled the Python way (1e-07, 100.0)"
 _MAINTAIN_NO_DEBT = (
     "maintain with no pending debt: the reference falls through to its transcript-GC step and "
     "answers 'transcript GC disabled'; ours answers 'no deferred compaction debt' (lcm has no "
@@ -49,9 +48,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("large-tool-result", "assembly"): _EXPLORATION,
     ("large-tool-result", "estimate"): _EXPLORATION,
     ("large-tool-result", "stored"): _EXPLORATION,
-    ("numbers-live", "assembly"): _NUMBERS,
-    ("numbers-live", "estimate"): _NUMBERS,
-    ("numbers-live", "stored"): _NUMBERS,
 }
 
 

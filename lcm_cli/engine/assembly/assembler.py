@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.assembly import tool_pairing as tp
 from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.context_items import tail_boundary
+from lcm_cli.engine.core.jscompat import js_values, stringify
 from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 
 DEFAULT_TOKEN_BUDGET = 128000
@@ -35,11 +36,18 @@ class Resolved(NamedTuple):
     role: str  # stored role for messages, "summary" for summaries
     message: dict[str, Any]
     tokens: int
-    text: str  # for prompt-aware scoring
+    # What prompt-aware eviction scores: a message's rebuilt content (its JSON when an
+    # array), a summary's own text (not its XML wrapper), a stub's reference text.
+    text: str
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def scored_text(content: Any) -> str:
+    """A rebuilt message's content as the reference measures and scores it: the string, or its ``JSON.stringify``."""
+    return content if isinstance(content, str) else stringify(js_values(content))
 
 
 def _attr(value: Any) -> str:
@@ -172,8 +180,8 @@ def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str
 
 def rebuild_message(
     row: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]
-) -> tuple[dict[str, Any], int] | None:
-    """A stored message as the model sees it, and its resolved token estimate (§6.4)."""
+) -> tuple[dict[str, Any], int, str] | None:
+    """A stored message as the model sees it, its resolved token estimate (§6.4) and its :func:`scored_text`."""
     stored = row["role"]
     content_text = row["content"] or ""
     metas = [_loads(p["metadata"]) for p in parts]
@@ -204,7 +212,8 @@ def rebuild_message(
     else:
         content = [{"type": "text", "text": content_text}] if content_text else []
     message: dict[str, Any] = {"role": role, "content": content}
-    pieces = [content if isinstance(content, str) else _json(content)]
+    text = scored_text(content)
+    pieces = [text]
     if role == "toolResult":
         name = (
             next((p["tool_name"] for p in parts if p["tool_name"]), None)
@@ -237,7 +246,7 @@ def rebuild_message(
             "totalTokens": tokens,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
         }
-    return message, tokens
+    return message, tokens, text
 
 
 # --------------------------------------------------------------------------
@@ -289,6 +298,7 @@ _MEMO_SIZE = 8192
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _summary_message(values: tuple[Any, ...], sources: tuple[str, ...], zone: tzinfo) -> tuple[str, int]:
+    """A summary's XML wrapper and its estimate: the wrapper is what the model sees and pays for."""
     row = dict(zip(_SUMMARY_KEYS, values))
     row["content"] = row["s_content"]
     xml = summary_xml(row, sources, zone)
@@ -298,7 +308,7 @@ def _summary_message(values: tuple[Any, ...], sources: tuple[str, ...], zone: tz
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _rebuilt(
     role: str, content: str | None, sender: str | None, parts: tuple[tuple[Any, ...], ...]
-) -> tuple[dict[str, Any], int] | None:
+) -> tuple[dict[str, Any], int, str] | None:
     return rebuild_message(
         {"role": role, "content": content, "sender": sender}, [dict(zip(_PART_KEYS, p)) for p in parts]
     )
@@ -328,8 +338,9 @@ def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) 
             xml, tokens = _summary_message(
                 tuple(r[k] for k in _SUMMARY_KEYS), tuple(sources.get(r["summary_id"], ())), zone
             )
+            text = r["s_content"] or ""
             out.append(
-                Resolved(r["ordinal"], False, "summary", {"role": "user", "content": xml}, tokens, xml)
+                Resolved(r["ordinal"], False, "summary", {"role": "user", "content": xml}, tokens, text)
             )
             continue
         if r["role"] is None:
@@ -337,8 +348,8 @@ def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) 
         rebuilt = _rebuilt(r["role"], r["m_content"], r["sender"], tuple(parts.get(r["message_id"], ())))
         if rebuilt is None:
             continue
-        message, tokens = rebuilt
-        out.append(Resolved(r["ordinal"], True, r["role"], message, tokens, r["m_content"] or ""))
+        message, tokens, text = rebuilt
+        out.append(Resolved(r["ordinal"], True, r["role"], message, tokens, text))
     return out
 
 
@@ -387,7 +398,8 @@ def stub_stored_results(
             else reference
         )
         message = {**item.message, "content": content}
-        tokens = estimate_tokens(content if isinstance(content, str) else _json(content))
+        # The reference's stub cost is the reference text's estimate, whatever the content's shape.
+        tokens = estimate_tokens(reference)
         out.append(item._replace(message=message, tokens=tokens, text=reference))
     return out
 

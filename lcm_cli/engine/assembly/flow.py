@@ -20,7 +20,7 @@ from lcm_cli.engine.assembly import prompt_recall as pr
 from lcm_cli.engine.assembly.assembler import assemble as assemble_context
 from lcm_cli.engine.assembly.assembler import clamp, resolve_budget
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.core.tokens import serialized_tokens
+from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 
 HOST_DELIVERS = "hostDeliversCurrentTurnSeparately"
 DEGRADED_AUTHORITY = "preassembly_may_overflow"
@@ -209,14 +209,25 @@ def _counts(ctx: Context, cid: int) -> tuple[int, int]:
 
 
 def _with_cue(
-    ctx: Context, cid: int, messages: list[dict[str, Any]], prompt: str | None, budget: int
+    ctx: Context,
+    cid: int,
+    messages: list[dict[str, Any]],
+    prompt: str | None,
+    budget: int,
+    pre_recall_tokens: int,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Step 14: prepend the prompt-recall cue when it fits the budget; also return the cue."""
+    """Step 14: prepend the prompt-recall cue when it fits the budget; also return the cue.
+
+    It fits as the reference decides (src/engine.ts, assemble): the context's estimate
+    before the cue (``pre_recall_tokens``) plus the estimate of the cue's text is within
+    the budget. The serialized estimate decides later, in the final clamp, which drops
+    the cue first.
+    """
     if not prompt or not pr.identifiers(prompt):
         return messages, None
     present = json.dumps(messages, ensure_ascii=False)
     cue = pr.build_cue(ctx.db, cid, prompt, present)
-    if cue is None or fb.total_tokens(messages) + serialized_tokens(cue) > budget:
+    if cue is None or pre_recall_tokens + estimate_tokens(str(cue["content"])) > budget:
         return messages, None
     return [cue, *messages], cue
 
@@ -295,11 +306,15 @@ def run(
             ctx.db, cid, effective, token_budget=budget, prompt=prompt, preserve_assistant_tail=host_turn
         )
         messages: list[dict[str, Any]] = result["messages"]
+        # The estimate the recall cue is weighed against: the assembler's own (the items'
+        # resolved tokens), or the serialized one once a fork's live suffix is appended.
+        pre_recall_tokens: int = result["details"]["resolvedTokens"]
         changed = False
         if fork.bounded:
             suffix = fb.fork_suffix(live, fork.source_count)
             if suffix:
                 messages = fb.append_fork_suffix(messages, suffix, budget)
+                pre_recall_tokens = fb.total_tokens(messages)
                 changed = True
         if (not messages and live) or not fb.has_user(messages):
             return live_fallback("assembly empty" if not messages else "no user message in assembly")
@@ -308,7 +323,7 @@ def run(
             # Appended after the assembled context; the final clamp makes room (cue first).
             messages = [*messages, *volatile]
             changed = True
-        messages, cue = _with_cue(ctx, cid, messages, prompt, budget)
+        messages, cue = _with_cue(ctx, cid, messages, prompt, budget, pre_recall_tokens)
         if cue is not None:
             projection["fingerprint"] = pr.fingerprint(cue)
             changed = True

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import sqlite3
@@ -508,7 +507,7 @@ class Interceptor:
             text, mime, name = content, "text/plain", f"raw-{role}-payload.txt"
         else:
             text, mime, name = (
-                json.dumps(content, ensure_ascii=False),
+                stringify(content),  # JSON.stringify, as the reference writes the file
                 "application/json",
                 f"raw-{role}-payload.json",
             )

@@ -141,6 +141,26 @@ ERRORS: dict[str, ErrorCode] = {
         "the summary or file exists but belongs to a conversation outside `--conversation-id` / `--session-key`",
         "widen the scope, or drop the selector",
     ),
+    "SUMMARY_NOT_IN_CONTEXT": ErrorCode(
+        3,
+        "`summaries dissolve ID`: the summary is not one of its conversation's context items, so there is no condensation to undo (`details: {summaryId, conversationId}`)",
+        "pick a summary that `lcm context show` lists; `lcm summaries graph` shows the DAG",
+    ),
+    "SUMMARY_NOT_CONDENSED": ErrorCode(
+        2,
+        "`summaries dissolve ID` with a leaf summary: only a condensed summary has summaries to give back (`details: {summaryId, kind, depth}`)",
+        "dissolve the condensed summary that consumes it (its `parents` in `lcm summaries show ID`)",
+    ),
+    "TRANSPLANT_DUPLICATE": ErrorCode(
+        2,
+        "`summaries transplant`: the target already holds a summary with the same content (SHA-256) as one to be copied, so the DAG was transplanted before; nothing was written (`details: {duplicates}`)",
+        "check the target with `lcm summaries list --conversation-id N`; dissolve or restore a backup before copying again",
+    ),
+    "GRAPHVIZ_NOT_FOUND": ErrorCode(
+        3,
+        "`summaries graph --to svg` and Graphviz's `dot` is not on PATH (or failed; `details: {program}`)",
+        "install Graphviz, or use `--to dot` / `--to mermaid` and render the source elsewhere",
+    ),
     "PROMPT_NOT_FOUND": ErrorCode(
         3,
         "a template name given to `lcm prompts show NAME` (or `diff`, `render`) that does not exist (`details: {name, known}`)",

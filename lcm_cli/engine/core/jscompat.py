@@ -86,10 +86,13 @@ def js_number_text(value: float) -> str:
     return sign + body
 
 
-def _parse_float(text: str) -> Any:
-    # JavaScript has one number type: integral values print without ".0", so they
-    # become ints here (exactly as JS would spell them once past 2**53).
-    value = float(text)
+def js_number(value: float) -> Any:
+    """The number ``value`` as JavaScript holds it, in the form :func:`stringify` spells as JS does.
+
+    JavaScript has one number type: integral values print without ".0", so they become
+    ints here (exactly as JS would spell them once past 2**53); tiny and non-finite
+    values become :class:`JsNumber`; other floats print alike in both languages.
+    """
     if math.isfinite(value) and value.is_integer():
         if abs(value) < 9007199254740992.0:
             return int(value)
@@ -101,10 +104,66 @@ def _parse_float(text: str) -> Any:
     return JsNumber(value)
 
 
+def _parse_float(text: str) -> Any:
+    return js_number(float(text))
+
+
 def _parse_big_int(text: str) -> Any:
     if len(text) < 16:
         return int(text)
     return _parse_float(text)
+
+
+_EXACT_INT_LIMIT = 9007199254740992  # 2**53: larger integers are rounded to a double in JavaScript
+
+
+def js_values(value: Any) -> Any:
+    """``value`` with every number as ``JSON.parse`` would have read it (see :func:`js_number`).
+
+    For JSON values built in Python (a host's messages decoded by ``json.loads``, or a
+    Python caller's dicts), so that :func:`stringify` then spells each number as
+    ``JSON.stringify`` does (``1e-7``, not Python's ``1e-07``; ``1``, not ``1.0``) and
+    integer-like keys come first, as the transcript importer's decoder already gives.
+    Containers are copied only where something inside changes; otherwise ``value``
+    itself is returned.
+    """
+    kind = type(value)
+    if kind is dict:
+        return _js_object_values(value)
+    if kind is list or kind is tuple:
+        items = [item if type(item) in _PLAIN else js_values(item) for item in value]
+        if kind is list and all(a is b for a, b in zip(items, value)):
+            return value
+        return items
+    if kind is float:
+        return js_number(value)
+    if kind is int and not -_EXACT_INT_LIMIT < value < _EXACT_INT_LIMIT:
+        return js_number(float(value))
+    return value
+
+
+# Leaves that stay as they are (ints are checked for size on their own).
+_PLAIN = frozenset({str, bool, type(None)})
+
+
+def _js_object_values(value: dict[Any, Any]) -> dict[Any, Any]:
+    changed: dict[Any, Any] | None = None
+    index_key = False
+    for key, item in value.items():
+        # Most keys start with a letter; only a leading digit may make an array index.
+        if not index_key and type(key) is str and key[:1].isdigit() and _is_array_index(key):
+            index_key = True
+        kind = type(item)
+        if kind in _PLAIN or (kind is int and -_EXACT_INT_LIMIT < item < _EXACT_INT_LIMIT):
+            continue
+        new = js_values(item)
+        if new is not item:
+            if changed is None:
+                changed = dict(value)
+            changed[key] = new
+    out = value if changed is None else changed
+    # A JavaScript object lists integer-like keys first, ascending (as JSON.parse builds it).
+    return js_ordered(out.items()) if index_key else out
 
 
 def _reject_constant(name: str) -> Any:

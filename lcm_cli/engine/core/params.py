@@ -189,8 +189,22 @@ MAX_BYTES: Param[int | None] = Param(
     "File content cap in bytes, 1..512000 (default 32768).",
     metavar="N",
 )
-TO: Param[str | None] = Param(
-    "to", {"enum": ["markdown", "jsonl"]}, "markdown, or jsonl (an OpenClaw transcript).", metavar="FORMAT"
+EXPORT_FORMATS = ("markdown", "jsonl")
+GRAPH_FORMATS = ("mermaid", "dot", "svg")
+# One field, three uses: export's and graph's format, transplant's target conversation.
+# Each operation checks the form it takes (recall.scope.choice, surgery.selection).
+TO: Param[Any] = Param(
+    "to",
+    {
+        "description": "export: markdown|jsonl; summaries graph: mermaid|dot|svg; "
+        "summaries transplant: the target conversation id",
+        "oneOf": [
+            {"enum": [*EXPORT_FORMATS, *GRAPH_FORMATS]},
+            {"type": "integer", "minimum": 1},
+        ],
+    },
+    "markdown, or jsonl (an OpenClaw transcript).",
+    metavar="FORMAT",
 )
 INCLUDE_SUMMARIES: Param[bool] = Param("include_summaries", _flag(), "Also export the summary DAG.")
 QUERY: Param[str | None] = Param("query", _text(), "Find summaries by full-text search.", metavar="TEXT")
@@ -206,6 +220,21 @@ TIMEOUT_MS: Param[int | None] = Param(
     {"type": "integer", "minimum": 1, "maximum": 600000},
     "Overall time limit (default delegationTimeoutMs).",
     metavar="MS",
+)
+
+# --- summary surgery: rewrite, dissolve, transplant, graph --------------------------------
+ALL: Param[bool] = Param("all", _flag(), "Every summary in scope (bottom-up by depth).")
+CASCADE: Param[bool] = Param(
+    "cascade", _flag(), "Also re-summarize every summary that consumes a rewritten one, bottom-up."
+)
+PURGE: Param[bool] = Param(
+    "purge", _flag(), "Delete the dissolved summary instead of keeping it as orphaned history."
+)
+FROM_CONVERSATION: Param[int | None] = Param(
+    "from",
+    {"type": "integer", "minimum": 1},
+    "Copy the summary DAG of this conversation (its summaries in context, with their subtrees).",
+    metavar="ID",
 )
 
 # --- writing files, backups and dry runs -------------------------------------------------

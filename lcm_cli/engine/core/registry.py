@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from lcm_cli.engine.core.render_hints import Branch, Fold, Render, Rows, Sections, Text, Transcript, Tree
+from lcm_cli.engine.core.render_hints import Fold, Render, Rows, Tally, Text, Transcript
 
 
 class OpSpec(NamedTuple):
@@ -77,13 +77,21 @@ ARGUMENTS: dict[str, Argument] = {
     "name": Argument("NAME", "Template name: system, leaf, condensed-d1, condensed-d2, condensed-d3."),
 }
 
-# The columns a person scans first in a list of records; JSON output carries every field.
+# The columns a person scans first in a list of records, and those dropped first (least
+# important first) when the terminal is narrow; JSON output carries every field.
 _FINDINGS = Rows("check", ("status", "check", "count", "fix"))
 _UNITS = Rows("unit", ("unit", "check", "conversationId", "status"))
 _SUMMARIES = Rows(
-    "summaryId", ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview")
+    "summaryId",
+    ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview"),
+    drop=("descendantCount", "coverageAt", "depth"),
 )
-_MESSAGES = Rows("messageId", ("messageId", "seq", "role", "tokenCount", "createdAt", "preview"))
+_MESSAGES = Rows(
+    "messageId",
+    ("messageId", "seq", "role", "tokenCount", "createdAt", "preview", "content"),
+    drop=("createdAt", "seq", "tokenCount"),
+    text="content",
+)
 # One row per transcript (its rows also carry a sessionId).
 _TRANSCRIPTS = Rows(
     "file",
@@ -91,18 +99,21 @@ _TRANSCRIPTS = Rows(
         "file",
         "status",
         "reason",
-        "conversation",
         "conversationId",
-        "sessionKey",
         "candidateMessages",
         "wouldImportMessages",
         "importedMessages",
-        "missingEntries",
-        "skippedLines",
     ),
+    drop=("importedMessages", "candidateMessages", "conversationId"),
 )
+# Summary surgery: one row per rewritten summary, restored context item, copied summary.
+_REWRITES = Rows("diff", ("summaryId", "depth", "status", "oldTokenCount", "newTokenCount"))
+_CONTEXT_ITEMS = Rows("ordinal", ("ordinal", "itemType", "summaryId", "kind", "depth", "tokenCount"))
+_COPIES = Rows("newSummaryId", ("summaryId", "newSummaryId", "kind", "depth", "tokenCount", "inContext"))
 _BACKUPS = Rows(
-    "hasManifest", ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation")
+    "hasManifest",
+    ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation"),
+    drop=("label", "verifiedAtCreation", "hasManifest", "sizeBytes"),
 )
 _CONVERSATIONS = Rows(
     "sessionId",
@@ -116,23 +127,66 @@ _CONVERSATIONS = Rows(
         "contextTokens",
         "updatedAt",
     ),
+    drop=("contextTokens", "summaryCount", "active", "updatedAt", "title"),
 )
-# Lists that may hold any stored record: summaries, messages, conversations.
-_RECORDS = Render(rows=(_SUMMARIES, _MESSAGES, _CONVERSATIONS))
-_DOCTOR = Render(rows=(_FINDINGS, _UNITS, _SUMMARIES, _MESSAGES, _CONVERSATIONS))
-_SUMMARY_TREE = Render(
-    tree=Tree(
-        root="summary",
-        key="summaryId",
-        label="{kind} depth {depth}",
-        text="preview",
-        branches=(
-            Branch("parents", "parents (consume this)", "{summaryId} {kind} d{depth}", "preview"),
-            Branch("children", "children (its sources)", "{summaryId} {kind} d{depth}", "preview"),
-            Branch("sourceMessages", "source messages", "#{messageId} seq {seq} {role}", "content"),
+# Search hits: messages and summaries in one list.
+_HITS = Rows(
+    "snippet",
+    ("type", "id", "conversationId", "role", "kind", "timestamp", "snippet"),
+    drop=("conversationId", "kind", "role", "timestamp"),
+)
+# Lists that may hold any stored record: summaries, messages, conversations, search hits.
+_RECORDS = Render(rows=(_SUMMARIES, _MESSAGES, _CONVERSATIONS, _HITS))
+# Doctor's findings first, each with its title and fix; the passes fold into one line.
+_CHECKS = Tally(
+    "checks",
+    "status",
+    (("PASS", "passed"), ("SKIP", "skipped")),
+    "check",
+    "{status} {check}: {title}",
+    ("fix", "count", "affected", "nextCursor"),
+)
+_DOCTOR = Render(
+    rows=(_FINDINGS, _UNITS, _SUMMARIES, _MESSAGES, _CONVERSATIONS), tallies=(_CHECKS,), first=("checks",)
+)
+# A backfill over hundreds of files: totals, then only the files that need attention.
+_MIGRATE = Render(
+    rows=(_TRANSCRIPTS, _CONVERSATIONS),
+    tallies=(
+        Tally(
+            "files",
+            "status",
+            (
+                ("up-to-date", "up to date"),
+                ("would-import", "would be imported"),
+                ("imported", "imported"),
+                ("complete", "complete"),
+            ),
+            "file",
+            "{status}",
+            (
+                "file",
+                "reason",
+                "hint",
+                "error",
+                "sessionKey",
+                "conversationId",
+                "missingEntries",
+                "skippedLines",
+                "warnings",
+            ),
+            attention=("reason", "error", "warnings"),
+            listed="file",
         ),
-    )
+    ),
 )
+# Backup checks: the failed ones in full, the passed ones counted.
+_BACKUP_CHECKS = Tally(
+    "checks", "ok", (("True", "passed"),), "check", "{name}: expected {expected}, found {actual}", ()
+)
+# Row counts by table name: the names as SQLite spells them.
+_TABLE_NAMES = ("tables", "rows", "deleted", "expected", "actual")
+_BACKUP = Render(rows=(_BACKUPS,), tallies=(_BACKUP_CHECKS,), verbatim=_TABLE_NAMES)
 _CONTEXT = Render(
     transcript=Transcript(
         field="messages",
@@ -181,7 +235,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="List conversations, most recently updated first, with aggregate figures.",
         help="Conversations, most recently updated first, with message, summary and tail figures.",
         example="lcm conversations list --limit 20",
-        render=Render(rows=(_CONVERSATIONS,)),
+        render=Render(rows=(_CONVERSATIONS,), labels=(("items", "Conversations"),)),
     ),
     "conversations.show": OpSpec(
         "lcm_cli.engine.read.conversations",
@@ -199,7 +253,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="Page through a conversation's messages, newest first, with role and time filters.",
         help="A conversation's messages, newest first, with previews (or full content).",
         example="lcm messages list --conversation-id 1 --role user --recency 2d",
-        render=Render(rows=(_MESSAGES,)),
+        render=Render(rows=(_MESSAGES,), labels=(("items", "Messages"),)),
     ),
     "messages.tail": OpSpec(
         "lcm_cli.engine.read.messages",
@@ -216,7 +270,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="Page through summaries (one conversation or all), newest coverage first.",
         help="Summaries (one conversation, or all), newest coverage first.",
         example="lcm summaries list --conversation-id 1 --kind condensed",
-        render=Render(rows=(_SUMMARIES,)),
+        render=Render(rows=(_SUMMARIES,), labels=(("items", "Summaries"),)),
     ),
     "summaries.show": OpSpec(
         "lcm_cli.engine.read.summaries",
@@ -230,7 +284,90 @@ OPERATIONS: dict[str, OpSpec] = {
             "(its source summaries) and its source messages."
         ),
         example="lcm summaries show sum_1b2c3d4e5f607182 --format table",
-        render=_SUMMARY_TREE,
+        render=_RECORDS,
+    ),
+    "summaries.rewrite": OpSpec(
+        "lcm_cli.engine.surgery.rewrite",
+        _SELECTOR + ("summary_id", "depth", "all", "cascade", "apply"),
+        long_running=True,
+        writes=True,
+        summary="Re-summarize summaries with the configured summarizer and depth-aware prompts (dry run: a diff).",
+        help=(
+            "Re-summarize one summary (--summary-id), one depth (--depth) or all (--all) from their "
+            "sources, with the configured summarizer and the depth-aware templates (`lcm prompts`).\n\n"
+            "A dry run by default: every summary's unified diff and old/new tokens. --apply backs the "
+            "database up, then writes one transaction per summary, bottom-up; ids and links are kept. "
+            "--cascade also re-summarizes every summary that consumes a rewritten one, from the new "
+            "text. When the summarizer fails or answers with a fallback, that summary is left as it "
+            "was and reported (exit 1). --depth and --all cover every conversation unless "
+            "--conversation-id or --session-key narrows them."
+        ),
+        example="lcm summaries rewrite --summary-id sum_0a1b2c3d4e5f6071",
+        param_help={
+            "summary_id": "Rewrite this summary; repeatable.",
+            "depth": "Rewrite every summary of this depth (0 = leaves).",
+            "apply": "Back up, then write (dry run with diffs otherwise).",
+        },
+        render=Render(rows=(_REWRITES,)),
+    ),
+    "summaries.dissolve": OpSpec(
+        "lcm_cli.engine.surgery.dissolve",
+        ("purge", "apply"),
+        args=("summary_id",),
+        writes=True,
+        summary="Undo one condensation: the summaries it consumed return to the context in its place.",
+        help=(
+            "Undo one condensation: the condensed summary's sources return to the context in its "
+            "place, in order, and the ordinals after it are renumbered.\n\n"
+            "The dissolved summary is kept as orphaned history (it still reads with `lcm summaries "
+            "show`), or deleted with --purge. A dry run by default; --apply backs the database up, "
+            "then writes one transaction."
+        ),
+        example="lcm summaries dissolve sum_2c3d4e5f60718293",
+        param_help={"apply": "Back up, then write (dry run otherwise)."},
+        render=Render(rows=(_CONTEXT_ITEMS,)),
+    ),
+    "summaries.transplant": OpSpec(
+        "lcm_cli.engine.surgery.transplant",
+        ("from", "summary_id", "to", "apply"),
+        writes=True,
+        summary="Deep-copy a summary DAG (a conversation's, or one subtree) into another conversation.",
+        help=(
+            "Deep-copy a summary DAG into another conversation: --from ID copies the summaries in "
+            "that conversation's context with everything beneath them, --summary-id copies one "
+            "summary with its subtree.\n\n"
+            "Summaries get new ids; their source messages (with their parts and identity hashes) are "
+            "copied too, so no link crosses conversations, and the copied roots go first in the "
+            "target's context. A content-hash guard refuses a copy the target already holds "
+            "(TRANSPLANT_DUPLICATE). A dry run by default; --apply backs the database up, then "
+            "writes one transaction."
+        ),
+        example="lcm summaries transplant --from 2 --to 3",
+        param_help={
+            "summary_id": "Copy this summary with its subtree; repeatable.",
+            "to": "The target conversation id.",
+            "apply": "Back up, then write (dry run otherwise).",
+        },
+        metavars={"to": "ID"},
+        render=Render(rows=(_COPIES,)),
+    ),
+    "summaries.graph": OpSpec(
+        "lcm_cli.engine.surgery.graph",
+        _SELECTOR + ("to", "out"),
+        needs_selector=True,
+        summary="A conversation's summary DAG as Mermaid, Graphviz dot or SVG (read-only).",
+        help=(
+            "A conversation's summary DAG as a picture source: Mermaid (default) or Graphviz dot, "
+            "each node with its depth, kind and tokens; summaries in the context are marked.\n\n"
+            "--to svg runs Graphviz's `dot` and fails with GRAPHVIZ_NOT_FOUND when it is not on "
+            "PATH. Read-only."
+        ),
+        example="lcm summaries graph --conversation-id 2 --to mermaid",
+        param_help={
+            "to": "mermaid (default), dot, or svg (needs Graphviz's `dot` on PATH).",
+            "out": "Write the picture here (replaced atomically) instead of into the result.",
+        },
+        render=Render(text=Text("text", "# summary DAG of conversation {conversationId} ({format})")),
     ),
     "config.show": OpSpec(
         "lcm_cli.engine.config.ops",
@@ -238,6 +375,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="The Lossless plugin config: as stored, effective, and its sources.",
         help="The stored and effective Lossless config, pattern sources and LCM_* overrides.",
         example="lcm config show --pretty",
+        render=Render(verbatim=("raw", "effective", "diagnostics")),
     ),
     "config.get": OpSpec(
         "lcm_cli.engine.config.ops",
@@ -338,7 +476,7 @@ OPERATIONS: dict[str, OpSpec] = {
             ),
             "keep": "With --apply, afterwards keep only the newest N `migrate-sessions` backups.",
         },
-        render=Render(rows=(_TRANSCRIPTS, _CONVERSATIONS)),
+        render=_MIGRATE,
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -355,14 +493,14 @@ OPERATIONS: dict[str, OpSpec] = {
             "out": "Where to write the copy (default: beside the database, timestamped).",
             "keep": "Afterwards keep only the newest N `backup` backups.",
         },
-        render=Render(rows=(_BACKUPS,)),
+        render=_BACKUP,
     ),
     "backup.list": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
         summary="Backups beside the database, newest first.",
         help="Backups beside the database, newest first, with their manifest status.",
         example="lcm backup list --format table",
-        render=Render(rows=(_BACKUPS,)),
+        render=_BACKUP,
     ),
     "backup.verify": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -373,7 +511,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "path": "The backup file.",
         },
-        render=Render(rows=(_BACKUPS,)),
+        render=_BACKUP,
     ),
     "backup.restore": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -388,7 +526,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "apply": "Really replace the database (dry run otherwise).",
             "force": "Restore even while another process has the database open.",
         },
-        render=Render(rows=(_BACKUPS,)),
+        render=_BACKUP,
     ),
     "prune": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -416,7 +554,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "out": "Archive file (default: beside the database, timestamped).",
         },
-        render=Render(rows=(_CONVERSATIONS,)),
+        render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
     ),
     "prune.restore": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -427,7 +565,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="Put a prune archive back (verified first; idempotent; dry run).",
         help="Put the conversations of a prune archive back (verified first; safe to run twice).",
         example="lcm prune restore ~/.openclaw/lcm.db.prune-20260710T123456789Z.jsonl.gz --apply",
-        render=Render(rows=(_CONVERSATIONS,)),
+        render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
     ),
     # The control contract's results are sanitized: no paths, not even in meta.
     # `rotate` writes, so the whole contract waits in the session's write queue under serve.
@@ -470,7 +608,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "session_key": "Search the whole session family of KEY: its active and archived conversations.",
         },
-        render=_RECORDS,
+        render=Render(rows=_RECORDS.rows, meta=("complete", "truncatedBy")),
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",
@@ -768,7 +906,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "apply": "Really rotate (dry run otherwise: nothing is written).",
             "session_file": "The session's transcript JSONL (default: the path its bootstrap checkpoint records).",
         },
-        render=Render(rows=_RECORDS.rows, sections=Sections("passes", "leaf passes")),
+        render=_RECORDS,
     ),
     "prompts.list": OpSpec(
         _PROMPTS,
@@ -780,6 +918,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "Overrides live in $LCM_PROMPTS_DIR, else in the user config dir (lcm/prompts)."
         ),
         example="lcm prompts list --format table",
+        render=Render(labels=(("items", "Templates"),)),
     ),
     "prompts.show": OpSpec(
         _PROMPTS,
@@ -874,7 +1013,10 @@ DOOR_COMMANDS: dict[str, OpSpec] = {
 GROUPS: dict[str, str] = {
     "conversations": "List conversations or show one in detail.",
     "messages": "Page through a conversation's messages or read its fresh tail.",
-    "summaries": "Page through the summary DAG or show one summary with its neighbours.",
+    "summaries": (
+        "Page through the summary DAG, show one summary, or operate on it: rewrite, dissolve, "
+        "transplant, graph."
+    ),
     "context": "The context the model sees.",
     "session": "A session's lifecycle: bootstrap from its transcript, /new, /reset, end.",
     "config": "Show, read or change the Lossless plugin config in openclaw.json.",

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from lcm_cli.engine.core.jscompat import js_values, stringify, utf8_safe
+
 # The CJK ranges of the rule: U+3000-303F, U+3040-30FF, U+3400-4DBF, U+4E00-9FFF,
 # U+AC00-D7AF, U+FF00-FFEF, and extensions B-F (U+20000-2A6DF, U+2A700-2B73F,
 # U+2B740-2B81F, U+2B820-2CEAF, U+2CEB0-2EBEF), which cost 1.5 rather than the 2 of
@@ -75,34 +77,97 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-# A media string (a data: URL, or base64 under a binary-ish key) of 4096+ characters costs a
-# flat 1600 tokens in the serialized estimate, as the reference counts it (compat/engine.md §6.7).
-_BIG_KEYS = frozenset({"data", "image", "imageData", "image_data", "base64", "bytes", "source"})
-_BASE64ISH = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+# The serialized estimate (compat/engine.md §6.7), as the reference's
+# src/estimate-tokens.ts counts a message: the JSON.stringify text of the whole message,
+# where each opaque binary string is written as a short placeholder and costs a flat
+# 1600 tokens on top. A string is opaque when it has 4096+ UTF-16 units and either is a
+# data: URL (under any key) or sits under a binary key with a head (its first 512
+# units) of base64 characters and line breaks only, holding a digit and a letter.
+OPAQUE_TOKENS = 1600
+_OPAQUE_MIN_UNITS = 4096
+_OPAQUE_HEAD = 512
+_OPAQUE_KEYS = frozenset({"data", "image", "imageData", "image_data", "base64", "bytes", "source"})
+_BASE64_HEAD = re.compile(r"[A-Za-z0-9+/=\r\n]+")
+_PLACEHOLDER_QUARTERS = len('"[opaque binary payload]"')  # ASCII: a quarter token each
+# Python spells a float differently from JavaScript only as ``3.0``, ``1e+16`` or ``1e-05``
+# (a JSON number follows ``:``, ``[`` or ``,``); text without such a number (and without a
+# lone surrogate) is already JSON.stringify's. A string that merely looks like one only
+# costs the slower exact path.
+_PYTHON_FLOAT = re.compile(r"[:,\[]-?\d+(?:\.0[,\]}]|(?:\.\d+)?e[-+])")
 
 
-def _serialized_quarters(value: Any, key: str | None = None) -> int:
-    """Quarter-token estimate of ``value``'s JSON, with large media strings at a flat 1600 tokens."""
-    if isinstance(value, str):
-        if len(value) >= 4096 and (
-            value.startswith("data:") or (key in _BIG_KEYS and _BASE64ISH.match(value[:4096]) is not None)
-        ):
-            return 1600 * 4
-        return token_quarters(_compact_json(value))
-    if isinstance(value, dict):
-        total = 2 + max(0, len(value) - 1)
-        for k, v in value.items():
-            total += token_quarters(_compact_json(k)) + 1 + _serialized_quarters(v, k)
-        return total
-    if isinstance(value, list):
-        return 2 + max(0, len(value) - 1) + sum(_serialized_quarters(v) for v in value)
-    return token_quarters(_compact_json(value))
+def _utf16_length(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def is_opaque_binary(key: str, value: str) -> bool:
+    """True when the serialized estimate counts ``value`` (under ``key``) as one opaque binary part."""
+    if len(value) < _OPAQUE_MIN_UNITS and (
+        2 * len(value) < _OPAQUE_MIN_UNITS or _utf16_length(value) < _OPAQUE_MIN_UNITS
+    ):
+        return False
+    if value.startswith("data:"):
+        return True
+    if key not in _OPAQUE_KEYS:
+        return False
+    # A head that is all ASCII is the same 512 characters whether counted in code points or
+    # UTF-16 units; one that is not fails the pattern either way.
+    head = value[:_OPAQUE_HEAD]
+    return (
+        _BASE64_HEAD.fullmatch(head) is not None
+        and any(c.isdigit() for c in head)
+        and any(c.isalpha() for c in head)
+    )
+
+
+def _js_quarters(value: Any) -> int:
+    return token_quarters(stringify(js_values(value)))
+
+
+def _spelled_as_javascript(text: str) -> bool:
+    if _PYTHON_FLOAT.search(text) is not None:
+        return False
+    return text.isascii() or utf8_safe(text) is text
+
+
+class _Serialized:
+    """Quarter tokens of a value's JSON.stringify text, opaque strings as the placeholder."""
+
+    def __init__(self) -> None:
+        self.opaque = 0
+
+    def quarters(self, value: Any, key: str) -> int:
+        if isinstance(value, str):
+            if is_opaque_binary(key, value):
+                self.opaque += 1
+                return _PLACEHOLDER_QUARTERS
+            return _js_quarters(value)
+        if isinstance(value, dict):
+            total = 2 + max(0, len(value) - 1)
+            for k, v in value.items():
+                total += _js_quarters(str(k)) + 1 + self.quarters(v, str(k))
+            return total
+        if isinstance(value, (list, tuple)):
+            # An array element's key is its index, never a binary key.
+            return 2 + max(0, len(value) - 1) + sum(self.quarters(v, str(i)) for i, v in enumerate(value))
+        return _js_quarters(value)
 
 
 def serialized_tokens(message: Mapping[str, Any]) -> int:
-    """The serialized estimate of one whole message: its compact JSON, media at a flat rate (§6.7)."""
+    """The serialized estimate of one whole message (the reference's ``estimateSerializedMessageTokens``).
+
+    The estimate of its ``JSON.stringify`` text, with each opaque binary string (see
+    :func:`is_opaque_binary`) written as ``"[opaque binary payload]"`` and counted as a flat
+    1600 tokens more (compat/engine.md §6.7).
+    """
     text = _compact_json(message)
-    if len(text) < 4096:
-        # No string inside can reach the 4096-character media rule.
-        return (token_quarters(text) + 3) // 4
-    return (_serialized_quarters(dict(message)) + 3) // 4
+    if len(text) < _OPAQUE_MIN_UNITS and (text.isascii() or _utf16_length(text) < _OPAQUE_MIN_UNITS):
+        # No string inside can reach 4096 UTF-16 units.
+        if _spelled_as_javascript(text):
+            return (token_quarters(text) + 3) // 4
+        return (_js_quarters(dict(message)) + 3) // 4
+    walk = _Serialized()
+    quarters = walk.quarters(dict(message), "")
+    return (quarters + 3) // 4 + OPAQUE_TOKENS * walk.opaque

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import INCLUDE_SUMMARIES, OUT, TO, Request
+from lcm_cli.engine.core.params import EXPORT_FORMATS, INCLUDE_SUMMARIES, OUT, TO, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of
 from lcm_cli.engine.recall.scope import choice
@@ -260,7 +260,7 @@ class _Counting(io.TextIOBase):
 def export(ctx: Context, req: Request) -> Result:
     """Write the export to ``--out``, to the door's stream, or (no stream) into ``data.document``."""
     assert req.selector is not None
-    fmt = choice(req, TO)
+    fmt = choice(req, TO, EXPORT_FORMATS)
     if fmt is None:
         raise invalid_argument("`lcm export` needs --to markdown or --to jsonl.", {"option": "to"})
     out_path = req[OUT]

@@ -8,6 +8,7 @@ is that conversation only; ``--session-key`` is the whole session family of that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
@@ -91,14 +92,14 @@ def not_in_scope(kind: str, item_id: str, scope: Scope) -> LcmError:
     )
 
 
-def choice(req: Request, param: Param[str | None]) -> str | None:
+def choice(req: Request, param: Param[Any], choices: Sequence[str] | None = None) -> str | None:
     """The value of an enumerated option (``--mode``, ``--scope``, ``--sort``, ``--to``), checked
-    against its schema: INVALID_ARGUMENT naming the accepted values."""
+    against ``choices`` (default: its schema's enum): INVALID_ARGUMENT naming the accepted values."""
     value = req[param]
-    choices = param.schema["enum"]
+    choices = param.schema["enum"] if choices is None else choices
     if value is not None and value not in choices:
         raise invalid_argument(
             f"Invalid {param.option} value {value!r}: expected one of {', '.join(choices)}.",
             {"value": value},
         )
-    return value
+    return str(value) if value is not None else None

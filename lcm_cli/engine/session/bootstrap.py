@@ -393,6 +393,7 @@ def _insert(batch: Batch, items: Sequence[Any], result: dict[str, Any]) -> int:
             entry_id=built.entry_id,
             flood_guard=False,
             envelope_timestamp=entry.envelope_timestamp,
+            js_ready=True,
         )
         if outcome["status"] == "ingested":
             stored += 1

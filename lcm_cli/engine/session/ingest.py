@@ -23,6 +23,7 @@ from lcm_cli.engine.assembly.large_files import Interceptor
 from lcm_cli.engine.config.keys import declared_default
 from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.jscompat import js_values
 from lcm_cli.engine.db.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
@@ -167,9 +168,13 @@ def _is_empty_content(content: Any) -> bool:
     return content is None or content == "" or content == []
 
 
-def _build(message: dict[str, Any], envelope_timestamp: str | None = None) -> Any:
+def _build(message: dict[str, Any], envelope_timestamp: str | None = None, *, js_ready: bool = False) -> Any:
     from lcm_cli.engine.transcript.message import build_message
 
+    # Numbers are stored as the reference spells them (``1e-7``), whoever decoded the message;
+    # ``js_ready``: already so (read by the transcript reader, or passed through js_values).
+    if not js_ready:
+        message = js_values(message)
     if "content" not in message and not ("command" in message and "output" in message):
         message = {**message, "content": ""}
     return build_message(message, envelope_timestamp=envelope_timestamp)
@@ -256,17 +261,24 @@ class Batch:
         entry_id: str | None,
         flood_guard: bool,
         envelope_timestamp: str | None = None,
+        js_ready: bool = False,
     ) -> dict[str, Any]:
-        """§2.1 steps 2-11 for one message; returns its result entry."""
+        """§2.1 steps 2-11 for one message; returns its result entry.
+
+        ``js_ready``: the message holds JavaScript values already (the transcript reader's).
+        """
         from lcm_cli.engine.db.store.stamps import sqlite_timestamp
 
         role = message.get("role")
         if role not in PERSISTABLE_ROLES:
             return _skipped(index, UNSUPPORTED_ROLE, role=role)
+        # Once, up front: the externalized files are written from this message too.
+        if not js_ready:
+            message = js_values(message)
         stop = message.get("stopReason", message.get("stop_reason"))
         if role == "assistant" and stop in ("error", "aborted") and _is_empty_content(message.get("content")):
             return _skipped(index, ABORTED_EMPTY, role=role)
-        built = _build(message, envelope_timestamp)
+        built = _build(message, envelope_timestamp, js_ready=True)
         if role == "assistant" and built.content.lstrip().startswith(RUNTIME_CONTEXT_SENTINEL):
             return _skipped(index, RUNTIME_CONTEXT, role=role)
         cid = self.conversation()
@@ -304,10 +316,10 @@ class Batch:
         )
         rewritten = interceptor.intercept_blocks(message)
         if rewritten is not message:
-            built = _build(rewritten, envelope_timestamp)
+            built = _build(rewritten, envelope_timestamp, js_ready=True)
         raw = interceptor.intercept_raw(rewritten, built.token_count)
         if raw is not rewritten:
-            built = _build(raw, envelope_timestamp)
+            built = _build(raw, envelope_timestamp, js_ready=True)
         created_at = built.created_at or sqlite_timestamp()
         if flood_guard and self._flooded(built, created_at):
             return _skipped(index, REPLAY_FLOOD, role=built.role)

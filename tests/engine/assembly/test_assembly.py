@@ -281,3 +281,54 @@ def test_memoized_rebuilds_follow_rewritten_rows(store: Store) -> None:
     assert "second wording" in again["messages"][0]["content"]
     assert again["messages"][1]["content"] == "tail, edited"
     assert "first wording" in first["messages"][0]["content"]  # earlier results were not mutated
+
+
+def test_prompt_aware_eviction_scores_rebuilt_content_and_summary_text(store: Store) -> None:
+    """Prompt-aware eviction scores what the reference scores, so the same items are kept.
+
+    The rule (the reference's src/assembler.ts: the resolved item's ``text`` set when a
+    message or summary item is resolved, and scoreRelevance over it): a message is
+    scored on its content as rebuilt from its parts (the string, or the JSON.stringify
+    text of its block array: an assistant reply is ``[{"type":"text","text":…}]``, so
+    ``type`` and ``text`` count as its terms), a summary on its own text, not on the
+    ``<summary …>`` wrapper the model sees. Terms are the lowercase ``[a-z0-9]`` runs of
+    two or more characters; the score sums, over the prompt's distinct terms, the term's
+    count divided by the item's term count; items go by score, ties to the newer one,
+    and each is kept if it still fits.
+
+    For the prompt "summary of the deploy text": the assistant reply scores 4/8 (the,
+    deploy, text twice, among 8 terms), the question 1/5 (summary), the summary's text
+    "Budget review." and the lunch chatter 0. With room for the reply, the question and
+    the summary's wrapper, the chatter (the newer of the two zeros) comes third and the
+    summary no longer fits. Scoring the stored text and the wrapper instead ranked the
+    summary third (its wrapper says "summary" twice) and kept it in place of the chatter.
+    """
+    from lcm_cli.engine.assembly.assembler import prompt_terms, resolve_items, select_evictable
+    from lcm_cli.engine.compaction.leaf_source import zone_of
+    from lcm_cli.engine.session.ingest import stored_form
+
+    cid = new_conversation(store)
+    (source,) = store.add_messages(
+        cid, [{"role": "user", "content": "Budget numbers.", "created_at": stamp(1)}]
+    )
+    leaf = store.add_leaf_summary(cid, [source], "Budget review.", summary_id="sum_00000000000000aa")
+    store.replace_context_with_summary(cid, leaf)
+    live = [
+        {"role": "user", "content": "Which summary should we keep?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "The deploy script is ready."}]},
+        {"role": "user", "content": "lunch plans for friday and more chatter"},
+        {"role": "user", "content": "now"},
+    ]
+    store.add_messages(
+        cid, [{**stored_form(m).as_row(), "created_at": stamp(10 + i)} for i, m in enumerate(live)]
+    )
+    items = resolve_items(store.conn, cid, zone_of("UTC"))
+    summary, question, reply, chatter, _tail = items
+    assert summary.text == "Budget review."
+    assert summary.message["content"].startswith('<summary id="sum_00000000000000aa" kind="leaf"')
+    assert reply.text == '[{"type":"text","text":"The deploy script is ready."}]'
+    assert question.text == "Which summary should we keep?"
+    room = reply.tokens + question.tokens + summary.tokens
+    assert chatter.tokens < summary.tokens
+    kept = select_evictable(items[:4], room, prompt_terms("summary of the deploy text"))
+    assert [i.ordinal for i in kept] == [question.ordinal, reply.ordinal, chatter.ordinal]

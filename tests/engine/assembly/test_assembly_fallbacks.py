@@ -26,7 +26,7 @@ from lcm_cli.engine.assembly.fallback import (
 from lcm_cli.engine.assembly.live_stubs import stub_file_id
 from lcm_cli.engine.assembly.prompt_recall import identifiers, projection_epoch
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.tokens import serialized_tokens
+from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 from lcm_cli.engine.db.store import Store
 from tests.conftest import lcm
 from tests.support.compaction_sim import SMALL, stamp, turn_rows
@@ -467,7 +467,7 @@ def test_context_show_reports_the_new_fields(tmp_path: Path, fmt: str) -> None:
         assert data["contextProjection"]["epoch"].startswith("summary-prefix-v1:")
         assert data["promptAuthority"] is None and data["reason"] is None
     else:
-        assert "projectionEpoch" in out.stdout and "promptAuthority" in out.stdout
+        assert "Projection epoch" in out.stdout and "Prompt authority" in out.stdout
 
 
 def _volatile(note: str) -> str:
@@ -527,3 +527,45 @@ def test_volatile_live_inputs_are_appended_and_take_room_from_the_recall_cue(tmp
     )
     assert not any("<lossless_claw_prompt_recall>" in str(m["content"]) for m in tight["messages"])
     assert "x" * 800 in str(tight["messages"][-1]["content"])
+
+
+def test_the_recall_cue_is_gated_on_the_reference_estimate(tmp_path: Path) -> None:
+    """The recall cue is weighed against the budget as the reference weighs it.
+
+    The rule (the reference's src/engine.ts, ``assemble`` after buildPromptRecallCue):
+    the cue is prepended only when the assembler's own estimate of the context before
+    it (the selected items' resolved tokens; after a fork's live suffix, the serialized
+    estimate of the combined list) plus the plain estimate of the cue's text is within
+    the budget. The final serialized clamp then drops the cue first if the whole list
+    is over the budget.
+
+    Here the stored context resolves to 314 tokens and the cue's text to 74, so it may
+    go in from a budget of 388; the list with the cue serializes to 455, so it stays
+    only from 455. Before, the cue was weighed by the serialized estimate of the
+    context after the assembler's own clamp: at a budget of 150 to 370 the clamp had
+    cut the context to 61 tokens and the cue was added, where the reference leaves it out.
+    """
+    env = Env(tmp_path / "oc")
+    env.add(
+        [{"role": "user", "content": "We set RETRY_LIMIT to 7 in prod.", "created_at": stamp(1)}],
+        in_context=False,
+    )
+    env.add(
+        [
+            {"role": "user", "content": "Earlier notes: " + "lorem ipsum " * 100, "created_at": stamp(2)},
+            {"role": "assistant", "content": "ok", "created_at": stamp(3)},
+            {"role": "user", "content": "hello", "created_at": stamp(4)},
+        ]
+    )
+    prompt = "What is RETRY_LIMIT?"
+    wide = env.assemble(prompt=prompt)
+    cue = wide["messages"][0]
+    assert wide["details"]["promptRecall"] is True
+    assert wide["details"]["resolvedTokens"] == 314
+    assert estimate_tokens(cue["content"]) == 74
+    assert wide["estimatedTokens"] == 455
+    for budget, shown in [(150, False), (300, False), (387, False), (388, False), (454, False), (455, True)]:
+        data = env.assemble(prompt=prompt, token_budget=budget)
+        assert data["details"]["promptRecall"] is shown, budget
+        assert (data["messages"][0] == cue) is shown, budget
+        assert ("fingerprint" in data["contextProjection"]) is shown, budget

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import math
 import random
 
@@ -112,3 +115,86 @@ def test_astral_code_points_and_random_mixes() -> None:
             for _ in range(rnd.randrange(1, 10))
         )
         assert token_quarters(text) == reference_quarters(text), ascii(text)
+
+
+# A deterministic base64 payload: 6400 bytes, 8536 characters, digits and letters in its head.
+_PNG = base64.b64encode(hashlib.sha256(b"x").digest() * 200).decode()
+
+
+def _image(payload: str, key: str = "data") -> dict[str, object]:
+    return {"role": "user", "content": [{"type": "image", key: payload, "mimeType": "image/png"}]}
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        # Opaque: the JSON with the placeholder, 100 characters (25 tokens), plus 1600.
+        (_image(_PNG), 1625),
+        (
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "what is in this picture?"},
+                    {"type": "image", "data": _PNG, "mimeType": "image/png"},
+                ],
+            },
+            1638,
+        ),
+        # Letters only: no digit in the head, so every character counts (6000 / 4 + the rest).
+        (_image("QUJD" * 1500), 1520),
+        # A space in the head: not base64-shaped, counted in full.
+        (_image("ab1 " * 1100), 1120),
+        # Line breaks are allowed in the head, but this one has no digit.
+        (_image("abc\n" * 1100), 1395),
+        # 2100 emoji are 4200 UTF-16 units (4096+), but not base64: 2 tokens each.
+        (_image("😀" * 2100), 4220),
+        # A data: URL is opaque under any key once it has 4096 UTF-16 units (2050 emoji + 5).
+        ({"role": "user", "content": [{"type": "image", "url": "data:" + "😀" * 2050}]}, 1619),
+        # An array element's key is its index: only the data: URL is opaque there.
+        ({"role": "user", "content": ["data:" + "x" * 5000, {"0": "ab12" * 1200}]}, 2816),
+        # Numbers as JSON.stringify spells them: 1e-7, 3, 100000000000000000000, 0.00002.
+        (
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "toolCall",
+                        "id": "c",
+                        "name": "f",
+                        "arguments": {"x": 1e-7, "y": 3.0, "z": 1e20, "w": 0.00002},
+                    }
+                ],
+            },
+            35,
+        ),
+    ],
+)
+def test_serialized_estimate_of_live_images_follows_the_reference(
+    message: dict[str, object], expected: int
+) -> None:
+    """The serialized estimate counts live images as the reference does.
+
+    The rule (the reference's src/estimate-tokens.ts, estimateSerializedMessageTokens and
+    its opaque-binary test): the message is serialized with JSON.stringify; a string of
+    4096 or more UTF-16 units is opaque if it starts with ``data:`` (any key), or if its
+    key is data, image, imageData, image_data, base64, bytes or source and its first 512
+    units are only base64 characters and CR/LF and hold both a digit and a letter. An
+    opaque string is written as the text ``[opaque binary payload]`` and adds a flat 1600
+    tokens. The estimate is the code-point estimate of that text plus 1600 per opaque
+    string. Each expected value was also checked by hand in Node 20 with JSON.stringify
+    and a replacer written from the rule. Before, in the order above:
+    1619, 1632, 1619, 1619, 1619, 4220, 4115, 2810, 31 (no placeholder text; letters-only,
+    spaced and digit-free heads taken as opaque; length in code points, not UTF-16 units;
+    Python's number spelling).
+    """
+    from lcm_cli.engine.core.tokens import serialized_tokens
+
+    assert serialized_tokens(message) == expected
+
+
+def test_the_opaque_placeholder_is_counted_as_its_json_text() -> None:
+    """The first case above, computed from the rule step by step."""
+    from lcm_cli.engine.core.tokens import OPAQUE_TOKENS, serialized_tokens
+
+    shown = json.dumps(_image("[opaque binary payload]"), separators=(",", ":"))
+    assert serialized_tokens(_image(_PNG)) == estimate_tokens(shown) + OPAQUE_TOKENS == 25 + 1600

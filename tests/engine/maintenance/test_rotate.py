@@ -168,11 +168,7 @@ def test_dry_run_reports_and_writes_nothing(tmp_path: Path) -> None:
     assert data["compaction"]["rawMessagesToCompact"] == 0  # already summarized outside the tail
     assert data["reconcile"] == {"checkpointInSync": True}
     table = _rotate(session, "--format", "table")
-    assert (
-        table.code == 0
-        and "rotate transcript" in table.stdout
-        and "preservedTailMessageCount" in table.stdout
-    )
+    assert table.code == 0 and "Transcript" in table.stdout and "Preserved tail message count" in table.stdout
     assert _files(session.root) == before
 
 
@@ -584,7 +580,13 @@ def test_turns_appended_during_a_rotation_are_never_lost(tmp_path: Path, count: 
     )
     appender.wait(timeout=60)
     if done.returncode != 0:
-        assert json.loads(done.stderr)["error"]["code"] == "TRANSCRIPT_CHANGED", done.stderr
+        # Refusing is safe too: the appends outran the settle rounds, or (on a slow machine,
+        # when rotate starts late) arrived all at once and exceeded one reconcile's flood cap.
+        error = json.loads(done.stderr)["error"]
+        refused = (
+            error["code"] == "ROTATE_UNAVAILABLE" and error["details"]["reason"] == "reconcile import capped"
+        )
+        assert error["code"] == "TRANSCRIPT_CHANGED" or refused, done.stderr
     # Whatever happened, the transcript is whole JSONL and a bootstrap brings lcm.db level.
     for line in session.transcript.read_text().splitlines():
         json.loads(line)

@@ -369,3 +369,54 @@ def test_ingest_loads_nothing_heavy(home: Path) -> None:
     message = json.dumps({"role": "user", "content": "x"})
     args = ("--openclaw-dir", str(home), "ingest", "--session-id", "s1", "--message", message)
     assert loaded_modules(*args) == []
+
+
+def test_live_numbers_are_stored_as_javascript_spells_them(home: Path) -> None:
+    """Live ingest stores numbers as the reference's JSON.stringify spells them.
+
+    The rule: the reference's live ingest (src/engine.ts ingest, through
+    src/message-content.ts toStoredMessage) holds the host's message as JavaScript
+    values and serializes parts and content with JSON.stringify. So a number is a double:
+    ``1e-07`` is spelled ``1e-7``, ``2e-05`` ``0.00002``, ``3.0`` ``3``, an integer past
+    2**53 is rounded (``12345678901234567890`` → ``12345678901234567000``), and
+    integer-like keys come first. The transcript importer already reads transcripts this
+    way; here the same message arrives through Python's JSON (the CLI's stdin) and as a
+    Python dict, and must be stored byte for byte as the importer stores it, with the
+    same token count (31 for the call, where Python's spelling cost 32).
+    """
+    from lcm_cli.engine.core.jscompat import js_parse
+    from lcm_cli.engine.transcript.message import build_message
+
+    call_text = (
+        '{"role":"assistant","content":[{"type":"toolCall","id":"call_1","name":"fit",'
+        '"arguments":{"b":1.0,"2":1e-7,"1":0.00002,"big":12345678901234567890,"f":0.5}}]}'
+    )
+    result_text = (
+        '{"role":"toolResult","toolCallId":"call_1","toolName":"fit",'
+        '"content":[{"type":"json","value":{"loss":1e-7,"lr":0.000001,"epochs":3.0}}]}'
+    )
+    exe = Path(sys.executable).with_name("lcm")
+    done = subprocess.run(
+        [str(exe), "--openclaw-dir", str(home), "ingest", "--session-id", "s1"],
+        input=(call_text + "\n" + result_text + "\n").encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    ingest(home, [json.loads(call_text), json.loads(result_text)], session_id="s2")
+    for session in ("s1", "s2"):
+        stored = rows(
+            home,
+            "SELECT m.content, m.token_count, p.tool_input, p.metadata FROM messages m"
+            " JOIN conversations c USING (conversation_id) JOIN message_parts p USING (message_id)"
+            " WHERE c.session_id = ? ORDER BY m.seq",
+            (session,),
+        )
+        assert stored[0][2] == '{"1":0.00002,"2":1e-7,"b":1,"big":12345678901234567000,"f":0.5}'
+        assert stored[0][1] == 31
+        assert stored[1][0] == '[{"type":"json","value":{"loss":1e-7,"lr":0.000001,"epochs":3}}]'
+        for (content, tokens, tool_input, metadata), text in zip(stored, (call_text, result_text)):
+            imported = build_message(js_parse(text))
+            assert (content, tokens) == (imported.content, imported.token_count)
+            assert tool_input == imported.parts[0]["tool_input"]
+            assert metadata == imported.parts[0]["metadata"]

@@ -1,0 +1,186 @@
+"""What every surgery shares: reading summaries, the backup taken first, and the derived
+columns and FTS rows a write keeps in step."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.errors import LcmError
+
+
+def rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The rows of one query as dicts keyed by column name (any row factory)."""
+    cursor = conn.execute(sql, params)
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, tuple(r), strict=True)) for r in cursor.fetchall()]
+
+
+SUMMARY_COLUMNS = (
+    "summary_id, conversation_id, kind, depth, content, token_count, earliest_at, latest_at,"
+    " descendant_count, descendant_token_count, source_message_token_count, created_at, file_ids, model"
+)
+
+
+def load_summary(conn: sqlite3.Connection, summary_id: str) -> dict[str, Any]:
+    """One summary row, or SUMMARY_NOT_FOUND."""
+    found = rows(conn, f"SELECT {SUMMARY_COLUMNS} FROM summaries WHERE summary_id = ?", (summary_id,))
+    if not found:
+        raise LcmError(
+            "SUMMARY_NOT_FOUND",
+            f"No summary {summary_id}. Copy a summaryId from `lcm summaries list`.",
+            {"summaryId": summary_id},
+        )
+    return found[0]
+
+
+def subtree(conn: sqlite3.Connection, roots: Iterable[str]) -> list[str]:
+    """``roots`` and every summary beneath them (their sources, transitively), same conversation only."""
+    ids = list(dict.fromkeys(roots))
+    if not ids:
+        return []
+    found = conn.execute(
+        """WITH RECURSIVE below(sid) AS (
+             SELECT value FROM json_each(?)
+             UNION
+             SELECT sp.parent_summary_id FROM summary_parents sp
+               JOIN below b ON sp.summary_id = b.sid
+               JOIN summaries hi ON hi.summary_id = sp.summary_id
+               JOIN summaries lo ON lo.summary_id = sp.parent_summary_id
+              WHERE lo.conversation_id = hi.conversation_id)
+           SELECT sid FROM below""",
+        (json.dumps(ids),),
+    ).fetchall()
+    return [r[0] for r in found]
+
+
+def consumers(conn: sqlite3.Connection, sources: Iterable[str]) -> list[str]:
+    """Every summary above ``sources`` (those consuming them, transitively), excluding them."""
+    ids = list(dict.fromkeys(sources))
+    if not ids:
+        return []
+    found = conn.execute(
+        """WITH RECURSIVE above(sid) AS (
+             SELECT value FROM json_each(?)
+             UNION
+             SELECT sp.summary_id FROM summary_parents sp JOIN above a ON sp.parent_summary_id = a.sid)
+           SELECT sid FROM above""",
+        (json.dumps(ids),),
+    ).fetchall()
+    given = set(ids)
+    return [r[0] for r in found if r[0] not in given]
+
+
+def bottom_up(conn: sqlite3.Connection, summary_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The summaries named, as rows, deepest sources first: by depth, creation time, id."""
+    ids = list(dict.fromkeys(summary_ids))
+    if not ids:
+        return []
+    return rows(
+        conn,
+        f"""SELECT {SUMMARY_COLUMNS} FROM summaries WHERE summary_id IN (SELECT value FROM json_each(?))
+            ORDER BY depth, created_at, summary_id""",
+        (json.dumps(ids),),
+    )
+
+
+def summary_fts_tables(conn: sqlite3.Connection) -> list[str]:
+    """The summary FTS tables this file has and this SQLite build can write."""
+    from lcm_cli.engine.db import schema
+
+    if not schema.fts5_available(conn):
+        return []
+    tables = [t for t in ("summaries_fts",) if schema.table_exists(conn, t)]
+    if schema.trigram_available(conn) and schema.table_exists(conn, "summaries_fts_cjk"):
+        tables.append("summaries_fts_cjk")
+    return tables
+
+
+def set_summary_fts(
+    conn: sqlite3.Connection, tables: Sequence[str], summary_id: str, content: str | None
+) -> None:
+    """Replace (or with ``content`` None, drop) one summary's FTS rows (caller's transaction)."""
+    for table in tables:
+        conn.execute(f"DELETE FROM {table} WHERE summary_id = ?", (summary_id,))
+        if content is not None:
+            conn.execute(f"INSERT INTO {table} (summary_id, content) VALUES (?, ?)", (summary_id, content))
+
+
+def refresh_descendant_totals(conn: sqlite3.Connection, changed: Iterable[str]) -> int:
+    """Recompute descendant counts and tokens of every summary above ``changed``, bottom-up.
+
+    A rewritten summary's token count feeds each consumer's ``descendant_token_count``
+    (database.md §8), so the consumers are brought back in step in the same transaction.
+    Returns how many rows changed.
+    """
+    above = bottom_up(conn, consumers(conn, changed))
+    updated = 0
+    for row in above:
+        updated += conn.execute(
+            """UPDATE summaries SET
+                 descendant_count = (SELECT COALESCE(SUM(p.descendant_count + 1), 0) FROM summary_parents sp
+                   JOIN summaries p ON p.summary_id = sp.parent_summary_id WHERE sp.summary_id = ?1),
+                 descendant_token_count = (SELECT COALESCE(SUM(p.token_count + p.descendant_token_count), 0)
+                   FROM summary_parents sp JOIN summaries p ON p.summary_id = sp.parent_summary_id
+                   WHERE sp.summary_id = ?1)
+               WHERE summary_id = ?1 AND kind = 'condensed'""",
+            (row["summary_id"],),
+        ).rowcount
+    return updated
+
+
+def backup_first(ctx: Context, label: str) -> str:
+    """An online, checked backup ``<db>.<label>-<stamp>.bak`` (as migrate-sessions takes), before any write."""
+    from lcm_cli.engine.config.file import backup_stamp
+    from lcm_cli.engine.maintenance.backup_create import create_backup
+
+    out = f"{ctx.database_path}.{label}-{backup_stamp()}.bak"
+    return str(create_backup(ctx.database_path, out=out)["backupPath"])
+
+
+def writer(ctx: Context) -> sqlite3.Connection:
+    """The write store's connection (migrated, WAL, foreign keys on), the read handle closed first."""
+    ctx.close()
+    conn: sqlite3.Connection = ctx.store().conn
+    return conn
+
+
+def state_changed(what: str, details: dict[str, Any]) -> LcmError:
+    """STATE_CHANGED: a live writer changed what the plan read; the transaction is rolled back."""
+    return LcmError(
+        "STATE_CHANGED",
+        f"{what} changed since it was read (a live writer got there first); nothing of this unit "
+        "was written. Run the command again.",
+        details,
+    )
+
+
+def context_items(conn: sqlite3.Connection, conversation_id: int) -> list[dict[str, Any]]:
+    """A conversation's context items in prompt order."""
+    return rows(
+        conn,
+        """SELECT ordinal, item_type, message_id, summary_id, created_at FROM context_items
+           WHERE conversation_id = ? ORDER BY ordinal""",
+        (conversation_id,),
+    )
+
+
+def write_context(conn: sqlite3.Connection, conversation_id: int, items: Sequence[dict[str, Any]]) -> None:
+    """Replace a conversation's context with ``items``, in order, at ordinals 0..N-1 (caller's transaction).
+
+    Deleting then inserting renumbers without ever colliding on the (conversation, ordinal)
+    key; items keep their ``created_at``.
+    """
+    from lcm_cli.engine.db.store.context_items import INSERT_CONTEXT
+
+    conn.execute("DELETE FROM context_items WHERE conversation_id = ?", (conversation_id,))
+    conn.executemany(
+        INSERT_CONTEXT,
+        (
+            (conversation_id, ordinal, i["item_type"], i["message_id"], i["summary_id"], i["created_at"])
+            for ordinal, i in enumerate(items)
+        ),
+    )

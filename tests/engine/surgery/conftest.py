@@ -1,0 +1,156 @@
+"""Fixtures of the surgery tests: a copy of the bundled example, a real model endpoint on
+127.0.0.1, and the checks every surgery must pass afterwards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, lcm
+
+EXAMPLE = REPO / "examples" / "openclaw"
+LEAF_A = "sum_0a1b2c3d4e5f6071"
+LEAF_B = "sum_1b2c3d4e5f607182"
+CONDENSED = "sum_2c3d4e5f60718293"
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """A fresh copy of the bundled example state dir (conversation 2 holds a two-leaf DAG)."""
+    root = tmp_path / "openclaw"
+    shutil.copytree(EXAMPLE, root)
+    return root
+
+
+def run(root: Path, *args: str) -> Any:
+    """`lcm --openclaw-dir ROOT ARGS...` in-process, the outcome."""
+    return lcm("--openclaw-dir", str(root), *args)
+
+
+class Model:
+    """An OpenAI-compatible endpoint on 127.0.0.1: answers ``Rewritten #N``, records prompts."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.fail = False
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.prompts.append("\n".join(m["content"] for m in body["messages"]))
+                if model.fail:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                text = f"Rewritten #{len(model.prompts)}: the port collision and its fix."
+                data = json.dumps(
+                    {"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[Model]:
+    """The configured summarizer is the endpoint above."""
+    server = Model()
+    monkeypatch.setenv("LCM_SUMMARIZER", "openai")
+    monkeypatch.setenv("LCM_SUMMARY_MODEL", "test-model")
+    monkeypatch.setenv("LCM_SUMMARY_PROVIDER", "local")
+    monkeypatch.setenv("LCM_SUMMARY_BASE_URL", server.url)
+    yield server
+    server.server.shutdown()
+
+
+def snapshot(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the tables a surgery may touch, for before/after comparisons."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("summaries", "summary_parents", "summary_messages", "context_items", "messages")
+        }
+    finally:
+        conn.close()
+
+
+def reference_view(db: Path, conversation_id: int) -> dict[str, tuple[int, int, int, int]]:
+    """What lossless-claw's `lcm summaries show` would see of each summary, against all its links.
+
+    Its read queries keep only same-conversation children and source messages; a write
+    that left a cross-conversation link would show here as seen < stored.
+    Per summary: (children seen, children stored, source messages seen, stored).
+    """
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        out = {}
+        for (sid,) in conn.execute(
+            "SELECT summary_id FROM summaries WHERE conversation_id = ?", (conversation_id,)
+        ):
+            seen_children = conn.execute(
+                """SELECT COUNT(*) FROM summaries s JOIN summary_parents e ON e.parent_summary_id = s.summary_id
+                   WHERE e.summary_id = ? AND s.conversation_id = ?""",
+                (sid, conversation_id),
+            ).fetchone()[0]
+            all_children = conn.execute(
+                "SELECT COUNT(*) FROM summary_parents WHERE summary_id = ?", (sid,)
+            ).fetchone()[0]
+            seen_sources = conn.execute(
+                """SELECT COUNT(*) FROM summary_messages sm JOIN messages m ON m.message_id = sm.message_id
+                   WHERE sm.summary_id = ? AND m.conversation_id = ?""",
+                (sid, conversation_id),
+            ).fetchone()[0]
+            all_sources = conn.execute(
+                "SELECT COUNT(*) FROM summary_messages WHERE summary_id = ?", (sid,)
+            ).fetchone()[0]
+            out[sid] = (seen_children, all_children, seen_sources, all_sources)
+        return out
+    finally:
+        conn.close()
+
+
+def assert_healthy(root: Path, conversation_id: int) -> None:
+    """After a surgery: `lcm doctor` is clean, `summaries show` reads every summary of the
+    conversation, `context show` assembles it, and lossless-claw's reads lose no link."""
+    doctor = run(root, "doctor", "--conversation-id", str(conversation_id))
+    assert doctor.code == 0, doctor.stdout
+    # Conversation 3 of the example is a cron session: that INFO finding was there before.
+    failing = [
+        c["check"]
+        for c in doctor.json["data"]["checks"]
+        if c["status"] not in ("PASS", "SKIP") and c["check"] != "junk.cron-sessions"
+    ]
+    assert not failing, failing
+    whole = run(root, "doctor")  # the database-wide checks too
+    assert whole.code == 0, whole.stdout
+    view = reference_view(root / "lcm.db", conversation_id)
+    assert view, "the conversation has no summaries"
+    for sid, (seen_children, all_children, seen_sources, all_sources) in view.items():
+        assert (seen_children, seen_sources) == (all_children, all_sources), sid
+        shown = run(root, "summaries", "show", sid)
+        assert shown.code == 0, shown.stderr
+        summary = shown.json["data"]
+        assert len(summary["children"]) == all_children
+        assert len(summary["sourceMessages"]) == all_sources
+    context = run(root, "context", "show", "--conversation-id", str(conversation_id))
+    assert context.code == 0, context.stderr
+    assert context.json["data"]["messages"], "nothing assembled"
