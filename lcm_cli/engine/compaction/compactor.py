@@ -362,7 +362,7 @@ class Compactor:
             _, role, content, created_at, sender = row
             text = src.message_text(content or "", (), self.settings.strip_tags)
             if not text:
-                text = src.message_text("", self._parts(row[0]), self.settings.strip_tags)
+                text = src.message_text("", self._parts(row[0]), self.settings.strip_tags, role)
             if not text:
                 continue
             speaker = ci.speaker_line(sender) if role == "user" else ""
@@ -677,20 +677,27 @@ class Compactor:
         passes: list[dict[str, Any]] = []
         skipped: list[dict[str, Any]] = []
         rounds = 0
-        tokens = stored
+        tokens = start
         reason = "could not reach target"
         failure: str | None = None
         ok = False
-        while rounds < UNTIL_UNDER_MAX_ROUNDS and self.clock() < deadline:
+        spend = False
+        while True:
+            if rounds >= UNTIL_UNDER_MAX_ROUNDS or (rounds and self.clock() >= deadline):
+                ok = tokens <= target
+                reason = "compacted" if ok else "could not reach target"
+                break
             rounds += 1
             sweep = self.full_sweep(token_budget=token_budget, force=True, deadline=deadline)
             passes += sweep.passes
             skipped += sweep.skipped
             if sweep.auth_failure:
-                reason = (
-                    "provider auth failure after partial compaction" if passes else "provider auth failure"
+                # As the reference words it: any round counts as "partial compaction".
+                reason, failure, tokens = (
+                    "provider auth failure after partial compaction",
+                    sweep.failure,
+                    sweep.tokens_after,
                 )
-                failure = sweep.failure
                 break
             if sweep.failure:
                 failure = sweep.failure
@@ -698,16 +705,23 @@ class Compactor:
                 reason = "summary spend backoff open" if spend else "summarizer failed"
                 tokens = sweep.tokens_after
                 break
+            # Under target wins over the no-progress bail: a forced run whose stored context
+            # is already under the budget is "compacted" (the reference tests in this order).
+            if sweep.tokens_after <= target:
+                ok, reason, tokens = True, "compacted", sweep.tokens_after
+                break
             if not sweep.action_taken or sweep.tokens_after >= tokens:
                 tokens = sweep.tokens_after
                 break
             tokens = sweep.tokens_after
-            if tokens <= target:
-                ok, reason = True, "compacted"
-                break
-        return _route_result(
-            ok, bool(passes), reason, stored, tokens, rounds, target, passes, skipped, failure
-        )
+        # The reference reports compacted = rounds > 0; a spend-guard refusal leaves its
+        # compactUntilUnder as an error (nothing compacted), a failed summarizer is ours.
+        compacted = rounds > 0
+        if spend:
+            compacted = False
+        elif reason == "summarizer failed":
+            compacted = bool(passes)
+        return _route_result(ok, compacted, reason, stored, tokens, rounds, target, passes, skipped, failure)
 
     def compact(
         self,
@@ -753,6 +767,7 @@ class Compactor:
         rounds = 0
         tokens = stored
         last: SweepResult | None = None
+        chain_stopped_by_spend = False
         while True:
             rounds += 1
             last = self.full_sweep(
@@ -760,6 +775,17 @@ class Compactor:
             )
             passes += last.passes
             skipped += last.skipped
+            if (
+                rounds > 1
+                and last.failure
+                and not last.auth_failure
+                and last.failure.startswith("summary spend")
+            ):
+                # The reference ends a chain the spend guard refused and judges the rounds
+                # before it; the refused round's partial passes stay stored.
+                rounds -= 1
+                chain_stopped_by_spend = True
+                break
             progressed = last.action_taken and last.tokens_after < tokens
             tokens = last.tokens_after
             if last.auth_failure or last.failure:
@@ -780,10 +806,12 @@ class Compactor:
         if last.auth_failure:
             reason = "provider auth failure after partial compaction" if passes else "provider auth failure"
             return finish(False, bool(passes), reason, last.failure)
-        if last.failure:
-            spend = last.failure.startswith("summary spend")
-            reason = "summary spend backoff open" if spend else "summarizer failed"
-            return finish(False, bool(passes), reason, last.failure)
+        if last.failure and not chain_stopped_by_spend:
+            if last.failure.startswith("summary spend"):
+                # The spend guard's refusal leaves the reference's first sweep as an error:
+                # not compacted, whatever passes ran before it.
+                return finish(False, False, "summary spend backoff open", last.failure)
+            return finish(False, bool(passes), "summarizer failed", last.failure)
         threshold_sweep = target == "threshold"
         if not passes:
             rounds = 0  # the reference reports rounds only when a sweep acted
@@ -850,7 +878,8 @@ def _json_list(raw: Any) -> list[str]:
 # Deferred compaction debt (§4.12)
 # --------------------------------------------------------------------------
 
-_BACKOFF_EXEMPT = ("provider auth failure", "summary provider circuit breaker is open")
+_BREAKER_OPEN = "summary provider circuit breaker is open"
+_BACKOFF_EXEMPT = ("provider auth failure", _BREAKER_OPEN)
 
 
 def record_debt(
@@ -905,7 +934,14 @@ def drain_debt(
     force: bool = False,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
 ) -> dict[str, Any]:
-    """Run pending compaction debt through the threshold route, bookkeeping the row (§4.12)."""
+    """Run pending compaction debt through the threshold route, bookkeeping the row (§4.12).
+
+    The drain passes the process's circuit breaker as any compaction does: an open breaker
+    keeps the debt pending without calling the model, an auth failure counts towards it,
+    a drain that compacted closes it.
+    """
+    from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker
+
     store, cid = compactor.store, compactor.cid
     row = store.conn.execute(
         "SELECT pending, running, reason, token_budget, next_attempt_after, retry_attempts"
@@ -932,7 +968,15 @@ def drain_debt(
             if ci.stored_context_tokens(items) <= compactor.settings.threshold(budget):
                 _finish_debt(store, cid, keep_pending=False, failure=None, attempts=attempts, now=now())
                 return {"changed": False, "reason": "legacy deferred compaction no longer needed"}
+        breaker, key = circuit_breaker(compactor.effective), breaker_key(compactor.summarizer)
+        if breaker.is_open(key):
+            _finish_debt(store, cid, keep_pending=True, failure=_BREAKER_OPEN, attempts=attempts, now=now())
+            return {"changed": False, "reason": "circuit breaker open"}
         result = compactor.compact(token_budget=budget, target="threshold")
+        if result["reason"].startswith("provider auth failure"):
+            breaker.record_auth_failure(key)
+        elif result["compacted"]:
+            breaker.record_success(key)
     except Exception as exc:
         _finish_debt(
             store,

@@ -119,20 +119,152 @@ def _json_human_text(value: Any, depth: int = 0) -> str:
     return ""
 
 
-def _tool_sections(parts: Sequence[Mapping[str, Any]]) -> str:
-    """Text rebuilt from parts when the stored content has none (tool calls and results)."""
-    out: list[str] = []
+# What the reference's structured-text extraction reads (compat/engine.md §4.5): text
+# keys of a block, then nested containers; reasoning blocks never, media blocks' captions only.
+_REASONING_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_MEDIA_TYPES = frozenset({"file", "image", "snapshot"})
+_TEXT_KEYS = ("text", "caption", "alt", "title", "summary")
+_NESTED_KEYS = (
+    "value",
+    "content",
+    "parts",
+    "items",
+    "message",
+    "messages",
+    "input",
+    "arguments",
+    "output",
+    "result",
+    "results",
+    "data",
+    "query",
+    "command",
+)
+_MAX_DEPTH = 8
+_UNDEFINED: Any = object()  # JavaScript's undefined, as opposed to null (None)
+
+
+def _clean(text: str) -> str:
+    """Text with embedded media payloads removed (data URLs, ``MEDIA:/`` and base64 lines)."""
+    text = _DATA_URL.sub("[embedded media omitted]", text)
+    lines = [
+        line
+        for line in text.split("\n")
+        if not line.lstrip().startswith("MEDIA:/") and not _BASE64_LINE.match(line.strip())
+    ]
+    return "\n".join(lines).strip()
+
+
+def _fragments(value: Any, depth: int = 0) -> list[str]:
+    if depth >= _MAX_DEPTH or value is None or value is _UNDEFINED:
+        return []
+    if isinstance(value, str):
+        cleaned = _clean(value)
+        return [cleaned] if cleaned else []
+    if isinstance(value, list):
+        return [f for entry in value for f in _fragments(entry, depth + 1)]
+    if not isinstance(value, dict):
+        return []
+    kinds = {str(value.get(k)).strip().lower() for k in ("type", "rawType") if isinstance(value.get(k), str)}
+    if kinds & _REASONING_TYPES:
+        return []
+    out = [c for c in (_clean(value[k]) for k in _TEXT_KEYS if isinstance(value.get(k), str)) if c]
+    if kinds & _MEDIA_TYPES:
+        return out
+    for key in _NESTED_KEYS:
+        out += _fragments(value.get(key), depth + 1)
+    return out
+
+
+def _structured_text(value: Any) -> str:
+    """The readable text of a structured value; when it has none, its JSON spelling re-read,
+    so JavaScript's ``null`` reads as the word ``null`` (the reference does the same)."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+            try:
+                return "\n".join(f.strip() for f in _fragments(json.loads(stripped)) if f.strip())
+            except ValueError:
+                pass
+        return _clean(value)
+    found = [f.strip() for f in _fragments(value) if f.strip()]
+    if found:
+        return "\n".join(found)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    return ""  # undefined; objects and arrays read back to the same empty fragments
+
+
+def _stored_value(raw: Any) -> Any:
+    if not isinstance(raw, str) or not raw.strip():
+        return _UNDEFINED
+    try:
+        return json.loads(raw.strip())
+    except ValueError:
+        return raw.strip()
+
+
+def _rebuilt_blocks(parts: Sequence[Mapping[str, Any]], role: str) -> list[dict[str, Any]]:
+    """The content blocks the reference rebuilds from stored parts (reasoning included, as
+    blocks it then skips)."""
+    blocks: list[dict[str, Any]] = []
     for part in parts:
-        if part.get("part_type") == "reasoning":
-            continue  # private thinking never reaches the summarizer, as in the reference
-        name = part.get("tool_name") or "unknown"
-        if part.get("text_content"):
-            out.append(str(part["text_content"]))
-        if part.get("tool_input"):
-            out.append(f"Tool input ({name}):\n{part['tool_input']}")
-        if part.get("tool_output"):
-            out.append(f"Tool output ({name}):\n{part['tool_output']}")
-    return "\n".join(out)
+        kind = part.get("part_type")
+        if kind == "reasoning":
+            blocks.append({"type": "thinking", "thinking": part.get("text_content") or ""})
+        elif kind == "tool":
+            if role == "tool":
+                block: dict[str, Any] = {"type": "toolResult"}
+                output = _stored_value(part.get("tool_output"))
+                if output is not _UNDEFINED:
+                    block["output"] = output
+            else:
+                block = {"type": "toolCall", "name": part.get("tool_name")}
+                arguments = _stored_value(part.get("tool_input"))
+                if arguments is not _UNDEFINED:
+                    block["arguments"] = arguments
+            blocks.append(block)
+        elif kind == "text" or part.get("text_content"):
+            blocks.append({"type": "text", "text": part.get("text_content") or ""})
+    return blocks
+
+
+def _part_sections(part: Mapping[str, Any]) -> str:
+    """One part's text, tool input and tool output sections (the reference's last resort)."""
+    if part.get("part_type") == "reasoning":
+        return ""  # private thinking never reaches the summarizer
+    sections: list[str] = []
+    text = _structured_text(part.get("text_content"))
+    if text:
+        sections.append(text)
+    label = (
+        f" ({part['tool_name'].strip()})"
+        if isinstance(part.get("tool_name"), str) and part["tool_name"].strip()
+        else ""
+    )
+    tool_input = _structured_text(_stored_value(part.get("tool_input")))
+    if tool_input:
+        sections.append(f"Tool input{label}:\n{tool_input}")
+    tool_output = _structured_text(_stored_value(part.get("tool_output")))
+    if tool_output:
+        sections.append(f"Tool output{label}:\n{tool_output}")
+    return "\n\n".join(sections).strip()
+
+
+def parts_text(parts: Sequence[Mapping[str, Any]], role: str) -> str:
+    """The text of a message whose stored content has none, from its parts: the readable
+    text of the rebuilt content blocks, else each part's sections (a tool part's missing
+    text reads ``null``, as in the reference)."""
+    if not parts:
+        return ""
+    rebuilt = _structured_text(_rebuilt_blocks(parts, role))
+    if rebuilt:
+        return rebuilt
+    return "\n\n".join(t for t in (_part_sections(p).strip() for p in parts) if t).strip()
 
 
 def strip_injected_tags(text: str, tags: Iterable[str]) -> str:
@@ -140,8 +272,11 @@ def strip_injected_tags(text: str, tags: Iterable[str]) -> str:
     return strip_injected_context_tags(text, tuple(tags))
 
 
-def message_text(content: str, parts: Sequence[Mapping[str, Any]], tags: Iterable[str]) -> str:
-    """A raw message's cleaned text for a leaf source ('' when nothing meaningful remains)."""
+def message_text(
+    content: str, parts: Sequence[Mapping[str, Any]], tags: Iterable[str], role: str = "assistant"
+) -> str:
+    """A raw message's cleaned text for a leaf source ('' when nothing meaningful remains);
+    ``parts`` (of a message with role ``role``) stand in when the content has no text."""
     text = content or ""
     stripped = text.strip()
     if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
@@ -149,15 +284,9 @@ def message_text(content: str, parts: Sequence[Mapping[str, Any]], tags: Iterabl
             text = _json_human_text(json.loads(stripped)) or text
         except ValueError:
             pass
-    text = _DATA_URL.sub("[embedded media omitted]", text)
-    lines = [
-        line
-        for line in text.split("\n")
-        if not line.lstrip().startswith("MEDIA:/") and not _BASE64_LINE.match(line.strip())
-    ]
-    text = "\n".join(lines).strip()
+    text = _clean(text)
     if not text and parts:
-        text = _tool_sections(parts).strip()
+        text = parts_text(parts, role)
     return strip_injected_tags(text, tags).strip()
 
 
