@@ -7,7 +7,6 @@ error object on stderr, whatever ``--format`` says, so scripts can always parse 
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from typing import Any, TextIO
@@ -16,13 +15,12 @@ from lcm_cli.engine.core.errors import LcmError
 
 
 def js_numbers(value: Any) -> Any:
-    """Print numbers as JavaScript would: integral floats without ``.0``, non-finite as null."""
+    """``value`` with every float as JavaScript holds it (see :func:`jscompat.js_number`):
+    integral ones as ints, tiny and non-finite ones spelled as ``JSON.stringify`` does."""
     if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        if value.is_integer() and abs(value) < 2**53:
-            return int(value)
-        return value
+        from lcm_cli.engine.core.jscompat import js_number
+
+        return js_number(value)
     if isinstance(value, dict):
         return {k: js_numbers(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -30,15 +28,10 @@ def js_numbers(value: Any) -> Any:
     return value
 
 
-# A float Python prints differently from JavaScript: integral ("3.0") or non-finite. Text
-# inside strings can match too; that only costs the slow path, never a wrong answer.
-_FLOATISH = re.compile(r"\d\.0(?=[,\]}\s]|$)|NaN|Infinity")
-
-
-def _dumps(value: Any, pretty: bool) -> str:
-    if pretty:
-        return json.dumps(value, ensure_ascii=False, indent=2)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+# A float Python prints differently from JavaScript: integral ("3.0"), non-finite, or with
+# an exponent ("1e-07", "2e-05", "1e+16"). Text inside strings can match too; that only
+# costs the slow path, never a wrong answer.
+_FLOATISH = re.compile(r"\d\.0(?=[,\]}\s]|$)|NaN|Infinity|\de[-+]\d")
 
 
 def to_json(value: Any, *, pretty: bool = False) -> str:
@@ -48,10 +41,18 @@ def to_json(value: Any, *, pretty: bool = False) -> str:
     only when the plain output shows a float that needs it, since big envelopes (an
     assembled context) are mostly strings.
     """
-    text = _dumps(value, pretty)
+    if pretty:
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+    else:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     # Substring tests are C-fast; the regex runs only when one of them hits.
-    if (".0" in text or "NaN" in text or "Infinity" in text) and _FLOATISH.search(text):
-        text = _dumps(js_numbers(value), pretty)
+    if (".0" in text or "NaN" in text or "Infinity" in text or "e-" in text or "e+" in text) and (
+        _FLOATISH.search(text)
+    ):
+        from lcm_cli.engine.core.jscompat import stringify, stringify_indented
+
+        numbers = js_numbers(value)
+        text = stringify_indented(numbers, 2) if pretty else stringify(numbers)
     return text + "\n"
 
 

@@ -6,9 +6,10 @@ no rendering hint, and it never loads rich.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from lcm_cli.engine.core.jscompat import JsNumber, stringify
 
 _BREAKS = re.compile(r"[\t\r\n]+")
 
@@ -20,7 +21,9 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = stringify(value)
+    elif isinstance(value, JsNumber):
+        text = value.text
     else:
         text = str(value)
     return _BREAKS.sub(" ", text)

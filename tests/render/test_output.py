@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lcm_cli.engine.core.jscompat import stringify, stringify_indented
 from lcm_cli.render.output import js_numbers, to_json
 
 
 def reference(value: Any, pretty: bool) -> str:
     """The always-correct slow path: rewrite every number, then serialize."""
     if pretty:
-        return json.dumps(js_numbers(value), ensure_ascii=False, indent=2) + "\n"
-    return json.dumps(js_numbers(value), ensure_ascii=False, separators=(",", ":")) + "\n"
+        return stringify_indented(js_numbers(value), 2) + "\n"
+    return stringify(js_numbers(value)) + "\n"
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,10 @@ def reference(value: Any, pretty: bool) -> str:
         (float("-inf"), "null"),
         ([1.0, {"a": 2.5}], '[1,{"a":2.5}]'),
         ({"text": "version 3.0, NaN and Infinity"}, '{"text":"version 3.0, NaN and Infinity"}'),
-        ({"big": 1e16}, '{"big":1e+16}'),
+        # JavaScript writes exponents only below 1e-6 and from 1e21, with no leading zero.
+        ({"big": 1e16}, '{"big":10000000000000000}'),
+        ({"huge": 1e22, "tiny": 1e-07, "small": 2e-05}, '{"huge":1e+22,"tiny":1e-7,"small":0.00002}'),
+        ({"text": "re-run 1e-07"}, '{"text":"re-run 1e-07"}'),
     ],
 )
 def test_known_values(value: Any, compact: str) -> None:

@@ -327,7 +327,15 @@ def stringify(value: Any) -> str:
     The two fix-ups below act inside single string literals, so the serialization of a
     container equals its members' serializations (each fixed up) joined as JSON.
     """
-    text = _encode(value)
+    return _finish(_encode(value))
+
+
+def stringify_indented(value: Any, indent: int) -> str:
+    """``JSON.stringify(value, null, indent)``: as :func:`stringify`, laid out on lines."""
+    return _finish(json.dumps(value, ensure_ascii=False, indent=indent, default=_encode_special))
+
+
+def _finish(text: str) -> str:
     if "\\u0000\\u0001lcm-js-number:" in text:
         text = _NUMBER_MARK_JSON.sub(lambda m: m.group(1), text)
     if not text.isascii() and _has_lone_surrogate(text):
