@@ -17,7 +17,6 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
 from lcm_cli.engine.core.registry import FollowUp, Operation, Result, get_operation
-from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.connection import translate_database_failure
 
 
@@ -163,6 +162,8 @@ def _run_once(op: Operation, ctx: Context, request: Request) -> tuple[Result, di
 
 def printed_tokens(envelope: dict[str, Any]) -> int:
     """Estimated tokens of an envelope as the JSON door prints it (compact, one line)."""
+    from lcm_cli.engine.core.tokens import estimate_tokens
+
     return estimate_tokens(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 

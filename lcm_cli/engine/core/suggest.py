@@ -7,7 +7,6 @@ commands keep the reference's details exactly (none for an unknown option).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 
@@ -20,6 +19,8 @@ def suggest(name: str, candidates: Iterable[str], *, count: int = 3) -> list[str
 
     Options are compared without their leading dashes, which every one shares.
     """
+    import difflib  # only a failed command pays for it (about 1.5 ms)
+
     by_bare = {c.lstrip("-"): c for c in candidates}
     close = difflib.get_close_matches(name.lstrip("-"), list(by_bare), n=count, cutoff=0.6)
     return [by_bare[c] for c in close]
