@@ -20,7 +20,7 @@ from typing import Any
 
 from lcm_cli.engine.assembly.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.core.files import atomic_write, private_mode, remove_orphans
-from lcm_cli.engine.core.jscompat import stringify
+from lcm_cli.engine.core.jscompat import stringify, trim
 from lcm_cli.engine.core.tokens import estimate_tokens
 
 TOOL_ROLES = frozenset({"tool", "toolResult"})
@@ -117,8 +117,14 @@ def file_extension(file_name: str | None, mime: str | None) -> str:
     return _MIME_EXTENSIONS.get((mime or "").lower(), "txt")
 
 
-def _follow_up(file_id: str) -> str:
-    return f"Call lcm_describe with id {file_id} and expandFile=true to read the full content."
+def _follow_up(what: str) -> str:
+    # The reference's closing line, byte for byte: it is stored in the message, so the model,
+    # the token count and lossless-claw reading our rows all see the same text.
+    return f'Call lcm_describe(id="<file_id above>", expandFile=true) to fetch the full {what} content from disk.'
+
+
+def _summary_text(summary: str | None) -> str:
+    return trim(summary or "") or "(no summary available)"
 
 
 def file_reference(
@@ -127,7 +133,7 @@ def file_reference(
     """The ``[LCM File: ...]`` text that replaces a large ``<file>`` block."""
     return (
         f"[LCM File: {file_id} | {file_name or 'unknown'} | {mime or 'unknown'} | {size:,} bytes]\n\n"
-        f"Exploration Summary:\n{summary or '(no summary available)'}"
+        f"Exploration Summary:\n{_summary_text(summary)}"
     )
 
 
@@ -135,7 +141,7 @@ def tool_output_reference(file_id: str, tool: str, size: int, summary: str | Non
     """The ``[LCM Tool Output: ...]`` text that replaces a large tool result."""
     return (
         f"[LCM Tool Output: {file_id} | tool={tool} | {size:,} bytes]\n\n"
-        f"Exploration Summary:\n{summary or '(no summary available)'}\n\n{_follow_up(file_id)}"
+        f"Exploration Summary:\n{_summary_text(summary)}\n\n{_follow_up('output')}"
     )
 
 
@@ -143,7 +149,7 @@ def raw_payload_reference(file_id: str, role: str, size: int, summary: str | Non
     """The ``[LCM Raw Payload: ...]`` text that replaces a whole oversized message."""
     return (
         f"[LCM Raw Payload: {file_id} | role={role} | reason=large_raw_message | {size:,} bytes]\n\n"
-        f"Exploration Summary:\n{summary or '(no summary available)'}\n\n{_follow_up(file_id)}"
+        f"Exploration Summary:\n{_summary_text(summary)}\n\n{_follow_up('payload')}"
     )
 
 
@@ -300,7 +306,12 @@ class Interceptor:
             stored_role = "tool" if role in TOOL_ROLES else role
             name = f"{stored_role}-image.{file_extension(None, mime)}"
             file_id = self._store(
-                data, name, mime, summarize_image(len(data), mime, name), "native_image", False
+                data,
+                name,
+                mime,
+                summarize_image(len(data), file_extension(None, mime), name),
+                "native_image",
+                False,
             )
             blocks.append(
                 {
@@ -331,7 +342,7 @@ class Interceptor:
             return None
         stored_role = "tool" if role in TOOL_ROLES else role
         name = name_hint or f"{stored_role}-image.{file_extension(None, mime)}"
-        summary = summarize_image(len(decoded), mime, name)
+        summary = summarize_image(len(decoded), file_extension(None, mime), name)
         file_id = self._store(decoded, name, mime, summary, "inline_image", False)
         return image_reference(file_id, role, name, mime, len(decoded))
 
