@@ -607,6 +607,116 @@ def scenario_spend_guard() -> dict[str, Any]:
     return s.done()
 
 
+def _mention(s: Script, words: int, identifier: str, tail: str) -> str:
+    # The identifier sits past the first twenty words, so the stub's summaries (which quote
+    # the source's first twenty words) do not carry it and a compacted mention is gone.
+    return f"{_sentence(s.rng, words)} {_sentence(s.rng, words)} The {identifier} {tail}. {_text(s.rng, 1)}"
+
+
+# The recall cue is prepended only when the assembly before it plus the cue fits the budget:
+# these budgets sit around that sum (585 + 127 tokens in this conversation), on both sides.
+RECALL_BUDGETS = (560, 600, 700, 708, 710, 711, 712, 713, 716, 730)
+
+
+def scenario_prompt_recall() -> dict[str, Any]:
+    s = Script("prompt-recall", _base_config())
+    for i in range(22):
+        if i in (2, 6):
+            name = "BILLING_SCHEMA_V2" if i == 2 else "ZEBRA_LOG_PATH"
+            s.turn(
+                [
+                    user(s.clock, _mention(s, 12, name, "is the one we keep")),
+                    assistant(s.clock, [{"type": "text", "text": _mention(s, 12, name, "is noted")}]),
+                ]
+            )
+        else:
+            s.text_turn()
+    s.compact(2500, manual=True)
+    s.assemble(BIG_BUDGET, prompt="where is ZEBRA_LOG_PATH and what is BILLING_SCHEMA_V2?")
+    for budget in RECALL_BUDGETS:
+        s.assemble(budget, prompt="where is ZEBRA_LOG_PATH and what is BILLING_SCHEMA_V2?", tools=["read"])
+    s.assemble(BIG_BUDGET, prompt="ZEBRA_LOG_PATH again, and API_TOKEN_VALUE?")
+    return s.done()
+
+
+def scenario_prompt_aware_tools() -> dict[str, Any]:
+    # Prompt-aware eviction scored over tool calls, tool results, thinking and summaries.
+    s = Script("prompt-aware-tools", _base_config(promptAwareEviction=True, timezone="Asia/Tokyo"))
+    for i in range(18):
+        sender = SENDERS[i % len(SENDERS)] if i % 3 == 0 else None
+        if i in (2, 9):
+            call_id = f"call_zebra_{i}"
+            s.turn(
+                [
+                    user(s.clock, "check the zebrafish migration " + _text(s.rng, 1), sender),
+                    assistant(
+                        s.clock,
+                        [
+                            {
+                                "type": "thinking",
+                                "thinking": "zebrafish " + _text(s.rng, 1),
+                                "thinkingSignature": "sig",
+                            },
+                            {
+                                "type": "toolCall",
+                                "id": call_id,
+                                "name": "read",
+                                "arguments": {"path": "zebrafish.log"},
+                            },
+                        ],
+                        stop="toolUse",
+                    ),
+                    tool_result(s.clock, call_id, "read", "zebrafish migration ok. " + _text(s.rng, 4)),
+                    assistant(s.clock, [{"type": "text", "text": _text(s.rng, 2)}]),
+                ]
+            )
+        elif i % 2:
+            s.tool_turn(thinking=i % 4 == 1, exotic=i % 5 == 0, sender=sender)
+        else:
+            s.text_turn(exotic=i % 4 == 0, sender=sender)
+    s.assemble(2000, prompt="zebrafish migration?", tools=["read", "exec"])
+    s.assemble(1500, prompt="zebrafish", tools=["read"])
+    s.compact(2500, manual=True)
+    s.assemble(1200, prompt="zebrafish migration log", tools=["read", "search"])
+    s.assemble(900, prompt="billing schema", tools=[])
+    s.assemble(1200, prompt="zebrafish")
+    return s.done()
+
+
+def scenario_manual_sweep() -> dict[str, Any]:
+    # Manual compaction is one sweep, even when the context stays over the budget; a forced
+    # budget compaction and a threshold compaction that cannot get under its target follow.
+    s = Script("manual-sweep", _base_config(leafChunkTokens=600))
+    for _ in range(36):
+        s.text_turn(4)
+    s.compact(600, manual=True)
+    s.assemble(BIG_BUDGET)
+    s.compact(600, manual=True)
+    s.compact(900, target="threshold")
+    s.compact(700, force=True)
+    s.assemble(BIG_BUDGET)
+    for _ in range(4):
+        s.text_turn(4)
+    s.compact(400, target="threshold")
+    s.assemble(1200)
+    return s.done()
+
+
+def scenario_sender_threshold() -> dict[str, Any]:
+    # Every user message carries sender metadata: the stored-context count the threshold is
+    # judged by must not count the sender lines, or compaction fires turns early.
+    s = Script(
+        "sender-threshold", _base_config(proactiveThresholdCompactionMode="inline", timezone="Asia/Tokyo")
+    )
+    for i in range(18):
+        before = len(s.live)
+        s.text_turn(sender=SENDERS[i % len(SENDERS)])
+        s.steps[-1]["tokenBudget"] = 2000
+        s.steps[-1]["prePromptMessageCount"] = before
+    s.assemble(2000)
+    return s.done()
+
+
 def scenarios() -> list[dict[str, Any]]:
     """Every seeded scenario, most valuable first."""
     return [
@@ -627,6 +737,10 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_rotate(),
         scenario_circuit_breaker(),
         scenario_spend_guard(),
+        scenario_prompt_recall(),
+        scenario_prompt_aware_tools(),
+        scenario_manual_sweep(),
+        scenario_sender_threshold(),
     ]
 
 
