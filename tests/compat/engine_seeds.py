@@ -717,6 +717,93 @@ def scenario_sender_threshold() -> dict[str, Any]:
     return s.done()
 
 
+def scenario_large_payloads() -> dict[str, Any]:
+    # Every externalization path with a low threshold: <file> blocks of each content class
+    # in user messages, whole oversized messages (text and blocks), a JSON tool result.
+    s = Script("large-payloads", _base_config(largeFileThresholdTokens=1500))
+    rng = s.rng
+    csv = "id, name ,score\n" + "\n".join(f"{n},{rng.choice(WORDS)},{rng.randint(0, 99)}" for n in range(900))
+    code = "import os\nfrom pathlib import Path\n\n" + "\n".join(
+        f"def {rng.choice(WORDS)}_{n}(x):\n    return x + {n}\n" for n in range(260)
+    )
+    data = json.dumps({"items": [{"id": n, "tags": [rng.choice(WORDS)]} for n in range(400)], "ok": True})
+    notes = "# Notes\n\n" + "\n".join(f"## Part {n}\n{_text(rng, 3)}" for n in range(40))
+    s.text_turn()
+    s.turn(
+        [
+            user(
+                s.clock,
+                f'Please read these.\n<file name="scores.csv" mime="text/csv">{csv}</file>\n'
+                f'<file name="tiny.yaml">a: 1\nb: 2</file>\n<file name="tool.py" mime="text/x-python">{code}</file>',
+            ),
+            assistant(s.clock, [{"type": "text", "text": "Read both files."}]),
+        ]
+    )
+    s.turn(
+        [
+            user(s.clock, f'<file name="dump.json">{data}</file> and <file name="notes.md">{notes}</file>'),
+            assistant(s.clock, [{"type": "text", "text": _text(rng, 2)}]),
+        ]
+    )
+    s.turn(
+        [
+            user(
+                s.clock, [{"type": "text", "text": _text(rng, 60)}, {"type": "text", "text": _text(rng, 60)}]
+            ),
+            assistant(s.clock, [{"type": "text", "text": "\n".join(_text(rng, 4) for _ in range(40))}]),
+        ]
+    )
+    call_id = "call_json_1"
+    s.turn(
+        [
+            user(s.clock, "list the items"),
+            assistant(
+                s.clock,
+                [{"type": "toolCall", "id": call_id, "name": "search", "arguments": {"query": "items"}}],
+                stop="toolUse",
+            ),
+            tool_result(s.clock, call_id, "search", data),
+            assistant(s.clock, [{"type": "text", "text": "There are 400 items."}]),
+        ]
+    )
+    for _ in range(3):
+        s.text_turn()
+    s.assemble(BIG_BUDGET)
+    s.assemble(BIG_BUDGET, prompt="the scores?", tools=["read"])
+    s.compact(2000, manual=True)
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenario_live_inputs() -> dict[str, Any]:
+    # What the host passes to assemble besides the stored history: the turn's own prompt
+    # not yet ingested, a retry marker and an internal-context block (volatile inputs).
+    s = Script("live-inputs", _base_config())
+    for _ in range(10):
+        s.text_turn()
+    s.compact(2000, manual=True)
+    stored = list(s.live)
+    s.live = [*stored, user(s.clock, "and the next step?")]
+    s.assemble(BIG_BUDGET)
+    s.assemble(BIG_BUDGET, prompt="and the next step?", tools=["read"])
+    retry = user(s.clock, "[Retry after the previous model attempt failed or timed out]\ncontinue please")
+    s.live = [*stored, retry]
+    s.assemble(BIG_BUDGET)
+    s.assemble(1500, prompt="continue please", tools=[])
+    internal = user(
+        s.clock,
+        "[Inter-session message]\n<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nsubagent finished: "
+        + _text(s.rng, 2)
+        + "\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>",
+    )
+    s.live = [*stored[:-2], internal, *stored[-2:]]
+    s.assemble(BIG_BUDGET)
+    s.live = [*stored, retry]
+    s.turn([assistant(s.clock, [{"type": "text", "text": "continuing"}])])
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
 def scenarios() -> list[dict[str, Any]]:
     """Every seeded scenario, most valuable first."""
     return [
@@ -741,6 +828,8 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_prompt_aware_tools(),
         scenario_manual_sweep(),
         scenario_sender_threshold(),
+        scenario_large_payloads(),
+        scenario_live_inputs(),
     ]
 
 

@@ -318,10 +318,14 @@ def run(
                 changed = True
         if (not messages and live) or not fb.has_user(messages):
             return live_fallback("assembly empty" if not messages else "no user message in assembly")
-        volatile = fb.uncovered_volatile(live, messages)
+        # Live positions count the host's whole list: a trailing reply stripped as prefill
+        # still orders the inputs before it.
+        whole_live = [*live, *live_raw[len(live) :]]
+        volatile = fb.uncovered_volatile(whole_live, messages)
         if volatile:
-            # Appended after the assembled context; the final clamp makes room (cue first).
-            messages = [*messages, *volatile]
+            # Placed by live position among the assembled messages; the final clamp makes
+            # room (cue first).
+            messages = fb.merge_volatile(messages, whole_live, volatile)
             changed = True
         messages, cue = _with_cue(ctx, cid, messages, live, prompt, budget, pre_recall_tokens)
         if cue is not None:

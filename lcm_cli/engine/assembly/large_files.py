@@ -65,7 +65,7 @@ _IMAGE_MAGIC = (
     (b"<svg", "image/svg+xml"),
 )
 _IMAGE_LABELS = {"user": "User image", "assistant": "Assistant image", "system": "System image"}
-_FILE_BLOCK = re.compile(r"<file\b([^>]*)>([\s\S]*?)</file\s*>", re.IGNORECASE)
+_FILE_BLOCK = re.compile(r"<file\b([^>]*)>([\s\S]*?)</file>", re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
 _REFERENCE_PREFIXES = ("[LCM File:", "[LCM Tool Output:", "[LCM Raw Payload:")
 # Base64 text of an image starts with the encoding of its magic bytes.
@@ -200,8 +200,8 @@ def write_large_file(
     conversation_id: int,
     file_id: str,
     data: bytes,
-    file_name: str,
-    mime: str,
+    file_name: str | None,
+    mime: str | None,
     summary: str,
     *,
     text: bool,
@@ -245,7 +245,9 @@ class Interceptor:
         self.threshold = max(1, int(threshold))
         self.written: list[dict[str, Any]] = []
 
-    def _store(self, data: bytes, file_name: str, mime: str, summary: str, reason: str, text: bool) -> str:
+    def _store(
+        self, data: bytes, file_name: str | None, mime: str | None, summary: str, reason: str, text: bool
+    ) -> str:
         file_id = new_file_id()
         path = write_large_file(
             self.conn,
@@ -402,14 +404,16 @@ class Interceptor:
             if estimate_tokens(inner) < self.threshold:
                 return match.group(0)
             attrs = {
-                m.group(1).lower(): m.group(2) or m.group(3) or m.group(4) or ""
+                m.group(1).lower(): trim(m.group(2) or m.group(3) or m.group(4) or "")
                 for m in _ATTRIBUTE.finditer(match.group(1))
             }
+            # Only `name` and `mime` count, as in the reference; a block without them is
+            # stored and shown with its name or MIME type unknown.
             name = attrs.get("name") or None
-            mime = attrs.get("mime") or attrs.get("type") or "text/plain"
+            mime = attrs.get("mime") or None
             summary = exploration_summary(inner, name, mime)
             data = inner.encode("utf-8", "surrogatepass")
-            file_id = self._store(data, name or "file.txt", mime, summary, "large_file_block", True)
+            file_id = self._store(data, name, mime, summary, "large_file_block", True)
             file_ids.append(file_id)
             return file_reference(file_id, name, mime, len(data), summary)
 

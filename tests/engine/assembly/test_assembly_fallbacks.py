@@ -599,3 +599,18 @@ def test_the_cue_quotes_every_matching_message_up_to_four(tmp_path: Path) -> Non
     assert cue.splitlines()[2:-1] == [
         f'- user matched RETRY_LIMIT: "Note {n}: RETRY_LIMIT is {n}."' for n in (6, 5, 4, 3)
     ]
+
+
+def test_volatile_inputs_keep_their_live_position() -> None:
+    from lcm_cli.engine.assembly.fallback import merge_volatile, uncovered_volatile
+
+    a, b, c = ({"role": "user", "content": t} for t in ("first", "second", "third"))
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
+    retry = {"role": "user", "content": _volatile("again")}
+    live = [a, b, retry, c, reply]
+    assembled = [{"role": "user", "content": "<summary>...</summary>"}, b, c, reply]
+    entries = uncovered_volatile(live, assembled)
+    assert entries == [(2, retry)]
+    assert merge_volatile(assembled, live, entries) == [assembled[0], b, retry, c, reply]
+    # No later live message among the assembled ones: the input goes last.
+    assert merge_volatile([a, b], [a, b, retry], [(2, retry)]) == [a, b, retry]
