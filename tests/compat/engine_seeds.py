@@ -804,6 +804,50 @@ def scenario_live_inputs() -> dict[str, Any]:
     return s.done()
 
 
+def scenario_parallel_tools() -> dict[str, Any]:
+    # The common agent step: thinking, two tool calls at once, their results (one an
+    # error), then the reply; a deeper DAG (incremental condensation) and tight budgets
+    # that cut between a call and its results.
+    s = Script("parallel-tools", _base_config(incrementalMaxDepth=2, leafChunkTokens=600))
+    rng, clock = s.rng, s.clock
+    for i in range(20):
+        if i % 3 == 1:
+            s.text_turn()
+            continue
+        first, second = f"call_par_{i}_a", f"call_par_{i}_b"
+        blocks: list[dict[str, Any]] = [
+            {"type": "thinking", "thinking": _text(rng, 1), "thinkingSignature": f"sig-{i}"},
+            {
+                "type": "toolCall",
+                "id": first,
+                "name": "read",
+                "arguments": {"path": f"src/{rng.choice(WORDS)}.py"},
+            },
+            {
+                "type": "toolCall",
+                "id": second,
+                "name": "exec",
+                "arguments": {"command": f"ls {rng.choice(WORDS)}"},
+            },
+        ]
+        s.turn(
+            [
+                user(clock, _text(rng, 1)),
+                assistant(clock, blocks, stop="toolUse"),
+                tool_result(clock, first, "read", _text(rng, rng.randint(2, 6))),
+                tool_result(clock, second, "exec", "No such file or directory", error=i % 2 == 0),
+                assistant(clock, [{"type": "text", "text": _text(rng, 2)}]),
+            ]
+        )
+        s.steps[-1]["tokenBudget"] = 3000
+    s.assemble(3000)
+    s.assemble(1200, prompt="what did ls say?", tools=["read", "exec"])
+    s.compact(1500, force=True)
+    s.assemble(900)
+    s.assemble(700, prompt="next?", tools=["exec"])
+    return s.done()
+
+
 def scenarios() -> list[dict[str, Any]]:
     """Every seeded scenario, most valuable first."""
     return [
@@ -830,6 +874,7 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_sender_threshold(),
         scenario_large_payloads(),
         scenario_live_inputs(),
+        scenario_parallel_tools(),
     ]
 
 
