@@ -1,9 +1,9 @@
 """The prompt-recall cue of `assemble` (compat/engine.md §6.7, §6.8 ``fingerprint``).
 
 When the prompt names ALL-CAPS identifiers (``FOO_BAR``) that the assembled context no
-longer shows, the sentence that last mentioned each one is looked up in the
-conversation's stored messages and offered to the model as one inert ``user`` message.
-Secret-looking identifiers and snippets are never recalled.
+longer shows, the conversation's stored messages that mention them (newest first, up to
+four in all) are quoted, one sentence each, in one inert ``user`` message: the same lines
+lossless-claw's engine quotes. Secret-looking identifiers and snippets are never recalled.
 """
 
 from __future__ import annotations
