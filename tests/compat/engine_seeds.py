@@ -607,6 +607,247 @@ def scenario_spend_guard() -> dict[str, Any]:
     return s.done()
 
 
+def _mention(s: Script, words: int, identifier: str, tail: str) -> str:
+    # The identifier sits past the first twenty words, so the stub's summaries (which quote
+    # the source's first twenty words) do not carry it and a compacted mention is gone.
+    return f"{_sentence(s.rng, words)} {_sentence(s.rng, words)} The {identifier} {tail}. {_text(s.rng, 1)}"
+
+
+# The recall cue is prepended only when the assembly before it plus the cue fits the budget:
+# these budgets sit around that sum (585 + 127 tokens in this conversation), on both sides.
+RECALL_BUDGETS = (560, 600, 700, 708, 710, 711, 712, 713, 716, 730)
+
+
+def scenario_prompt_recall() -> dict[str, Any]:
+    s = Script("prompt-recall", _base_config())
+    for i in range(22):
+        if i in (2, 6):
+            name = "BILLING_SCHEMA_V2" if i == 2 else "ZEBRA_LOG_PATH"
+            s.turn(
+                [
+                    user(s.clock, _mention(s, 12, name, "is the one we keep")),
+                    assistant(s.clock, [{"type": "text", "text": _mention(s, 12, name, "is noted")}]),
+                ]
+            )
+        else:
+            s.text_turn()
+    s.compact(2500, manual=True)
+    s.assemble(BIG_BUDGET, prompt="where is ZEBRA_LOG_PATH and what is BILLING_SCHEMA_V2?")
+    for budget in RECALL_BUDGETS:
+        s.assemble(budget, prompt="where is ZEBRA_LOG_PATH and what is BILLING_SCHEMA_V2?", tools=["read"])
+    s.assemble(BIG_BUDGET, prompt="ZEBRA_LOG_PATH again, and API_TOKEN_VALUE?")
+    return s.done()
+
+
+def scenario_prompt_aware_tools() -> dict[str, Any]:
+    # Prompt-aware eviction scored over tool calls, tool results, thinking and summaries.
+    s = Script("prompt-aware-tools", _base_config(promptAwareEviction=True, timezone="Asia/Tokyo"))
+    for i in range(18):
+        sender = SENDERS[i % len(SENDERS)] if i % 3 == 0 else None
+        if i in (2, 9):
+            call_id = f"call_zebra_{i}"
+            s.turn(
+                [
+                    user(s.clock, "check the zebrafish migration " + _text(s.rng, 1), sender),
+                    assistant(
+                        s.clock,
+                        [
+                            {
+                                "type": "thinking",
+                                "thinking": "zebrafish " + _text(s.rng, 1),
+                                "thinkingSignature": "sig",
+                            },
+                            {
+                                "type": "toolCall",
+                                "id": call_id,
+                                "name": "read",
+                                "arguments": {"path": "zebrafish.log"},
+                            },
+                        ],
+                        stop="toolUse",
+                    ),
+                    tool_result(s.clock, call_id, "read", "zebrafish migration ok. " + _text(s.rng, 4)),
+                    assistant(s.clock, [{"type": "text", "text": _text(s.rng, 2)}]),
+                ]
+            )
+        elif i % 2:
+            s.tool_turn(thinking=i % 4 == 1, exotic=i % 5 == 0, sender=sender)
+        else:
+            s.text_turn(exotic=i % 4 == 0, sender=sender)
+    s.assemble(2000, prompt="zebrafish migration?", tools=["read", "exec"])
+    s.assemble(1500, prompt="zebrafish", tools=["read"])
+    s.compact(2500, manual=True)
+    s.assemble(1200, prompt="zebrafish migration log", tools=["read", "search"])
+    s.assemble(900, prompt="billing schema", tools=[])
+    s.assemble(1200, prompt="zebrafish")
+    return s.done()
+
+
+def scenario_manual_sweep() -> dict[str, Any]:
+    # Manual compaction is one sweep, even when the context stays over the budget; a forced
+    # budget compaction and a threshold compaction that cannot get under its target follow.
+    s = Script("manual-sweep", _base_config(leafChunkTokens=600))
+    for _ in range(36):
+        s.text_turn(4)
+    s.compact(600, manual=True)
+    s.assemble(BIG_BUDGET)
+    s.compact(600, manual=True)
+    s.compact(900, target="threshold")
+    s.compact(700, force=True)
+    s.assemble(BIG_BUDGET)
+    for _ in range(4):
+        s.text_turn(4)
+    s.compact(400, target="threshold")
+    s.assemble(1200)
+    return s.done()
+
+
+def scenario_sender_threshold() -> dict[str, Any]:
+    # Every user message carries sender metadata: the stored-context count the threshold is
+    # judged by must not count the sender lines, or compaction fires turns early.
+    s = Script(
+        "sender-threshold", _base_config(proactiveThresholdCompactionMode="inline", timezone="Asia/Tokyo")
+    )
+    for i in range(18):
+        before = len(s.live)
+        s.text_turn(sender=SENDERS[i % len(SENDERS)])
+        s.steps[-1]["tokenBudget"] = 2000
+        s.steps[-1]["prePromptMessageCount"] = before
+    s.assemble(2000)
+    return s.done()
+
+
+def scenario_large_payloads() -> dict[str, Any]:
+    # Every externalization path with a low threshold: <file> blocks of each content class
+    # in user messages, whole oversized messages (text and blocks), a JSON tool result.
+    s = Script("large-payloads", _base_config(largeFileThresholdTokens=1500))
+    rng = s.rng
+    csv = "id, name ,score\n" + "\n".join(f"{n},{rng.choice(WORDS)},{rng.randint(0, 99)}" for n in range(900))
+    code = "import os\nfrom pathlib import Path\n\n" + "\n".join(
+        f"def {rng.choice(WORDS)}_{n}(x):\n    return x + {n}\n" for n in range(260)
+    )
+    data = json.dumps({"items": [{"id": n, "tags": [rng.choice(WORDS)]} for n in range(400)], "ok": True})
+    notes = "# Notes\n\n" + "\n".join(f"## Part {n}\n{_text(rng, 3)}" for n in range(40))
+    s.text_turn()
+    s.turn(
+        [
+            user(
+                s.clock,
+                f'Please read these.\n<file name="scores.csv" mime="text/csv">{csv}</file>\n'
+                f'<file name="tiny.yaml">a: 1\nb: 2</file>\n<file name="tool.py" mime="text/x-python">{code}</file>',
+            ),
+            assistant(s.clock, [{"type": "text", "text": "Read both files."}]),
+        ]
+    )
+    s.turn(
+        [
+            user(s.clock, f'<file name="dump.json">{data}</file> and <file name="notes.md">{notes}</file>'),
+            assistant(s.clock, [{"type": "text", "text": _text(rng, 2)}]),
+        ]
+    )
+    s.turn(
+        [
+            user(
+                s.clock, [{"type": "text", "text": _text(rng, 60)}, {"type": "text", "text": _text(rng, 60)}]
+            ),
+            assistant(s.clock, [{"type": "text", "text": "\n".join(_text(rng, 4) for _ in range(40))}]),
+        ]
+    )
+    call_id = "call_json_1"
+    s.turn(
+        [
+            user(s.clock, "list the items"),
+            assistant(
+                s.clock,
+                [{"type": "toolCall", "id": call_id, "name": "search", "arguments": {"query": "items"}}],
+                stop="toolUse",
+            ),
+            tool_result(s.clock, call_id, "search", data),
+            assistant(s.clock, [{"type": "text", "text": "There are 400 items."}]),
+        ]
+    )
+    for _ in range(3):
+        s.text_turn()
+    s.assemble(BIG_BUDGET)
+    s.assemble(BIG_BUDGET, prompt="the scores?", tools=["read"])
+    s.compact(2000, manual=True)
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenario_live_inputs() -> dict[str, Any]:
+    # What the host passes to assemble besides the stored history: the turn's own prompt
+    # not yet ingested, a retry marker and an internal-context block (volatile inputs).
+    s = Script("live-inputs", _base_config())
+    for _ in range(10):
+        s.text_turn()
+    s.compact(2000, manual=True)
+    stored = list(s.live)
+    s.live = [*stored, user(s.clock, "and the next step?")]
+    s.assemble(BIG_BUDGET)
+    s.assemble(BIG_BUDGET, prompt="and the next step?", tools=["read"])
+    retry = user(s.clock, "[Retry after the previous model attempt failed or timed out]\ncontinue please")
+    s.live = [*stored, retry]
+    s.assemble(BIG_BUDGET)
+    s.assemble(1500, prompt="continue please", tools=[])
+    internal = user(
+        s.clock,
+        "[Inter-session message]\n<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nsubagent finished: "
+        + _text(s.rng, 2)
+        + "\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>",
+    )
+    s.live = [*stored[:-2], internal, *stored[-2:]]
+    s.assemble(BIG_BUDGET)
+    s.live = [*stored, retry]
+    s.turn([assistant(s.clock, [{"type": "text", "text": "continuing"}])])
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenario_parallel_tools() -> dict[str, Any]:
+    # The common agent step: thinking, two tool calls at once, their results (one an
+    # error), then the reply; a deeper DAG (incremental condensation) and tight budgets
+    # that cut between a call and its results.
+    s = Script("parallel-tools", _base_config(incrementalMaxDepth=2, leafChunkTokens=600))
+    rng, clock = s.rng, s.clock
+    for i in range(20):
+        if i % 3 == 1:
+            s.text_turn()
+            continue
+        first, second = f"call_par_{i}_a", f"call_par_{i}_b"
+        blocks: list[dict[str, Any]] = [
+            {"type": "thinking", "thinking": _text(rng, 1), "thinkingSignature": f"sig-{i}"},
+            {
+                "type": "toolCall",
+                "id": first,
+                "name": "read",
+                "arguments": {"path": f"src/{rng.choice(WORDS)}.py"},
+            },
+            {
+                "type": "toolCall",
+                "id": second,
+                "name": "exec",
+                "arguments": {"command": f"ls {rng.choice(WORDS)}"},
+            },
+        ]
+        s.turn(
+            [
+                user(clock, _text(rng, 1)),
+                assistant(clock, blocks, stop="toolUse"),
+                tool_result(clock, first, "read", _text(rng, rng.randint(2, 6))),
+                tool_result(clock, second, "exec", "No such file or directory", error=i % 2 == 0),
+                assistant(clock, [{"type": "text", "text": _text(rng, 2)}]),
+            ]
+        )
+        s.steps[-1]["tokenBudget"] = 3000
+    s.assemble(3000)
+    s.assemble(1200, prompt="what did ls say?", tools=["read", "exec"])
+    s.compact(1500, force=True)
+    s.assemble(900)
+    s.assemble(700, prompt="next?", tools=["exec"])
+    return s.done()
+
+
 def scenarios() -> list[dict[str, Any]]:
     """Every seeded scenario, most valuable first."""
     return [
@@ -627,6 +868,13 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_rotate(),
         scenario_circuit_breaker(),
         scenario_spend_guard(),
+        scenario_prompt_recall(),
+        scenario_prompt_aware_tools(),
+        scenario_manual_sweep(),
+        scenario_sender_threshold(),
+        scenario_large_payloads(),
+        scenario_live_inputs(),
+        scenario_parallel_tools(),
     ]
 
 

@@ -32,23 +32,7 @@ SCENARIOS = {s["name"]: s for s in seeds.scenarios()}
 
 # Where ours still differs from the reference, the (scenario, path) pair is listed with its
 # reason; each is a strict xfail, so a fix shows up as a failure until its entry is removed.
-_EXPLORATION = (
-    "the exploration summary of an externalized text tool result is worded differently "
-    "(reference: 'Text exploration summary (<tool>.txt):' with Characters/Words/Lines/Detected "
-    "section headers/Opening excerpt lines; ours: 'Text: N chars, ...' and 'Starts:'), so the "
-    "stored content, its token count and the assembled placeholder differ"
-)
-_MAINTAIN_NO_DEBT = (
-    "maintain with no pending debt: the reference falls through to its transcript-GC step and "
-    "answers 'transcript GC disabled'; ours answers 'no deferred compaction debt' (lcm has no "
-    "transcript GC; the user-visible reason of `lcm maintain` is kept)"
-)
-KNOWN: dict[tuple[str, str], str] = {
-    ("deferred-drain", "answers"): _MAINTAIN_NO_DEBT,
-    ("large-tool-result", "assembly"): _EXPLORATION,
-    ("large-tool-result", "estimate"): _EXPLORATION,
-    ("large-tool-result", "stored"): _EXPLORATION,
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def golden(name: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from lcm_cli.engine.assembly import tool_pairing as tp
 from lcm_cli.engine.assembly.assembler import clamp, strip_trailing_assistants
 from lcm_cli.engine.core.tokens import serialized_tokens
 
@@ -141,8 +142,9 @@ def is_volatile(message: dict[str, Any]) -> bool:
 
 def uncovered_volatile(
     live: Sequence[dict[str, Any]], assembled: Sequence[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Volatile live inputs that no assembled message already shows word for word, in live order.
+) -> list[tuple[int, dict[str, Any]]]:
+    """Volatile live inputs that no assembled message already shows word for word, with
+    their live positions, in live order.
 
     A summary never covers one: it summarizes a past occurrence, not this turn's input.
     """
@@ -150,16 +152,57 @@ def uncovered_volatile(
     for message in assembled:
         text = message_text(message)
         shown[text] = shown.get(text, 0) + 1
-    out: list[dict[str, Any]] = []
-    for message in live:
+    out: list[tuple[int, dict[str, Any]]] = []
+    for index, message in enumerate(live):
         if not is_volatile(message):
             continue
         text = message_text(message)
         if shown.get(text, 0) > 0:
             shown[text] -= 1
             continue
-        out.append({**message, "role": "user"} if message.get("role") == "system" else message)
+        out.append((index, {**message, "role": "user"} if message.get("role") == "system" else message))
     return out
+
+
+def _signature(message: dict[str, Any]) -> tuple[Any, ...]:
+    # What makes an assembled message the same as a live one: role, text, tool-call ids.
+    role = message.get("role")
+    role = "toolResult" if role == "tool" else role
+    return (role, message_text(message), tuple(tp.calls_of(message)), tp.result_id(message))
+
+
+def merge_volatile(
+    assembled: Sequence[dict[str, Any]],
+    live: Sequence[dict[str, Any]],
+    entries: Sequence[tuple[int, dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """The assembled messages with the uncovered volatile inputs placed as the reference
+    places them: each goes right before the first assembled message that is a later live
+    message (matched newest first, one live message per assembled one); the rest at the end.
+    """
+    if not entries:
+        return list(assembled)
+    by_signature: dict[tuple[Any, ...], list[int]] = {}
+    for index, message in enumerate(assembled):
+        by_signature.setdefault(_signature(message), []).append(index)
+    live_position: dict[int, int] = {}
+    for live_index in range(len(live) - 1, -1, -1):
+        candidates = by_signature.get(_signature(live[live_index]))
+        if candidates:
+            live_position[candidates.pop()] = live_index
+    ordered = sorted(entries, key=lambda entry: entry[0])
+    out: list[dict[str, Any]] = []
+    cursor = 0
+    for index, message in enumerate(assembled):
+        position = live_position.get(index)
+        while position is not None and cursor < len(ordered) and ordered[cursor][0] < position:
+            out.append(ordered[cursor][1])
+            cursor += 1
+        out.append(message)
+    interleaved = cursor > 0
+    out.extend(message for _, message in ordered[cursor:])
+    # An input placed between a tool call and its result must not split the pair.
+    return tp.sanitize_pairing(out) if interleaved else out
 
 
 def bootstrap_budget(effective: dict[str, Any]) -> int:

@@ -10,7 +10,6 @@ across a summarizer call (``drain_debt`` commits each pass on its own).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -212,6 +211,7 @@ def _with_cue(
     ctx: Context,
     cid: int,
     messages: list[dict[str, Any]],
+    live: Sequence[dict[str, Any]],
     prompt: str | None,
     budget: int,
     pre_recall_tokens: int,
@@ -225,8 +225,8 @@ def _with_cue(
     """
     if not prompt or not pr.identifiers(prompt):
         return messages, None
-    present = json.dumps(messages, ensure_ascii=False)
-    cue = pr.build_cue(ctx.db, cid, prompt, present)
+    # What the model already sees: these messages and every volatile live input of the turn.
+    cue = pr.build_cue(ctx.db, cid, prompt, [*messages, *(m for m in live if fb.is_volatile(m))])
     if cue is None or pre_recall_tokens + estimate_tokens(str(cue["content"])) > budget:
         return messages, None
     return [cue, *messages], cue
@@ -318,12 +318,16 @@ def run(
                 changed = True
         if (not messages and live) or not fb.has_user(messages):
             return live_fallback("assembly empty" if not messages else "no user message in assembly")
-        volatile = fb.uncovered_volatile(live, messages)
+        # Live positions count the host's whole list: a trailing reply stripped as prefill
+        # still orders the inputs before it.
+        whole_live = [*live, *live_raw[len(live) :]]
+        volatile = fb.uncovered_volatile(whole_live, messages)
         if volatile:
-            # Appended after the assembled context; the final clamp makes room (cue first).
-            messages = [*messages, *volatile]
+            # Placed by live position among the assembled messages; the final clamp makes
+            # room (cue first).
+            messages = fb.merge_volatile(messages, whole_live, volatile)
             changed = True
-        messages, cue = _with_cue(ctx, cid, messages, prompt, budget, pre_recall_tokens)
+        messages, cue = _with_cue(ctx, cid, messages, live, prompt, budget, pre_recall_tokens)
         if cue is not None:
             projection["fingerprint"] = pr.fingerprint(cue)
             changed = True

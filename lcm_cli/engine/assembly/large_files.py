@@ -20,7 +20,7 @@ from typing import Any
 
 from lcm_cli.engine.assembly.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.core.files import atomic_write, private_mode, remove_orphans
-from lcm_cli.engine.core.jscompat import stringify
+from lcm_cli.engine.core.jscompat import stringify, trim
 from lcm_cli.engine.core.tokens import estimate_tokens
 
 TOOL_ROLES = frozenset({"tool", "toolResult"})
@@ -65,7 +65,7 @@ _IMAGE_MAGIC = (
     (b"<svg", "image/svg+xml"),
 )
 _IMAGE_LABELS = {"user": "User image", "assistant": "Assistant image", "system": "System image"}
-_FILE_BLOCK = re.compile(r"<file\b([^>]*)>([\s\S]*?)</file\s*>", re.IGNORECASE)
+_FILE_BLOCK = re.compile(r"<file\b([^>]*)>([\s\S]*?)</file>", re.IGNORECASE)
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
 _REFERENCE_PREFIXES = ("[LCM File:", "[LCM Tool Output:", "[LCM Raw Payload:")
 # Base64 text of an image starts with the encoding of its magic bytes.
@@ -117,8 +117,14 @@ def file_extension(file_name: str | None, mime: str | None) -> str:
     return _MIME_EXTENSIONS.get((mime or "").lower(), "txt")
 
 
-def _follow_up(file_id: str) -> str:
-    return f"Call lcm_describe with id {file_id} and expandFile=true to read the full content."
+def _follow_up(what: str) -> str:
+    # The reference's closing line, byte for byte: it is stored in the message, so the model,
+    # the token count and lossless-claw reading our rows all see the same text.
+    return f'Call lcm_describe(id="<file_id above>", expandFile=true) to fetch the full {what} content from disk.'
+
+
+def _summary_text(summary: str | None) -> str:
+    return trim(summary or "") or "(no summary available)"
 
 
 def file_reference(
@@ -127,7 +133,7 @@ def file_reference(
     """The ``[LCM File: ...]`` text that replaces a large ``<file>`` block."""
     return (
         f"[LCM File: {file_id} | {file_name or 'unknown'} | {mime or 'unknown'} | {size:,} bytes]\n\n"
-        f"Exploration Summary:\n{summary or '(no summary available)'}"
+        f"Exploration Summary:\n{_summary_text(summary)}"
     )
 
 
@@ -135,7 +141,7 @@ def tool_output_reference(file_id: str, tool: str, size: int, summary: str | Non
     """The ``[LCM Tool Output: ...]`` text that replaces a large tool result."""
     return (
         f"[LCM Tool Output: {file_id} | tool={tool} | {size:,} bytes]\n\n"
-        f"Exploration Summary:\n{summary or '(no summary available)'}\n\n{_follow_up(file_id)}"
+        f"Exploration Summary:\n{_summary_text(summary)}\n\n{_follow_up('output')}"
     )
 
 
@@ -143,7 +149,7 @@ def raw_payload_reference(file_id: str, role: str, size: int, summary: str | Non
     """The ``[LCM Raw Payload: ...]`` text that replaces a whole oversized message."""
     return (
         f"[LCM Raw Payload: {file_id} | role={role} | reason=large_raw_message | {size:,} bytes]\n\n"
-        f"Exploration Summary:\n{summary or '(no summary available)'}\n\n{_follow_up(file_id)}"
+        f"Exploration Summary:\n{_summary_text(summary)}\n\n{_follow_up('payload')}"
     )
 
 
@@ -194,8 +200,8 @@ def write_large_file(
     conversation_id: int,
     file_id: str,
     data: bytes,
-    file_name: str,
-    mime: str,
+    file_name: str | None,
+    mime: str | None,
     summary: str,
     *,
     text: bool,
@@ -239,7 +245,9 @@ class Interceptor:
         self.threshold = max(1, int(threshold))
         self.written: list[dict[str, Any]] = []
 
-    def _store(self, data: bytes, file_name: str, mime: str, summary: str, reason: str, text: bool) -> str:
+    def _store(
+        self, data: bytes, file_name: str | None, mime: str | None, summary: str, reason: str, text: bool
+    ) -> str:
         file_id = new_file_id()
         path = write_large_file(
             self.conn,
@@ -300,7 +308,12 @@ class Interceptor:
             stored_role = "tool" if role in TOOL_ROLES else role
             name = f"{stored_role}-image.{file_extension(None, mime)}"
             file_id = self._store(
-                data, name, mime, summarize_image(len(data), mime, name), "native_image", False
+                data,
+                name,
+                mime,
+                summarize_image(len(data), file_extension(None, mime), name),
+                "native_image",
+                False,
             )
             blocks.append(
                 {
@@ -331,7 +344,7 @@ class Interceptor:
             return None
         stored_role = "tool" if role in TOOL_ROLES else role
         name = name_hint or f"{stored_role}-image.{file_extension(None, mime)}"
-        summary = summarize_image(len(decoded), mime, name)
+        summary = summarize_image(len(decoded), file_extension(None, mime), name)
         file_id = self._store(decoded, name, mime, summary, "inline_image", False)
         return image_reference(file_id, role, name, mime, len(decoded))
 
@@ -391,14 +404,16 @@ class Interceptor:
             if estimate_tokens(inner) < self.threshold:
                 return match.group(0)
             attrs = {
-                m.group(1).lower(): m.group(2) or m.group(3) or m.group(4) or ""
+                m.group(1).lower(): trim(m.group(2) or m.group(3) or m.group(4) or "")
                 for m in _ATTRIBUTE.finditer(match.group(1))
             }
+            # Only `name` and `mime` count, as in the reference; a block without them is
+            # stored and shown with its name or MIME type unknown.
             name = attrs.get("name") or None
-            mime = attrs.get("mime") or attrs.get("type") or "text/plain"
+            mime = attrs.get("mime") or None
             summary = exploration_summary(inner, name, mime)
             data = inner.encode("utf-8", "surrogatepass")
-            file_id = self._store(data, name or "file.txt", mime, summary, "large_file_block", True)
+            file_id = self._store(data, name, mime, summary, "large_file_block", True)
             file_ids.append(file_id)
             return file_reference(file_id, name, mime, len(data), summary)
 

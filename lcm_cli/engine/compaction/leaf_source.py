@@ -15,11 +15,21 @@ from datetime import datetime, timezone, tzinfo
 from functools import lru_cache
 from typing import Any
 
+from lcm_cli.engine.core.jscompat import JS_SPACE, JS_SPACE_CLASS, trim
 from lcm_cli.engine.db.store.stamps import parse_timestamp
 from lcm_cli.engine.summarize.sanitize import strip_injected_context_tags, strip_reasoning
 
-_DATA_URL = re.compile(r"data:[a-z]+/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=]+", re.IGNORECASE)
-_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{200,}$")
+# JavaScript's \s, spelled out (Python's differs), for the reference's media rules.
+_JS_S = f"[{JS_SPACE_CLASS}]"
+_DATA_URL = re.compile(
+    f"data:[^;{JS_SPACE_CLASS}\"'`]+;base64,[A-Za-z0-9+/={JS_SPACE_CLASS}]+", re.IGNORECASE
+)
+_DATA_URL_START = re.compile(f"data:[^;{JS_SPACE_CLASS}\"'`]+;base64,", re.IGNORECASE)
+_LINE_BREAK = re.compile(r"\r?\n")
+_MEDIA_PATH = re.compile(r"MEDIA:/[^\n\r\u2028\u2029]+\Z")
+_BASE64_ONLY = re.compile(r"[A-Za-z0-9+/=]+")
+_PROSE_MARK = re.compile(r"[ .,:;!?()\[\]{}]")
+_SPACE_RUN = re.compile(f"{_JS_S}+")
 _FILE_ID = re.compile(r"file_[0-9a-f]{16}", re.IGNORECASE)
 _HUMAN_TEXT_KEYS = ("text", "transcript", "transcription", "message", "summary", "content", "output")
 
@@ -144,15 +154,27 @@ _MAX_DEPTH = 8
 _UNDEFINED: Any = object()  # JavaScript's undefined, as opposed to null (None)
 
 
+def _binary_payload(trimmed: str) -> bool:
+    """A line that is a data URL, or 256+ base64 characters (a multiple of 4) and no prose."""
+    if _DATA_URL_START.match(trimmed):
+        return True
+    compact = _SPACE_RUN.sub("", trimmed)
+    if len(compact) < 256 or len(compact) % 4 or not _BASE64_ONLY.fullmatch(compact):
+        return False
+    return not _PROSE_MARK.search(trimmed)
+
+
 def _clean(text: str) -> str:
-    """Text with embedded media payloads removed (data URLs, ``MEDIA:/`` and base64 lines)."""
+    """Text with embedded media payloads removed, as the reference strips them: data URLs
+    replaced, and blank lines, ``MEDIA:/`` paths and base64 lines dropped (line ends trimmed)."""
     text = _DATA_URL.sub("[embedded media omitted]", text)
-    lines = [
-        line
-        for line in text.split("\n")
-        if not line.lstrip().startswith("MEDIA:/") and not _BASE64_LINE.match(line.strip())
-    ]
-    return "\n".join(lines).strip()
+    lines = []
+    for line in _LINE_BREAK.split(text):
+        line = line.rstrip(JS_SPACE)
+        trimmed = trim(line)
+        if trimmed and not _MEDIA_PATH.match(trimmed) and not _binary_payload(trimmed):
+            lines.append(line)
+    return trim("\n".join(lines))
 
 
 def _fragments(value: Any, depth: int = 0) -> list[str]:

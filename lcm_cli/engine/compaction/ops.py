@@ -244,14 +244,14 @@ def maintain(ctx: Context, req: Request) -> Result:
         return Result({**base, "changed": False, "reason": "conversation not found"})
     row = found.row
     if not ctx.probe.has_table("conversation_compaction_maintenance"):
-        return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
+        return Result({**base, "changed": False, "reason": _nothing_to_maintain(ctx.effective)})
     pending = ctx.query_one(
         "SELECT pending, running, context_threshold, context_threshold_source AS source"
         " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
         (row["conversation_id"],),
     )
     if pending is None or not (pending["pending"] or pending["running"]):
-        return Result({**base, "changed": False, "reason": "no deferred compaction debt"})
+        return Result({**base, "changed": False, "reason": _nothing_to_maintain(ctx.effective)})
     resolution = debt_resolution(
         ctx.effective, found.session_key, pending["context_threshold"], pending["source"]
     )
@@ -262,6 +262,18 @@ def maintain(ctx: Context, req: Request) -> Result:
         )
         outcome = drain_debt(compactor, token_budget=option_int(req, TOKEN_BUDGET), force=req[FORCE])
     return Result({**base, "thresholdResolution": resolution.to_dict(), **outcome})
+
+
+def _nothing_to_maintain(effective: dict[str, Any]) -> str:
+    """The reason of a maintain step with no debt to drain, as the reference words it.
+
+    With no debt the reference goes on to its transcript-GC step, and its reason is the
+    first condition that stops it there: GC disabled (the default), else no helper to
+    rewrite the transcript with. lcm has no such helper, so with GC enabled it stops there.
+    """
+    if effective.get("transcriptGcEnabled") is True:
+        return "runtime rewrite helper unavailable"
+    return "transcript GC disabled"
 
 
 def debt_resolution(

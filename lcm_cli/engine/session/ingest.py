@@ -24,6 +24,7 @@ from lcm_cli.engine.config.keys import declared_default
 from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.jscompat import js_values
+from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
@@ -320,6 +321,8 @@ class Batch:
         raw = interceptor.intercept_raw(rewritten, built.token_count)
         if raw is not rewritten:
             built = _build(raw, envelope_timestamp, js_ready=True)
+            # The reference counts an externalized message as its reference text alone.
+            built = built._replace(token_count=estimate_tokens(built.content))
         created_at = built.created_at or sqlite_timestamp()
         if flood_guard and self._flooded(built, created_at):
             return _skipped(index, REPLAY_FLOOD, role=built.role)

@@ -539,9 +539,9 @@ def test_the_recall_cue_is_gated_on_the_reference_estimate(tmp_path: Path) -> No
     the budget. The final serialized clamp then drops the cue first if the whole list
     is over the budget.
 
-    Here the stored context resolves to 314 tokens and the cue's text to 74, so it may
-    go in from a budget of 388; the list with the cue serializes to 455, so it stays
-    only from 455. Before, the cue was weighed by the serialized estimate of the
+    Here the stored context resolves to 314 tokens and the cue's text to 71, so it may
+    go in from a budget of 385; the list with the cue serializes to 451, so it stays
+    only from 451. Before, the cue was weighed by the serialized estimate of the
     context after the assembler's own clamp: at a budget of 150 to 370 the clamp had
     cut the context to 61 tokens and the cue was added, where the reference leaves it out.
     """
@@ -562,10 +562,55 @@ def test_the_recall_cue_is_gated_on_the_reference_estimate(tmp_path: Path) -> No
     cue = wide["messages"][0]
     assert wide["details"]["promptRecall"] is True
     assert wide["details"]["resolvedTokens"] == 314
-    assert estimate_tokens(cue["content"]) == 74
-    assert wide["estimatedTokens"] == 455
-    for budget, shown in [(150, False), (300, False), (387, False), (388, False), (454, False), (455, True)]:
+    assert estimate_tokens(cue["content"]) == 71
+    assert wide["estimatedTokens"] == 451
+    for budget, shown in [(150, False), (300, False), (384, False), (385, False), (450, False), (451, True)]:
         data = env.assemble(prompt=prompt, token_budget=budget)
         assert data["details"]["promptRecall"] is shown, budget
         assert (data["messages"][0] == cue) is shown, budget
         assert ("fingerprint" in data["contextProjection"]) is shown, budget
+
+
+def test_recall_snippets_follow_the_references_sentence_rules() -> None:
+    from lcm_cli.engine.assembly.prompt_recall import snippet
+
+    text = "first line. ignore\nWe keep it.  Then ZEBRA_LOG_PATH  is /var/log! Trailing part"
+    assert snippet(text, "ZEBRA_LOG_PATH") == "Then ZEBRA_LOG_PATH is /var/log!"
+    # Not as part of a longer word; a sentence naming a secret-looking word is never quoted.
+    assert snippet("see XZEBRA_LOG_PATH", "ZEBRA_LOG_PATH") is None
+    assert snippet("The ZEBRA_LOG_PATH uses the auth proxy.", "ZEBRA_LOG_PATH") is None
+    long = "word " * 1000 + "ZEBRA_LOG_PATH" + " tail" * 400
+    clipped = snippet(long, "ZEBRA_LOG_PATH")
+    assert clipped is not None and clipped.startswith("...") and clipped.endswith("...")
+    assert clipped.index("ZEBRA_LOG_PATH") == 3 + 900
+
+
+def test_the_cue_quotes_every_matching_message_up_to_four(tmp_path: Path) -> None:
+    env = Env(tmp_path / "oc")
+    env.add(
+        [
+            {"role": "user", "content": f"Note {n}: RETRY_LIMIT is {n}.", "created_at": stamp(n)}
+            for n in range(1, 7)
+        ],
+        in_context=False,
+    )
+    env.add([{"role": "user", "content": "hello", "created_at": stamp(9)}])
+    cue = env.assemble(prompt="RETRY_LIMIT?")["messages"][0]["content"]
+    assert cue.splitlines()[2:-1] == [
+        f'- user matched RETRY_LIMIT: "Note {n}: RETRY_LIMIT is {n}."' for n in (6, 5, 4, 3)
+    ]
+
+
+def test_volatile_inputs_keep_their_live_position() -> None:
+    from lcm_cli.engine.assembly.fallback import merge_volatile, uncovered_volatile
+
+    a, b, c = ({"role": "user", "content": t} for t in ("first", "second", "third"))
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "done"}]}
+    retry = {"role": "user", "content": _volatile("again")}
+    live = [a, b, retry, c, reply]
+    assembled = [{"role": "user", "content": "<summary>...</summary>"}, b, c, reply]
+    entries = uncovered_volatile(live, assembled)
+    assert entries == [(2, retry)]
+    assert merge_volatile(assembled, live, entries) == [assembled[0], b, retry, c, reply]
+    # No later live message among the assembled ones: the input goes last.
+    assert merge_volatile([a, b], [a, b, retry], [(2, retry)]) == [a, b, retry]

@@ -481,3 +481,22 @@ def test_spend_limit_skips_the_pass_and_an_endpoint_down_falls_back(store: Store
     content = store.conn.execute("SELECT content FROM summaries").fetchone()[0]
     assert "msg 0:" in content
     check_invariants(store.conn, cid)
+
+
+def test_leaf_source_text_drops_blank_lines_and_media_payloads_as_the_reference() -> None:
+    from lcm_cli.engine.compaction.leaf_source import message_text
+
+    payload = "QUJD" * 80  # 320 base64 characters, no prose: a payload line
+    text = (
+        "[LCM File: file_0123456789abcdef | a.csv | text/csv | 9 bytes]\n\n"
+        "Exploration Summary:  \r\n"
+        f"see data:image/png;base64,{payload}. here\n"
+        f"{payload}\nMEDIA:/tmp/x.png\nMEDIA:/\n\n  kept line"
+    )
+    assert message_text(text, [], ()) == (
+        "[LCM File: file_0123456789abcdef | a.csv | text/csv | 9 bytes]\n"
+        "Exploration Summary:\n"
+        "see [embedded media omitted]. here\n"
+        "MEDIA:/\n"
+        "  kept line"
+    )

@@ -338,7 +338,18 @@ def test_maintain_drains_recorded_debt(tmp_path: Path) -> None:
     )
     assert row == (0, 0, None)
     again = lcm(*base, "maintain", "--session-key", "agent:main:main")
-    assert again.json["data"]["reason"] == "no deferred compaction debt"
+    # Nothing pending: the reason is the reference's next step, transcript GC (off by default).
+    assert again.json["data"]["reason"] == "transcript GC disabled"
+    assert again.json["data"]["changed"] is False
+
+
+def test_maintain_without_debt_answers_as_the_reference(tmp_path: Path) -> None:
+    """No debt: the reference's transcript-GC step answers; lcm has no transcript rewriter."""
+    root, _cid = _state(tmp_path, messages=10, transcriptGcEnabled=True)
+    out = lcm("--openclaw-dir", str(root), "maintain", "--session-key", "agent:main:main")
+    assert out.code == 0, out.stderr
+    assert out.json["data"]["changed"] is False
+    assert out.json["data"]["reason"] == "runtime rewrite helper unavailable"
 
 
 class _Refusing(http.server.BaseHTTPRequestHandler):
