@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call, invoke
+from lcm_cli.engine.assembly.prompt_recall import OPEN_TAG
 from lcm_cli.engine.summarize import guards
 from tests.compat import engine_seeds as seeds
 
@@ -171,11 +172,30 @@ def _pairs(name: str, op: str | None = None) -> list[tuple[int, Any, Any]]:
 NAMES = sorted(SCENARIOS)
 
 
+def _notice_apart(messages: list[Any]) -> tuple[list[Any], list[int]]:
+    """The messages with the prompt-recall cue's notice line masked, and each notice's length.
+
+    The notice is in our own words, of the reference's length (so it costs the same tokens):
+    everything else in the cue, the quoted lines included, must be the reference's.
+    """
+    masked, lengths = [], []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content.startswith(OPEN_TAG + "\n"):
+            head, notice, rest = content.split("\n", 2)
+            lengths.append(len(notice))
+            message = {**message, "content": "\n".join([head, "<notice>", rest])}
+        masked.append(message)
+    return masked, lengths
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_assembled_messages_match(request: pytest.FixtureRequest, name: str) -> None:
     _known(request, name, "assembly")
     for index, ref, mine in _pairs(name, "assemble"):
-        assert mine["answer"]["messages"] == ref["answer"]["messages"], f"step {index}"
+        assert _notice_apart(mine["answer"]["messages"]) == _notice_apart(ref["answer"]["messages"]), (
+            f"step {index}"
+        )
 
 
 @pytest.mark.parametrize("name", NAMES)
