@@ -3,11 +3,8 @@ with the configured summarizer, bottom-up, never inheriting a neighbour's marker
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,52 +13,28 @@ import pytest
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.maintenance.markers import ALL_MARKERS, contains_marker
 from tests.conftest import lcm
+from tests.support.chat_model import ChatModel, configured
 from tests.support.doctor_seed import TRUNCATION, build_seeded, conversation
 
 
-class Model:
-    """A real OpenAI-compatible endpoint on 127.0.0.1 that records every prompt."""
+class Model(ChatModel):
+    """Answers by ``mode``: ``ok`` a summary, ``marker`` one ending in a truncation marker,
+    ``fail`` HTTP 500."""
 
     def __init__(self) -> None:
-        self.prompts: list[str] = []
         self.mode = "ok"
-        model = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = "\n".join(m["content"] for m in body["messages"])
-                model.prompts.append(prompt)
-                if model.mode == "fail":
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                text = "Rebuilt summary." if model.mode == "ok" else "Rebuilt. " + TRUNCATION
-                reply = {"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, prompt: str) -> str | None:
+        if self.mode == "fail":
+            return None
+        return "Rebuilt summary." if self.mode == "ok" else "Rebuilt. " + TRUNCATION
 
 
 @pytest.fixture
 def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[Model]:
-    server = Model()
-    monkeypatch.setenv("LCM_SUMMARIZER", "openai")
-    monkeypatch.setenv("LCM_SUMMARY_MODEL", "test-model")
-    monkeypatch.setenv("LCM_SUMMARY_PROVIDER", "local")
-    monkeypatch.setenv("LCM_SUMMARY_BASE_URL", server.url)
-    yield server
-    server.server.shutdown()
+    with configured(Model(), monkeypatch) as server:
+        yield server
 
 
 def marked_neighbours(db: Path) -> dict[str, str]:

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import REPO, lcm
+from tests.support.chat_model import ChatModel, configured
 
 EXAMPLE = REPO / "examples" / "openclaw"
 LEAF_A = "sum_0a1b2c3d4e5f6071"
@@ -35,50 +33,22 @@ def run(root: Path, *args: str) -> Any:
     return lcm("--openclaw-dir", str(root), *args)
 
 
-class Model:
-    """An OpenAI-compatible endpoint on 127.0.0.1: answers ``Rewritten #N``, records prompts."""
+class Model(ChatModel):
+    """Answers ``Rewritten #N``, or fails (HTTP 500) while ``fail`` is set."""
 
     def __init__(self) -> None:
-        self.prompts: list[str] = []
         self.fail = False
-        model = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                model.prompts.append("\n".join(m["content"] for m in body["messages"]))
-                if model.fail:
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                text = f"Rewritten #{len(model.prompts)}: the port collision and its fix."
-                data = json.dumps(
-                    {"choices": [{"message": {"content": text}, "finish_reason": "stop"}]}
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, prompt: str) -> str | None:
+        return None if self.fail else f"Rewritten #{len(self.prompts)}: the port collision and its fix."
 
 
 @pytest.fixture
 def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[Model]:
     """The configured summarizer is the endpoint above."""
-    server = Model()
-    monkeypatch.setenv("LCM_SUMMARIZER", "openai")
-    monkeypatch.setenv("LCM_SUMMARY_MODEL", "test-model")
-    monkeypatch.setenv("LCM_SUMMARY_PROVIDER", "local")
-    monkeypatch.setenv("LCM_SUMMARY_BASE_URL", server.url)
-    yield server
-    server.server.shutdown()
+    with configured(Model(), monkeypatch) as server:
+        yield server
 
 
 def snapshot(db: Path) -> dict[str, list[tuple[Any, ...]]]:
