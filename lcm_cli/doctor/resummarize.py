@@ -20,8 +20,15 @@ from lcm_cli.doctor.writer import is_busy, unit_of_work
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.maintenance.findings import ScanInput
-from lcm_cli.engine.maintenance.markers import contains_marker, marked_summaries
-from lcm_cli.engine.surgery.sources import previous_context, source_text, zone_of
+from lcm_cli.engine.maintenance.markers import marked_summaries
+from lcm_cli.engine.surgery.sources import rebuild_text, zone_of
+
+# What a summary the summarizer could not rebuild is reported as (the other failures fail it).
+_SKIPPED = {
+    "no-source-text": "no-source-text",
+    "no-usable-text": "summarizer-gave-no-usable-text",
+    "contains-marker": "output-contains-marker",
+}
 
 
 def repair_order(source: ScanInput) -> list[dict[str, Any]]:
@@ -64,8 +71,6 @@ def resummarize(
     progress: Any = None,
 ) -> list[dict[str, Any]]:
     """Rebuild each target; one result entry per summary (applied, unchanged, skipped or failed)."""
-    from lcm_cli.engine.summarize.base import SpendLimitError
-    from lcm_cli.engine.summarize.escalation import summarize_with_escalation
     from lcm_cli.engine.summarize.factory import build_summarizer
 
     summarizer = build_summarizer(effective, env)
@@ -108,46 +113,18 @@ def resummarize(
             "depth": row[3],
             "content": row[4],
         }
-        text = source_text(conn, summary, repaired, zone)
-        if not text.strip():
-            entry.update(status="skipped", reason="no-source-text", changes=[])
+        out = rebuild_text(conn, summary, repaired, summarizer, effective, zone)
+        if out.text is None:
+            if out.failure in _SKIPPED:
+                entry.update(status="skipped", reason=_SKIPPED[out.failure], changes=[])
+            else:
+                entry.update(
+                    status="failed", error={"code": "SUMMARIZER_FAILED", "message": out.message}, changes=[]
+                )
+            if out.stops:
+                stop = out.failure
             continue
-        try:
-            result = summarize_with_escalation(
-                summarizer,
-                text,
-                depth=summary["depth"],
-                effective=effective,
-                previous_context=previous_context(conn, summary, repaired),
-            )
-        except SpendLimitError as exc:
-            stop = "spend-limit"
-            entry.update(
-                status="failed", error={"code": "SUMMARIZER_FAILED", "message": str(exc)}, changes=[]
-            )
-            continue
-        except Exception as exc:  # a broken summarizer fails this unit only
-            entry.update(
-                status="failed",
-                error={"code": "SUMMARIZER_FAILED", "message": f"{type(exc).__name__}: {exc}"},
-                changes=[],
-            )
-            continue
-        if result.auth_failure:
-            stop = "summarizer-auth-failure"
-            entry.update(
-                status="failed",
-                error={"code": "SUMMARIZER_FAILED", "message": "authentication failed"},
-                changes=[],
-            )
-            continue
-        new = result.content.strip()
-        if not new or result.level == "fallback":
-            entry.update(status="skipped", reason="summarizer-gave-no-usable-text", changes=[])
-            continue
-        if contains_marker(new):
-            entry.update(status="skipped", reason="output-contains-marker", changes=[])
-            continue
+        new = out.text
         if new == summary["content"]:
             entry.update(status="unchanged", changes=[])
             continue
@@ -155,7 +132,7 @@ def resummarize(
         change = {
             "action": "resummarize",
             "summaryId": sid,
-            "level": result.level,
+            "level": out.level,
             "model": summarizer.model,
             "oldTokenCount": estimate_tokens(summary["content"]),
             "newTokenCount": tokens,

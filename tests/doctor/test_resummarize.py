@@ -105,9 +105,9 @@ def test_a_failing_summarizer_leaves_that_unit_and_the_others_stand(
     transcripts = tmp_path / "sessions"
     transcripts.mkdir()
     expect = build_seeded(db, transcripts)
-    import lcm_cli.doctor.resummarize as resummarize
+    import lcm_cli.engine.surgery.sources as sources
 
-    original = resummarize.source_text
+    original = sources.source_text
     calls = {"n": 0}
 
     def flaky(*args: Any) -> str:
@@ -115,7 +115,7 @@ def test_a_failing_summarizer_leaves_that_unit_and_the_others_stand(
         model.mode = "fail" if calls["n"] == 2 else "ok"
         return original(*args)
 
-    monkeypatch.setattr(resummarize, "source_text", flaky)
+    monkeypatch.setattr(sources, "source_text", flaky)
     out = lcm("--db", str(db), "doctor", "apply", "--check", "summaries.markers", "--apply", "--no-backup")
     units = out.json["data"]["units"]
     assert [u["status"] for u in units].count("applied") == len(expect["summaries.markers"]) - 1

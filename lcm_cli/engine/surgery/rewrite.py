@@ -21,7 +21,6 @@ from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import ALL, APPLY, CASCADE, SUMMARY_ID, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.maintenance.markers import contains_marker
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 from lcm_cli.engine.surgery.common import (
     backup_first,
@@ -34,9 +33,12 @@ from lcm_cli.engine.surgery.common import (
     summary_fts_tables,
     writer,
 )
-from lcm_cli.engine.surgery.sources import previous_context, source_text, zone_of
+from lcm_cli.engine.surgery.sources import rebuild_text, zone_of
 
 BACKUP_LABEL = "summaries-rewrite"
+
+# Failures reported under their own reason; a fallback or marked text is "summarizer-fallback".
+_OWN_REASONS = ("spend-limit", "summarizer-error", "summarizer-auth-failure")
 
 
 def _targets(ctx: Context, conn: sqlite3.Connection, req: Request) -> tuple[list[str], set[str]]:
@@ -119,9 +121,6 @@ def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any)
     entries are exactly what ``--apply`` writes. Each entry that would change carries
     its ``new`` text (taken out before the result is returned).
     """
-    from lcm_cli.engine.summarize.base import SpendLimitError
-    from lcm_cli.engine.summarize.escalation import summarize_with_escalation
-
     conn, effective = ctx.db, ctx.effective
     zone = zone_of(effective)
     rewritten: dict[str, str] = {}  # new text by id: the sources of the summaries above
@@ -149,49 +148,21 @@ def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any)
         if stop is not None:
             entry.update(status="skipped", reason=stop)
             continue
-        text = source_text(conn, row, rewritten, zone)
-        if not text.strip():
-            entry.update(status="skipped", reason="no-source-text")
+        out = rebuild_text(conn, row, rewritten, summarizer, effective, zone)
+        if out.failure == "no-source-text":
+            entry.update(status="skipped", reason=out.failure)
             continue
-        try:
-            result = summarize_with_escalation(
-                summarizer,
-                text,
-                depth=row["depth"],
-                effective=effective,
-                previous_context=previous_context(conn, row, rewritten),
-            )
-        except SpendLimitError as exc:
-            stop = "spend-limit"
+        entry["level"] = out.level
+        if out.text is None:
+            # Never store a fallback: the summary keeps its text and the failure is reported.
+            reason = out.failure if out.failure in _OWN_REASONS else "summarizer-fallback"
             entry.update(
-                status="failed", reason=stop, error={"code": "SUMMARIZER_FAILED", "message": str(exc)}
+                status="failed", reason=reason, error={"code": "SUMMARIZER_FAILED", "message": out.message}
             )
+            if out.stops:
+                stop = out.failure
             continue
-        except Exception as exc:  # a broken summarizer fails this summary only
-            entry.update(
-                status="failed",
-                reason="summarizer-error",
-                error={"code": "SUMMARIZER_FAILED", "message": f"{type(exc).__name__}: {exc}"},
-            )
-            continue
-        if result.auth_failure:
-            stop = "summarizer-auth-failure"
-            entry.update(
-                status="failed",
-                reason=stop,
-                error={"code": "SUMMARIZER_FAILED", "message": "authentication failed"},
-            )
-            continue
-        new = result.content.strip()
-        entry["level"] = result.level
-        # Never store a fallback: the summary keeps its text and the failure is reported.
-        if not new or result.level == "fallback" or contains_marker(new):
-            entry.update(
-                status="failed",
-                reason="summarizer-fallback",
-                error={"code": "SUMMARIZER_FAILED", "message": "the summarizer gave no usable text"},
-            )
-            continue
+        new = out.text
         if new == row["content"]:
             entry.update(status="unchanged")
             continue

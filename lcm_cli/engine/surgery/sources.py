@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from datetime import timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from lcm_cli.engine.db.store.stamps import parse_timestamp
 from lcm_cli.engine.maintenance.markers import ALL_MARKERS, contains_marker
@@ -120,3 +120,51 @@ def previous_context(
         if text and text.strip() and not contains_marker(text):
             return text
     return None
+
+
+class Rebuilt(NamedTuple):
+    """One summary rebuilt from its sources: the new text, or why there is none."""
+
+    text: str | None  # usable new text (never a fallback, never holding a marker)
+    level: str | None  # the escalation level that produced it
+    failure: str | None  # no-source-text, spend-limit, summarizer-error, summarizer-auth-failure,
+    # no-usable-text (empty or a fallback) or contains-marker
+    message: str = ""  # what went wrong, for the error object
+    stops: bool = False  # the summaries after this one must not be tried (spend limit, auth)
+
+
+def rebuild_text(
+    conn: sqlite3.Connection,
+    summary: Mapping[str, Any],
+    rebuilt: Mapping[str, str],
+    summarizer: Any,
+    effective: Mapping[str, Any],
+    zone: Any,
+) -> Rebuilt:
+    """Summarize ``summary`` anew from its sources (``rebuilt``: new texts of its sources)."""
+    from lcm_cli.engine.summarize.base import SpendLimitError
+    from lcm_cli.engine.summarize.escalation import summarize_with_escalation
+
+    text = source_text(conn, summary, rebuilt, zone)
+    if not text.strip():
+        return Rebuilt(None, None, "no-source-text")
+    try:
+        result = summarize_with_escalation(
+            summarizer,
+            text,
+            depth=summary["depth"],
+            effective=effective,
+            previous_context=previous_context(conn, summary, rebuilt),
+        )
+    except SpendLimitError as exc:
+        return Rebuilt(None, None, "spend-limit", str(exc), stops=True)
+    except Exception as exc:  # a broken summarizer fails this summary only
+        return Rebuilt(None, None, "summarizer-error", f"{type(exc).__name__}: {exc}")
+    if result.auth_failure:
+        return Rebuilt(None, None, "summarizer-auth-failure", "authentication failed", stops=True)
+    new = result.content.strip()
+    if not new or result.level == "fallback":
+        return Rebuilt(None, result.level, "no-usable-text", "the summarizer gave no usable text")
+    if contains_marker(new):
+        return Rebuilt(None, result.level, "contains-marker", "the summarizer's text holds a marker")
+    return Rebuilt(new, result.level, None)
