@@ -20,7 +20,7 @@ from typing import Any
 
 from lcm_cli.engine.assembly.exploration import exploration_summary, summarize_image
 from lcm_cli.engine.core.files import atomic_write, private_mode, remove_orphans
-from lcm_cli.engine.core.jscompat import stringify, trim
+from lcm_cli.engine.core.jscompat import first_str, stringify, trim
 from lcm_cli.engine.core.tokens import estimate_tokens
 
 TOOL_ROLES = frozenset({"tool", "toolResult"})
@@ -86,21 +86,6 @@ _BLOCK_CALL_KEYS = ("tool_use_id", "toolUseId", "tool_call_id", "toolCallId", "c
 _IMAGE_REFERENCE = re.compile(
     r"^\[(?:(?:User|System|Tool|Assistant) image|Image): [^\]]*LCM file: file_[a-f0-9]{16}\]$"
 )
-
-
-def _first_str(record: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    """The first string value among ``keys`` (JavaScript ``??``: an empty string counts)."""
-    for key in keys:
-        value = record.get(key)
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def _js_trim(text: str) -> str:
-    from lcm_cli.engine.core.jscompat import trim
-
-    return trim(text)
 
 
 def new_file_id() -> str:
@@ -438,8 +423,8 @@ class Interceptor:
             blocks = list(content)
         else:
             return message
-        top_call = _first_str(message, _TOP_CALL_KEYS)
-        top_name = _first_str(message, ("toolName", "tool_name"))
+        top_call = first_str(message, *_TOP_CALL_KEYS)
+        top_name = first_str(message, "toolName", "tool_name")
         top_error = message.get("isError", message.get("is_error"))
         changed = False
         out: list[Any] = []
@@ -461,12 +446,12 @@ class Interceptor:
             else:
                 source = block
             text = structured_text(source)
-            if text is None or _IMAGE_REFERENCE.match(_js_trim(text)):
+            if text is None or _IMAGE_REFERENCE.match(trim(text)):
                 out.append(block)
                 continue
-            name = _first_str(block, ("name",))
+            name = first_str(block, "name")
             name = name if name is not None else (top_name if top_name is not None else "tool-result")
-            call_id = _first_str(block, _BLOCK_CALL_KEYS)
+            call_id = first_str(block, *_BLOCK_CALL_KEYS)
             call_id = call_id if call_id is not None else top_call
             if name == "lcm_describe" or estimate_tokens(text) < self.threshold:
                 out.append(block)
