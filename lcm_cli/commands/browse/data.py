@@ -100,37 +100,21 @@ class Source:
         return self.call("context.assemble", {"conversation_id": conversation_id})["data"]  # type: ignore[no-any-return]
 
     def large_files(self, conversation_id: int) -> list[dict[str, Any]]:
-        """A conversation's large files, newest first.
+        """A conversation's large files, newest first, on a short-lived read-only context.
 
-        No operation lists them yet (``describe file_…`` shows one), so this is one SELECT
-        on a short-lived context's read-only connection, closed before returning.
+        No operation lists them yet (``describe file_…`` shows one), so this calls the
+        engine's read function directly.
         """
         from lcm_cli.engine.context import Context
+        from lcm_cli.engine.read.large_files import conversation_files
 
         ctx = Context(db=self.db, config=self.config, openclaw_dir=self.openclaw_dir)
         try:
             ctx.resolve_paths()
-            if not ctx.probe.has_table("large_files"):
-                return []
             self.calls += 1
-            rows = ctx.query(
-                "SELECT file_id, file_name, mime_type, byte_size, line_count, created_at FROM large_files "
-                "WHERE conversation_id = ? ORDER BY created_at DESC, file_id",
-                (conversation_id,),
-            )
+            return conversation_files(ctx, conversation_id)
         finally:
             ctx.close()
-        return [
-            {
-                "fileId": r["file_id"],
-                "fileName": r["file_name"],
-                "mimeType": r["mime_type"],
-                "byteSize": r["byte_size"],
-                "lineCount": r["line_count"],
-                "createdAt": r["created_at"],
-            }
-            for r in rows
-        ]
 
     def describe(self, item_id: str, conversation_id: int | None = None) -> dict[str, Any]:
         """A summary or large file as ``describe`` shows it."""
