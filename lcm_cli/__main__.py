@@ -1,6 +1,6 @@
 """`python -m lcm_cli` runs the same entry point as the `lcm` script."""
 
-from lcm_cli.cli import main
+from lcm_cli.cli import run
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

@@ -33,6 +33,30 @@ def _version_line(pretty: bool = False) -> str:
     return json.dumps(envelope, separators=(",", ":")) + "\n"
 
 
+def run() -> None:
+    """The `lcm` console script: run :func:`main`, then exit without the interpreter's teardown.
+
+    Teardown (clearing every module, the final collections) costs a short command about as
+    much as its own query. It is skipped only when nothing is left for it to do: no other
+    live thread, the standard streams flushed, the exit handlers run.
+    """
+    status = main()
+    threading = sys.modules.get("threading")
+    if threading is not None and any(
+        t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+    ):
+        sys.exit(status)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(status)  # let the interpreter report the failed flush as it always does
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(status)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `lcm`; returns the exit status (errors mapped through ``lcm_cli.engine.core.exit_codes``)."""
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -66,3 +66,35 @@ def test_python_dash_m_entry_point(state_dir: Path) -> None:
         [sys.executable, "-m", "lcm_cli", "--version"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0 and json.loads(result.stdout)["command"] == "version"
+
+
+EXIT_PROBE = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("exit handlers ran\\n"))
+sys.argv = ["lcm", *sys.argv[1:]]
+from lcm_cli.cli import run
+run()
+raise SystemExit("run() returned")
+"""
+
+
+@pytest.mark.parametrize("pretty", [False, True])
+def test_console_exit_skips_teardown_but_flushes_and_runs_exit_handlers(
+    state_dir: Path, pretty: bool
+) -> None:
+    # Output larger than a pipe's buffer, through a pipe: all of it arrives, then the
+    # exit handlers run, and the status is the command's.
+    words = ["--openclaw-dir", str(state_dir), "commands"] + (["--pretty"] if pretty else [])
+    result = subprocess.run([sys.executable, "-c", EXIT_PROBE, *words], capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) > 65536 or not pretty
+    assert json.loads(result.stdout)["command"] == "commands"
+    assert result.stderr.decode() == "exit handlers ran\n"
+    failed = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, "--openclaw-dir", str(state_dir), "summaries", "show", "sum_nope"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert failed.returncode == 3 and failed.stdout == b""
+    assert json.loads(failed.stderr.decode().splitlines()[0])["error"]["code"] == "SUMMARY_NOT_FOUND"
+    assert failed.stderr.decode().endswith("exit handlers ran\n")
