@@ -11,7 +11,7 @@ from the same declarations, so there is nothing to keep in step.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
@@ -23,6 +23,7 @@ from lcm_cli.engine.core.params import (
     option_name,
     unsupported_option,
 )
+from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import (
     ARGUMENTS,
     DOOR_COMMANDS,
@@ -79,12 +80,20 @@ def is_flag(field: str) -> bool:
     return PARAMS[field].flag
 
 
-class CommandShape(NamedTuple):
+class CommandShape(Record):
     """What argv may hold for one command: its options (name -> field) and argument names."""
 
-    name: str
-    options: dict[str, str]
-    args: tuple[str, ...]
+    __slots__ = ("name", "options", "args")
+
+    def __init__(
+        self,
+        name: str,
+        options: dict[str, str],
+        args: tuple[str, ...],
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.args = args
 
 
 def command_table() -> dict[tuple[str, ...], CommandShape]:
@@ -98,16 +107,28 @@ def command_table() -> dict[tuple[str, ...], CommandShape]:
     return table
 
 
-class Parsed(NamedTuple):
+class Parsed(Record):
     """argv, read: the command, its request values and arguments, and the global options."""
 
-    command: CommandShape | None
-    words: tuple[str, ...]
-    params: dict[str, Any]
-    args: tuple[str, ...]
-    globals: dict[str, Any]
-    help: bool = False
-    version: bool = False
+    __slots__ = ("command", "words", "params", "args", "globals", "help", "version")
+
+    def __init__(
+        self,
+        command: CommandShape | None,
+        words: tuple[str, ...],
+        params: dict[str, Any],
+        args: tuple[str, ...],
+        globals: dict[str, Any],
+        help: bool = False,
+        version: bool = False,
+    ) -> None:
+        self.command = command
+        self.words = words
+        self.params = params
+        self.args = args
+        self.globals = globals
+        self.help = help
+        self.version = version
 
 
 def _is_json_number(token: str) -> bool:

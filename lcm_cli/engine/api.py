@@ -11,16 +11,17 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TextIO
+from typing import Any, TextIO
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
+from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import FollowUp, Operation, Result, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
 
 
-class Outcome(NamedTuple):
+class Outcome(Record):
     """A successful call as every door delivers it: the envelope, the exit status, the follow-ups.
 
     ``exit_status`` is 0 unless the operation's report asks for more (``lcm doctor
@@ -28,9 +29,17 @@ class Outcome(NamedTuple):
     ``exitStatus`` too). ``follow_ups`` is work a warm door runs after answering.
     """
 
-    envelope: dict[str, Any]
-    exit_status: int = 0
-    follow_ups: tuple[FollowUp, ...] = ()
+    __slots__ = ("envelope", "exit_status", "follow_ups")
+
+    def __init__(
+        self,
+        envelope: dict[str, Any],
+        exit_status: int = 0,
+        follow_ups: tuple[FollowUp, ...] = (),
+    ) -> None:
+        self.envelope = envelope
+        self.exit_status = exit_status
+        self.follow_ups = follow_ups
 
 
 def call(

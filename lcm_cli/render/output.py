@@ -31,7 +31,7 @@ def js_numbers(value: Any) -> Any:
 # A float Python prints differently from JavaScript: integral ("3.0"), non-finite, or with
 # an exponent ("1e-07", "2e-05", "1e+16"). Text inside strings can match too; that only
 # costs the slow path, never a wrong answer.
-_FLOATISH = re.compile(r"\d\.0(?=[,\]}\s]|$)|NaN|Infinity|\de[-+]\d")
+_FLOATISH = r"\d\.0(?=[,\]}\s]|$)|NaN|Infinity|\de[-+]\d"
 
 
 def to_json(value: Any, *, pretty: bool = False) -> str:
@@ -47,7 +47,7 @@ def to_json(value: Any, *, pretty: bool = False) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     # Substring tests are C-fast; the regex runs only when one of them hits.
     if (".0" in text or "NaN" in text or "Infinity" in text or "e-" in text or "e+" in text) and (
-        _FLOATISH.search(text)
+        re.search(_FLOATISH, text)
     ):
         from lcm_cli.engine.core.jscompat import stringify, stringify_indented
 

@@ -35,7 +35,7 @@ def _reject_constant(name: str) -> Any:
 
 
 # A ``\uD800``-``\uDFFF`` escape: only these can decode to a lone surrogate.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = r"\\u[dD][89a-fA-F]"
 
 
 def _first_lone_surrogate(value: Any) -> str | None:
@@ -73,7 +73,7 @@ def parse_strict_json(text: str) -> Any:
     except UnicodeEncodeError:
         raise ValueError("the text holds a character that is not valid UTF-8") from None
     value = loads_bounded(text, parse_constant=_reject_constant)
-    if _SURROGATE_ESCAPE.search(text):
+    if re.search(_SURROGATE_ESCAPE, text):
         found = _first_lone_surrogate(value)
         if found is not None:
             raise ValueError(

@@ -19,7 +19,9 @@ Standard library only: the JSON read commands import this module and must stay f
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple
+from typing import Any
+
+from lcm_cli.engine.core.record import Record
 
 #: Environment variable naming the OpenClaw state dir (default root for the DB and
 #: the large-files dir). The CLI substitutes its own resolved state dir for it.
@@ -87,12 +89,20 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-class Derived(NamedTuple):
+class Derived(Record):
     """A default computed at resolution time; ``rule`` names the computation."""
 
-    rule: str
-    text: str
-    arg: str = ""
+    __slots__ = ("rule", "text", "arg")
+
+    def __init__(
+        self,
+        rule: str,
+        text: str,
+        arg: str = "",
+    ) -> None:
+        self.rule = rule
+        self.text = text
+        self.arg = arg
 
 
 # The rules a :class:`Derived` default can name (implemented in resolve.py).
@@ -103,7 +113,7 @@ DOUBLE_LEAF_CHUNK = "double-leaf-chunk"  # floor(leafChunkTokens * 2)
 SAME_AS = "same-as"  # a copy of the resolved effective field named by arg (an output mirror)
 
 
-class ConfigKey(NamedTuple):
+class ConfigKey(Record):
     """One accepted key of the Lossless plugin config.
 
     ``path`` is the dot path in the plugin config. ``effective`` is the dot path of the
@@ -111,21 +121,50 @@ class ConfigKey(NamedTuple):
     (aliases), the one with the lowest ``rank`` wins, environment variables first.
     """
 
-    path: str
-    schema: dict[str, Any]
-    default: Any
-    env: tuple[str, ...]
-    coercion: Coercion
-    description: str
-    effective: str | None = None
-    rank: int = 0
-    alias_of: str | None = None
-    #: FLOAT: floor the value, then (``clamp``) raise or lower it into the schema's
-    #: ``[minimum, maximum]``, where the other FLOAT keys would fall through or pass.
-    floor: bool = False
-    clamp: bool = False
-    #: the value is raised to at least the resolved value of this effective field.
-    at_least_of: str | None = None
+    __slots__ = (
+        "path",
+        "schema",
+        "default",
+        "env",
+        "coercion",
+        "description",
+        "effective",
+        "rank",
+        "alias_of",
+        "floor",
+        "clamp",
+        "at_least_of",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        schema: dict[str, Any],
+        default: Any,
+        env: tuple[str, ...],
+        coercion: Coercion,
+        description: str,
+        effective: str | None = None,
+        rank: int = 0,
+        alias_of: str | None = None,
+        # FLOAT: floor the value, then (``clamp``) raise or lower it into the schema's
+        # ``[minimum, maximum]``, where the other FLOAT keys would fall through or pass.
+        floor: bool = False,
+        clamp: bool = False,
+        at_least_of: str | None = None,  # raised to at least this resolved effective field
+    ) -> None:
+        self.path = path
+        self.schema = schema
+        self.default = default
+        self.env = env
+        self.coercion = coercion
+        self.description = description
+        self.effective = effective
+        self.rank = rank
+        self.alias_of = alias_of
+        self.floor = floor
+        self.clamp = clamp
+        self.at_least_of = at_least_of
 
     @property
     def is_alias(self) -> bool:
@@ -943,12 +982,20 @@ EFFECTIVE_KEY_ORDER: tuple[str, ...] = (
 )
 
 
-class EffectiveField(NamedTuple):
+class EffectiveField(Record):
     """One leaf of the effective ``LcmConfig`` and the keys that feed it, winner first."""
 
-    name: str
-    keys: tuple[ConfigKey, ...]
-    mirror_of: str | None = None
+    __slots__ = ("name", "keys", "mirror_of")
+
+    def __init__(
+        self,
+        name: str,
+        keys: tuple[ConfigKey, ...],
+        mirror_of: str | None = None,
+    ) -> None:
+        self.name = name
+        self.keys = keys
+        self.mirror_of = mirror_of
 
     @property
     def primary(self) -> ConfigKey:

@@ -73,10 +73,9 @@ _JS_SPACE = (
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _DECIMAL = r"(?:Infinity|(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-_FLOAT_PREFIX = re.compile(rf"[+-]?{_DECIMAL}")
-_NUMBER_LITERAL = re.compile(rf"[+-]?{_DECIMAL}")
-_INT_PREFIX = re.compile(r"([+-]?)([0-9]+)")
-_RADIX_LITERAL = re.compile(r"0(?:([xX])([0-9a-fA-F]+)|([oO])([0-7]+)|([bB])([01]+))")
+_SIGNED_DECIMAL = rf"[+-]?{_DECIMAL}"
+_INT_PREFIX = r"([+-]?)([0-9]+)"
+_RADIX_LITERAL = r"0(?:([xX])([0-9a-fA-F]+)|([oO])([0-7]+)|([bB])([01]+))"
 
 
 def js_trim(text: str) -> str:
@@ -109,7 +108,7 @@ def _digits_to_float(digits: str, base: int = 10) -> float:
 
 def js_parse_int(text: str) -> int | float | None:
     """``parseInt(text, 10)``: leading digits after optional space and sign, else None."""
-    match = _INT_PREFIX.match(text.lstrip(_JS_SPACE))
+    match = re.match(_INT_PREFIX, text.lstrip(_JS_SPACE))
     if match is None:
         return None
     magnitude = _digits_to_float(match.group(2))
@@ -118,7 +117,7 @@ def js_parse_int(text: str) -> int | float | None:
 
 def js_parse_float(text: str) -> int | float | None:
     """``parseFloat(text)``: the longest decimal prefix, None when absent or infinite."""
-    match = _FLOAT_PREFIX.match(text.lstrip(_JS_SPACE))
+    match = re.match(_SIGNED_DECIMAL, text.lstrip(_JS_SPACE))
     if match is None:
         return None
     literal = match.group(0)
@@ -132,7 +131,7 @@ def js_string_to_number(text: str) -> int | float | None:
     body = js_trim(text)
     if body == "":
         return 0
-    radix = _RADIX_LITERAL.fullmatch(body)
+    radix = re.fullmatch(_RADIX_LITERAL, body)
     if radix is not None:
         if radix.group(2) is not None:
             digits, base = radix.group(2), 16
@@ -141,7 +140,7 @@ def js_string_to_number(text: str) -> int | float | None:
         else:
             digits, base = radix.group(6), 2
         return js_number(_digits_to_float(digits, base))
-    if _NUMBER_LITERAL.fullmatch(body) is None or body.lstrip("+-") == "Infinity":
+    if re.fullmatch(_SIGNED_DECIMAL, body) is None or body.lstrip("+-") == "Infinity":
         return None
     return js_number(float(body))
 

@@ -113,7 +113,7 @@ def _number_text(value: Any) -> str:
     return str(value)
 
 
-_INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+_INDEX_KEY = r"0|[1-9][0-9]*"
 
 
 def _own_keys(record: dict[str, Any]) -> list[str]:
@@ -121,7 +121,7 @@ def _own_keys(record: dict[str, Any]) -> list[str]:
     index_keys: list[tuple[int, str]] = []
     other: list[str] = []
     for key in record:
-        if _INDEX_KEY.fullmatch(key) and int(key) < 2**32 - 1:
+        if re.fullmatch(_INDEX_KEY, key) and int(key) < 2**32 - 1:
             index_keys.append((int(key), key))
         else:
             other.append(key)

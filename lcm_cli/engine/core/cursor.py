@@ -12,22 +12,31 @@ import base64
 import binascii
 import json
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.limits import loads_bounded
+from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.timefilter import looks_like_timestamp
 
 RESOURCES = ("conversations", "messages", "summaries")
 _NOT_B64URL = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class Cursor(NamedTuple):
+class Cursor(Record):
     """A decoded cursor: the sort timestamp as stored and the row id of the last item."""
 
-    resource: str
-    timestamp: str
-    id: int | float | str  # float only for integral ids beyond SQLite's 64-bit range
+    __slots__ = ("resource", "timestamp", "id")
+
+    def __init__(
+        self,
+        resource: str,
+        timestamp: str,
+        id: int | float | str,  # float only for integral ids beyond SQLite's 64-bit range
+    ) -> None:
+        self.resource = resource
+        self.timestamp = timestamp
+        self.id = id
 
 
 def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:

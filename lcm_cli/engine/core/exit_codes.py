@@ -9,15 +9,23 @@ the error tables of docs/cli.md and skills/lcm/SKILL.md are generated from :data
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from lcm_cli.engine.core.record import Record
 
 
-class ErrorCode(NamedTuple):
+class ErrorCode(Record):
     """One error code: the exit status, when it is raised, and the reader's next step."""
 
-    status: int
-    when: str
-    next_step: str
+    __slots__ = ("status", "when", "next_step")
+
+    def __init__(
+        self,
+        status: int,
+        when: str,
+        next_step: str,
+    ) -> None:
+        self.status = status
+        self.when = when
+        self.next_step = next_step
 
 
 ERRORS: dict[str, ErrorCode] = {

@@ -38,7 +38,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 #: ``.<name>.lcm-<pid>-<hex>.tmp`` and the SQLite sidecars of such a file.
-TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.lcm-(?P<pid>\d+)-[0-9a-f]{16}\.tmp(?:-journal|-wal|-shm)?$")
+TEMP_NAME = r"^\.(?P<name>.+)\.lcm-(?P<pid>\d+)-[0-9a-f]{16}\.tmp(?:-journal|-wal|-shm)?$"
 
 
 def fsync_dir(directory: str) -> None:
@@ -213,7 +213,7 @@ def remove_orphans(directory: str, name_prefix: str = "") -> list[str]:
         return []
     removed: list[str] = []
     for name in names:
-        match = TEMP_NAME.match(name)
+        match = re.match(TEMP_NAME, name)
         if match is None or not match["name"].startswith(name_prefix):
             continue
         pid = int(match["pid"])

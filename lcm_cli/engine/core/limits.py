@@ -13,21 +13,32 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.record import Record
 
 MIB = 1024 * 1024
 
 
-class Limit(NamedTuple):
+class Limit(Record):
     """One cap: its environment variable, default, smallest accepted value and meaning."""
 
-    env: str
-    default: int
-    minimum: int
-    unit: str
-    applies_to: str
+    __slots__ = ("env", "default", "minimum", "unit", "applies_to")
+
+    def __init__(
+        self,
+        env: str,
+        default: int,
+        minimum: int,
+        unit: str,
+        applies_to: str,
+    ) -> None:
+        self.env = env
+        self.default = default
+        self.minimum = minimum
+        self.unit = unit
+        self.applies_to = applies_to
 
 
 LIMITS: dict[str, Limit] = {

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Generic, NamedTuple, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import REFERENCE_COMMANDS
 from lcm_cli.engine.core.suggest import id_kind_hint, suggest
 from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
@@ -574,14 +575,21 @@ _ORDERED_FIELDS = frozenset(
         "include_content",
     )
 )
-_DIGITS = re.compile(r"[0-9]+")
+_DIGITS = r"[0-9]+"
 
 
-class Selector(NamedTuple):
+class Selector(Record):
     """How a conversation was named: by id or by session key."""
 
-    kind: str  # "conversationId" | "sessionKey"
-    value: int | str
+    __slots__ = ("kind", "value")
+
+    def __init__(
+        self,
+        kind: str,  # "conversationId" | "sessionKey"
+        value: int | str,
+    ) -> None:
+        self.kind = kind
+        self.value = value
 
     def to_dict(self) -> dict[str, Any]:
         """The selector as error details."""
@@ -687,7 +695,7 @@ def _integer(option: str, value: Any, *, low: int, high: int | None, any_size: b
         ok, number = True, value
     elif isinstance(value, float) and value.is_integer():
         ok, number = True, int(value)
-    elif isinstance(value, str) and len(value) <= longest and _DIGITS.fullmatch(value):
+    elif isinstance(value, str) and len(value) <= longest and re.fullmatch(_DIGITS, value):
         ok, number = True, int(value)
     else:
         ok = False

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_SESSION_KEY = re.compile(r"^agent:[^\s]+$")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+_SESSION_KEY = r"^agent:[^\s]+$"
+_UUID = r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 def suggest(name: str, candidates: Iterable[str], *, count: int = 3) -> list[str]:
@@ -40,15 +40,15 @@ def id_kind_hint(value: object, option: str) -> list[str]:
     if option == "--conversation-id":
         if text.startswith(("sum_", "file_")):
             return [f"lcm describe {text}"]
-        if _SESSION_KEY.match(text):
+        if re.match(_SESSION_KEY, text):
             return [f"--session-key {text}"]
-        if _UUID.match(text):
+        if re.match(_UUID, text):
             return [f"--session-id {text}"]
     if option == "--session-key" and text.isdigit():
         return [f"--conversation-id {text}"]
     if option == "SUMMARY_ID":  # a summary id argument (describe, expand)
         if text.isdigit():
             return [f"lcm conversations show --conversation-id {text}"]
-        if _SESSION_KEY.match(text):
+        if re.match(_SESSION_KEY, text):
             return [f"lcm conversations show --session-key {text}"]
     return []

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 import time
-from typing import NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.record import Record
 
 # The patterns are compiled on first use (re caches them): compiling them all at import
 # cost every read command about 2 ms of start-up, and most never filter by time.
@@ -41,11 +41,18 @@ _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_80
 _DAY_MS = 86_400_000
 
 
-class TimeRange(NamedTuple):
+class TimeRange(Record):
     """Normalized bounds: ``after`` inclusive, ``before`` exclusive (ISO UTC ms, or None)."""
 
-    after: str | None = None
-    before: str | None = None
+    __slots__ = ("after", "before")
+
+    def __init__(
+        self,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> None:
+        self.after = after
+        self.before = before
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
@@ -134,8 +141,8 @@ WHEN_HINT = (
     "an ISO-8601 timestamp (2026-07-01T09:30:00Z; no zone means UTC), a date (2026-07-01) "
     "or a duration back from now (90d, 2w, 36h, 30m)"
 )
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_ZONELESS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?")
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_ZONELESS = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?"
 
 
 def _now_ms(now_ms: int | None) -> int:
@@ -154,9 +161,9 @@ def parse_when(text: str, option: str, *, now_ms: int | None = None) -> int:
         if instant < EARLIEST_MS:
             raise _bad_value(option, text, "a duration that reaches back less than 270,000 years")
         return instant
-    if _DATE.fullmatch(value):
+    if re.fullmatch(_DATE, value):
         value += "T00:00:00Z"
-    elif _ZONELESS.fullmatch(value):
+    elif re.fullmatch(_ZONELESS, value):
         value = value.replace(" ", "T", 1) + "Z"
     elif len(value) > 16 and value[10] == " ":
         value = value.replace(" ", "T", 1)

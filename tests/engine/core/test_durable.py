@@ -266,7 +266,7 @@ def test_create_temp_is_exclusive_private_and_recognizable(tmp_path: Path) -> No
     final = str(tmp_path / "x.bin")
     fd, temp = durable.create_temp(final)
     os.close(fd)
-    assert durable.TEMP_NAME.match(os.path.basename(temp))
+    assert re.match(durable.TEMP_NAME, os.path.basename(temp))
     assert f".lcm-{os.getpid()}-" in temp and stat.S_IMODE(os.stat(temp).st_mode) == 0o600
     os.unlink(temp)
     durable.atomic_write(final, b"one", mode=0o640)

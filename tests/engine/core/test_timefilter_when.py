@@ -6,7 +6,7 @@ import pytest
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.params import validate_request
-from lcm_cli.engine.core.timefilter import parse_when, resolve_time_range, to_iso_ms
+from lcm_cli.engine.core.timefilter import TimeRange, parse_when, resolve_time_range, to_iso_ms
 
 NOW = 1_780_000_000_000  # 2026-05-28T...Z
 
@@ -46,6 +46,6 @@ def test_reference_commands_keep_the_strict_grammar_and_ours_take_the_whole() ->
         ours = validate_request("grep", fields, {"after": value}, now_ms=NOW)
         assert ours.time.after is not None
     ours = validate_request("grep", fields, {"between": "2026-07-01..2026-07-02"})
-    assert ours.time == ("2026-07-01T00:00:00.000Z", "2026-07-02T00:00:00.000Z")
+    assert ours.time == TimeRange("2026-07-01T00:00:00.000Z", "2026-07-02T00:00:00.000Z")
     assert validate_request("doctor.scan", ("recency",), {"recency": "2026-07-01"}).time.after
     assert resolve_time_range(None, None, None, "7d", now_ms=NOW).after == to_iso_ms(NOW - 7 * 86_400_000)
