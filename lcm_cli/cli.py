@@ -13,9 +13,8 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any
 
-from lcm_cli import __version__
+from lcm_cli import TYPE_CHECKING, __version__
 from lcm_cli.commands.argv import (
     COMPLETION_FLAGS,
     GLOBAL_OPTIONS,
@@ -24,6 +23,9 @@ from lcm_cli.commands.argv import (
     parse_argv,
 )
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _version_line(pretty: bool = False) -> str:

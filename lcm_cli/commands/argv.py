@@ -11,8 +11,8 @@ from the same declarations, so there is nothing to keep in step.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
     ALL_PAGES,
@@ -32,6 +32,9 @@ from lcm_cli.engine.core.registry import (
     command_words,
 )
 from lcm_cli.engine.core.suggest import suggest
+
+if TYPE_CHECKING:
+    from typing import Any
 
 ROOT_HELP = (
     "Inspect and maintain an agent's Lossless Context Management database (lcm.db).\n\n"

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import IO, Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.commands.argv import Parsed
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.registry import OPERATIONS
+
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 
 def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = None) -> bytes | None:

@@ -11,14 +11,17 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any, TextIO
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import FollowUp, Operation, Result, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
+
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 class Outcome(Record):

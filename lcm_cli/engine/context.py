@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.config import paths as path_rules
 from lcm_cli.engine.config.file import plugin_config_of, read_config_root
 from lcm_cli.engine.core.errors import LcmError
@@ -14,6 +14,8 @@ from lcm_cli.engine.db.connection import busy_timeout_ms, open_read_only_access,
 from lcm_cli.engine.db.probe import SchemaProbe
 
 if TYPE_CHECKING:  # pydantic stays off the cold path
+    from typing import Any, TextIO
+
     from lcm_cli.engine.config.model import SettingsBase
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, TextIO
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
+
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 def js_numbers(value: Any) -> Any:

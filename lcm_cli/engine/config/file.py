@@ -14,10 +14,13 @@ import os
 import re
 import stat
 from datetime import datetime, timezone
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, private_mode, remove_orphans
+
+if TYPE_CHECKING:
+    from typing import Any
 
 PLUGIN_ID = "lossless-claw"
 # The levels from the root to the Lossless config, with the label used in errors.

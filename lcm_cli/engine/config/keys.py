@@ -19,9 +19,12 @@ Standard library only: the JSON read commands import this module and must stay f
 from __future__ import annotations
 
 import enum
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.record import Record
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Environment variable naming the OpenClaw state dir (default root for the DB and
 #: the large-files dir). The CLI substitutes its own resolved state dir for it.

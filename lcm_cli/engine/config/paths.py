@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+
+from lcm_cli import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _first(*candidates: Any) -> str | None:

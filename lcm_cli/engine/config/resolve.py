@@ -20,8 +20,8 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.config.keys import (
     BOOTSTRAP_TOKENS,
     DOUBLE_LEAF_CHUNK,
@@ -37,6 +37,9 @@ from lcm_cli.engine.config.keys import (
     effective_path_aliases,
 )
 from lcm_cli.engine.core.errors import LcmError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Missing:

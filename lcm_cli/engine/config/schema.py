@@ -13,10 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.config.keys import CONFIG_KEYS
 from lcm_cli.engine.core.errors import LcmError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: At most this many ``{path, message}`` entries are reported.
 MAX_ERRORS = 20

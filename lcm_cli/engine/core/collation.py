@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any
+
+from lcm_cli import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # Primary weight of each ASCII character in the DUCET (0: ignorable, i.e. controls).
 _ASCII_PRIMARY = (

@@ -12,12 +12,15 @@ import base64
 import binascii
 import json
 import re
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.timefilter import looks_like_timestamp
+
+if TYPE_CHECKING:
+    from typing import Any
 
 RESOURCES = ("conversations", "messages", "summaries")
 _NOT_B64URL = re.compile(r"[^A-Za-z0-9_-]")

@@ -6,7 +6,11 @@ The doors map the code to an exit status (``lcm_cli.engine.core.exit_codes``) an
 
 from __future__ import annotations
 
-from typing import Any
+from lcm_cli import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
 
 _UNSET: Any = object()
 

@@ -29,7 +29,11 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from typing import IO, Any
+
+from lcm_cli import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 _HASH_CHUNK = 1 << 20
 #: Mode of every file derived from the database or the config (before the source's own).

@@ -13,9 +13,12 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.collation import sort_key
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # String.prototype.trim() strips exactly these; Python's str.strip() differs (it also
 # strips U+001C-U+001F and U+0085, and keeps U+FEFF).
@@ -245,8 +248,7 @@ def js_parse(text: str) -> Any:
 _SHAPE_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 # JSONDecoder.decode without its wrapper (two regex matches and two Python frames per
 # call): the C scanner itself, for text that is already trimmed.
-_Scanner = Callable[[str, int], tuple[Any, int]]
-SHAPE_SCAN: _Scanner = _SHAPE_DECODER.scan_once  # type: ignore[attr-defined]
+SHAPE_SCAN: Callable[[str, int], tuple[Any, int]] = _SHAPE_DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def js_parse_line(data: bytes, text: str) -> Any:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import IO, Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.record import Record
+
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 MIB = 1024 * 1024
 

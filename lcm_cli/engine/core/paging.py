@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.cursor import encode_cursor
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def paginate(

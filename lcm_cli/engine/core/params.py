@@ -14,22 +14,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar, cast
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import REFERENCE_COMMANDS
 from lcm_cli.engine.core.suggest import id_kind_hint, suggest
 from lcm_cli.engine.core.timefilter import TimeRange, resolve_time_range
 
+if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
+    T = TypeVar("T")
+    T_co = TypeVar("T_co", covariant=True)  # a Param only hands its type out
+else:
+
+    class Generic:
+        """At run time a Param needs no type parameter: ``Generic[T_co]`` is this empty base."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, _parameter: object) -> type:
+            return cls
+
+    T_co = None
+
 ROLES = ("system", "user", "assistant", "tool")
 KINDS = ("leaf", "condensed")
 FORMATS = ("json", "table", "tsv", "ndjson")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)  # a Param only hands its type out
 
 
 class Param(Generic[T_co]):
@@ -653,7 +667,7 @@ class Request:
         value = self._values.get(param.name)
         if value is None:
             value = False if param.flag else [] if param.repeatable else None
-        return cast(T, value)
+        return value  # type: ignore[return-value]  # validated against the param's schema: a T
 
 
 def _supplied(value: Any) -> bool:

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+
+from lcm_cli import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MASK = "***"
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.render_hints import Fold, Render, Rows, Tally, Text, Transcript
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class OpSpec(Record):

@@ -11,9 +11,12 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.jscompat import js_values, stringify, utf8_safe
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # The CJK ranges of the rule: U+3000-303F, U+3040-30FF, U+3400-4DBF, U+4E00-9FFF,
 # U+AC00-D7AF, U+FF00-FFEF, and extensions B-F (U+20000-2A6DF, U+2A700-2B73F,

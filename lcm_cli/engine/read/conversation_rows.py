@@ -7,13 +7,16 @@ are probed and read as NULL.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.params import SQLITE_MAX_INT, Selector
 from lcm_cli.engine.db import totals
 from lcm_cli.engine.read.fresh_tail import select_tail, tail_limits
+
+if TYPE_CHECKING:
+    from typing import Any
 
 CORE_TABLES = ("conversations", "messages", "summaries", "context_items")
 

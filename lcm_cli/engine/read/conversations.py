@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.core.paging import paginate
@@ -18,6 +17,9 @@ from lcm_cli.engine.read.conversation_rows import (
     summary_depths,
     totals_meta,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @operation("conversations.list")

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from lcm_cli import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def tail_limits(effective: Mapping[str, Any], count_override: int | None = None) -> tuple[int, int | None]:

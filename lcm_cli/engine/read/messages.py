@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.core.paging import paginate
@@ -13,6 +12,9 @@ from lcm_cli.engine.db import totals as db_totals
 from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of, totals_meta
 from lcm_cli.engine.read.fresh_tail import select_tail, tail_candidates_sql, tail_limits
 from lcm_cli.engine.read.preview import PREVIEW_SOURCE_CHARS, make_preview
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:

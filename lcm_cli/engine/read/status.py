@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from lcm_cli import __version__
+from lcm_cli import TYPE_CHECKING, __version__
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.params import Request
 from lcm_cli.engine.core.registry import Result, operation
@@ -17,6 +16,9 @@ from lcm_cli.engine.read.conversation_rows import (
     totals_meta,
 )
 from lcm_cli.engine.read.fresh_tail import tail_limits
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @operation("status")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import decode_cursor, keyset_clause
 from lcm_cli.engine.core.errors import LcmError
@@ -13,6 +13,9 @@ from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 from lcm_cli.engine.read.preview import PREVIEW_SOURCE_CHARS, make_preview
+
+if TYPE_CHECKING:
+    from typing import Any
 
 COVERAGE = "COALESCE(s.latest_at, s.created_at)"
 
