@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import random
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +23,19 @@ EXAMPLE = REPO / "examples" / "openclaw"
 LEAF_A = "sum_0a1b2c3d4e5f6071"
 LEAF_B = "sum_1b2c3d4e5f607182"
 CONDENSED = "sum_2c3d4e5f60718293"
+
+
+def kill_midway(root: Path, args: list[str], env: dict[str, str], rng: random.Random, longest: float) -> None:
+    """Start `lcm --openclaw-dir ROOT ARGS`, SIGKILL it after 0.05 s to ``longest``, and reap it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lcm_cli", "--openclaw-dir", str(root), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    time.sleep(rng.uniform(0.05, longest))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
 
 
 @pytest.fixture

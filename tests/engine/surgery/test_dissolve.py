@@ -4,16 +4,20 @@ order, the summary kept as history or purged, the database healthy."""
 from __future__ import annotations
 
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from lcm_cli.engine.db.store import Store
-from tests.engine.surgery.conftest import CONDENSED, LEAF_A, LEAF_B, assert_healthy, run, snapshot
+from tests.engine.surgery.conftest import (
+    CONDENSED,
+    LEAF_A,
+    LEAF_B,
+    assert_healthy,
+    kill_midway,
+    run,
+    snapshot,
+)
 
 
 def _context(db: Path, conversation_id: int) -> list[tuple[Any, ...]]:
@@ -124,26 +128,7 @@ def test_dissolve_killed_mid_apply_leaves_the_old_or_the_new_context(example: Pa
     env = {"PATH": "/usr/bin:/bin", "HOME": str(example.parent)}
     rng = random.Random(3)
     for _ in range(8):
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "lcm_cli",
-                "--openclaw-dir",
-                str(example),
-                "summaries",
-                "dissolve",
-                CONDENSED,
-                "--purge",
-                "--apply",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        time.sleep(rng.uniform(0.05, 0.5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_midway(example, ["summaries", "dissolve", CONDENSED, "--purge", "--apply"], env, rng, 0.5)
         now = _context(db, 2)
         kept = any(r[0] == CONDENSED for r in snapshot(db)["summaries"])
         if now == old:

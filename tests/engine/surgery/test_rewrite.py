@@ -4,11 +4,7 @@ links, never store a fallback, and leave the database healthy."""
 from __future__ import annotations
 
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +12,16 @@ import pytest
 
 from lcm_cli.engine.maintenance.markers import contains_marker
 from tests.conftest import lcm_process
-from tests.engine.surgery.conftest import CONDENSED, LEAF_A, LEAF_B, Model, assert_healthy, run, snapshot
+from tests.engine.surgery.conftest import (
+    CONDENSED,
+    LEAF_A,
+    LEAF_B,
+    Model,
+    assert_healthy,
+    kill_midway,
+    run,
+    snapshot,
+)
 
 
 def test_dry_run_diffs_and_writes_nothing(example: Path) -> None:
@@ -138,7 +143,7 @@ def test_a_source_changed_meanwhile_is_not_overwritten_nor_built_on(
         )
 
 
-_REWRITE_ALL = "lcm_cli", "--openclaw-dir", "{root}", "summaries", "rewrite", "--all", "--cascade", "--apply"
+_REWRITE_ALL = ["summaries", "rewrite", "--all", "--cascade", "--apply"]
 
 
 def test_rewrite_killed_mid_apply_leaves_each_summary_old_or_new(example: Path) -> None:
@@ -149,15 +154,7 @@ def test_rewrite_killed_mid_apply_leaves_each_summary_old_or_new(example: Path) 
     rewritten = {e["summaryId"]: e for e in planned.json["data"]["summaries"]}
     rng = random.Random(18)
     for _ in range(6):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", *(a.replace("{root}", str(example)) for a in _REWRITE_ALL)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        time.sleep(rng.uniform(0.05, 0.6))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_midway(example, _REWRITE_ALL, env, rng, 0.6)
         for sid, content in ((r[0], r[4]) for r in snapshot(db)["summaries"]):
             # Each summary holds its old text or a whole rewrite, never a mix or a marker.
             assert not contains_marker(content)

@@ -4,14 +4,12 @@ first in the target's context, a content-hash guard, one transaction."""
 from __future__ import annotations
 
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.engine.surgery.conftest import CONDENSED, LEAF_A, assert_healthy, run, snapshot
+from tests.engine.surgery.conftest import CONDENSED, LEAF_A, assert_healthy, kill_midway, run, snapshot
 
 
 def test_dry_run_plans_the_copy_and_writes_nothing(example: Path) -> None:
@@ -123,16 +121,9 @@ def test_transplant_killed_mid_apply_copies_all_or_nothing(example: Path) -> Non
     env = {"PATH": "/usr/bin:/bin", "HOME": str(example.parent)}
     rng = random.Random(11)
     for _ in range(8):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "lcm_cli", "--openclaw-dir", str(example), "summaries", "transplant"]
-            + ["--from", "2", "--to", "3", "--apply"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
+        kill_midway(
+            example, ["summaries", "transplant", "--from", "2", "--to", "3", "--apply"], env, rng, 0.5
         )
-        time.sleep(rng.uniform(0.05, 0.5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
         now = snapshot(db)
         added = len(now["summaries"]) - len(before["summaries"])
         assert added in (0, 3)
