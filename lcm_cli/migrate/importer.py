@@ -13,6 +13,7 @@ reporting every skipped line, and streaming each file.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sqlite3
@@ -634,16 +635,9 @@ def _write_file(store: Any, transcript: Any, report: dict[str, Any], handoff: An
         return _fail(report, "import-failed", handoff.error)
     staged = handoff.staged if handoff is not None else None
     try:
-        if staged:
-            # ATTACH and DETACH are refused inside a transaction.
-            store.conn.execute(f"ATTACH DATABASE ? AS {_STAGE_SCHEMA}", (staged,))
-            store.conn.execute(f"PRAGMA {_STAGE_SCHEMA}.cache_size = -{staging.CACHE_KIB}")
-        try:
+        with staging.attached(store.conn, staged, _STAGE_SCHEMA) if staged else contextlib.nullcontext():
             with store.transaction():
                 _import_file(store, transcript, report, handoff)
-        finally:
-            if staged:
-                store.conn.execute(f"DETACH DATABASE {_STAGE_SCHEMA}")
     except (sqlite3.Error, OSError, LcmError) as exc:
         # The transaction rolled back: this file is untouched; report and go on.
         for key in ("importedMessages", "parts", "bytes"):

@@ -114,10 +114,8 @@ def test_a_staged_copy_stores_exactly_what_add_messages_stores(tmp_path: Path) -
     writer.close()
     copied = _fresh_store(tmp_path / "copied.db", prefix, counter)
     conversation = copied.create_conversation("rich")
-    copied.conn.execute("ATTACH DATABASE ? AS stage", (str(staged_path),))
-    with copied.transaction():
+    with staging.attached(copied.conn, str(staged_path), "stage"), copied.transaction():
         assert staging.copy_staged(copied, "stage", conversation, "rich", now) == len(messages)
-    copied.conn.execute("DETACH DATABASE stage")
     copied.conn.execute("UPDATE context_items SET created_at = ?", (now,))
     assert copied.part_ids.next() == plain_next(prefix, counter, len(_rows(tmp_path / "plain.db")["parts"]))
     copied.close()
@@ -143,13 +141,47 @@ def test_a_failed_staged_copy_leaves_nothing(tmp_path: Path) -> None:
     writer.close()
     store = Store.open(tmp_path / "lcm.db")
     conversation = store.create_conversation("s")
-    store.conn.execute("ATTACH DATABASE ? AS stage", (str(staged_path),))
-    store.conn.execute("DROP TABLE stage.p")  # a damaged staging file
-    with pytest.raises(sqlite3.OperationalError), store.transaction():
-        staging.copy_staged(store, "stage", conversation, "s", "2026-01-01 00:00:00")
-    store.conn.execute("DETACH DATABASE stage")
+    with pytest.raises(sqlite3.OperationalError), staging.attached(store.conn, str(staged_path), "stage"):
+        store.conn.execute("DROP TABLE stage.p")  # a damaged staging file
+        with store.transaction():
+            staging.copy_staged(store, "stage", conversation, "s", "2026-01-01 00:00:00")
     assert store.conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)
     assert store.conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (0,)
+    # The connection is as it was: checks back on, nothing attached.
+    assert store.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    assert store.conn.execute("PRAGMA ignore_check_constraints").fetchone() == (0,)
+    assert [row[1] for row in store.conn.execute("PRAGMA database_list")] == ["main"]
+    store.close()
+
+
+def test_every_role_and_part_type_the_reader_builds_passes_the_schemas_checks(tmp_path: Path) -> None:
+    # copy_staged skips the CHECKs on messages.role and message_parts.part_type (they
+    # cost SQLite a temporary index per row); it may only because every value the
+    # builder can produce is one the schema accepts. Inserted here with checks on.
+    from lcm_cli.engine.transcript import message as builder
+    from lcm_cli.engine.transcript.records import PERSISTABLE_ROLES
+
+    roles = {
+        built.role
+        for built in (builder.build_message({"role": r, "content": "x"}) for r in PERSISTABLE_ROLES)
+    }
+    part_types = set(builder._PART_TYPES.values()) | {"text", "reasoning", "agent"}
+    store = Store.open(tmp_path / "lcm.db")
+    conversation = store.create_conversation("s")
+    assert store.conn.execute("PRAGMA ignore_check_constraints").fetchone() == (0,)
+    with store.transaction():
+        store.add_messages(conversation, [{"role": role, "content": role} for role in sorted(roles)])
+        for ordinal, part_type in enumerate(sorted(part_types)):
+            store.conn.execute(
+                "INSERT INTO message_parts (part_id, message_id, session_id, part_type, ordinal)"
+                " VALUES (?, 1, 's', ?, ?)",
+                (f"p{ordinal}", part_type, ordinal),
+            )
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):  # the checks are live here
+            store.conn.execute(
+                "INSERT INTO message_parts (part_id, message_id, session_id, part_type, ordinal)"
+                " VALUES ('bad', 1, 's', 'not-a-type', 99)"
+            )
     store.close()
 
 
