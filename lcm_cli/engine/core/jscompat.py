@@ -259,8 +259,10 @@ def js_parse_line(data: bytes, text: str) -> Any:
     of 16 digits. (A key written with spaces before its colon is not noticed.)
     """
     folded = data.translate(_DIGITS_TO_ZERO)
-    ordered = b'0":' in folded
-    big = b"0000000000000000" in folded
+    # find, not `in`: Python 3.11 tries a bytes operand of `in` as an integer first and
+    # pays for a formatted TypeError each time (this runs once per transcript line).
+    ordered = folded.find(b'0":') != -1
+    big = folded.find(b"0000000000000000") != -1
     # JSONDecoder.decode without its wrapper: the text is trimmed (no JSON whitespace at
     # either end), so the value must end exactly at its end.
     try:

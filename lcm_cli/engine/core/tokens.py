@@ -76,7 +76,8 @@ def token_quarters(text: str) -> int:
     units = text.encode("utf-16-be", "surrogatepass")
     astral = len(units) // 2 - size
     classes = units[::2].translate(_HIGH_BYTE_CLASS)  # the class of each unit's high byte
-    if b"\x02" not in classes and not (astral and _PLANE_2_HIGH_SURROGATE.search(units)):
+    # find, not `in` (see jscompat.js_parse_line): this runs for every non-ASCII text.
+    if classes.find(b"\x02") == -1 and not (astral and _PLANE_2_HIGH_SURROGATE.search(units)):
         return size + 5 * classes.count(1) + 7 * astral  # no astral code point is CJK here
     not_bmp_cjk, not_bmp_cjk_or_astral, not_astral_cjk = _cjk_patterns()
     if not astral:

@@ -33,6 +33,22 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 decode_text = partial(str, encoding="utf-8", errors="replace")
 
 
+def _null(value: None) -> None:
+    return None
+
+
+def bind_none_directly() -> None:
+    """Let the sqlite3 module bind ``None`` without first searching for an adapter.
+
+    Python 3.11's module binds int, float, str and bytes as they are, but for ``None`` it
+    asks the adapter protocol, whose failed attribute lookup formats an AttributeError
+    each time: about a third of an insert's cost when half its values are NULL (the
+    importer's staged rows). A registered adapter answers at once; it returns ``None``,
+    which is bound as NULL as before. Process-wide and idempotent.
+    """
+    sqlite3.register_adapter(type(None), _null)
+
+
 def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int:
     """Bounded lock wait for readers: ``LCM_BUSY_TIMEOUT_MS`` or 5000 ms."""
     raw = (env if env is not None else os.environ).get("LCM_BUSY_TIMEOUT_MS", "")

@@ -675,3 +675,22 @@ def test_part_ids_are_unique_sorted_v4_uuids() -> None:
     for text in ids[:3] + ids[-3:]:
         parsed = uuid.UUID(text)
         assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)
+
+
+def test_none_binds_as_null_through_the_registered_adapter(tmp_path: Path) -> None:
+    # bind_none_directly() registers an adapter for None (a speed-up); the stored value
+    # must still be SQL NULL, through execute and executemany alike.
+    from lcm_cli.engine.db.connection import bind_none_directly
+
+    bind_none_directly()
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+    conn = sqlite3.connect(tmp_path / "n.db")
+    conn.execute("CREATE TABLE t (a, b)")
+    conn.execute("INSERT INTO t VALUES (?, ?)", (None, 1))
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(None, None), ("x", None)])
+    assert conn.execute("SELECT typeof(a), typeof(b) FROM t ORDER BY rowid").fetchall() == [
+        ("null", "integer"),
+        ("null", "null"),
+        ("text", "null"),
+    ]
+    conn.close()

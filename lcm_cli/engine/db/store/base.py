@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from lcm_cli.engine.db import schema, totals
-from lcm_cli.engine.db.connection import decode_text
+from lcm_cli.engine.db.connection import bind_none_directly, decode_text
 from lcm_cli.engine.db.store.ids import PartIds
 
 _StoreT = TypeVar("_StoreT", bound="StoreBase")
@@ -77,6 +77,7 @@ class StoreBase:
     def _connect(path: Path) -> sqlite3.Connection:
         # isolation_level=None: the sqlite3 module never opens transactions on
         # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.
+        bind_none_directly()
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
         conn.text_factory = decode_text  # an undecodable stored value reads with U+FFFD
         try:
