@@ -512,14 +512,14 @@ def _apply(
     if not files:
         return reports, backup_path
     from lcm_cli.migrate import staging
-    from lcm_cli.migrate.pipeline import Reader, ReaderDied, worker_count
+    from lcm_cli.migrate.pipeline import Feed, Reader, ReaderDied, worker_count
 
     # Forked readers scan the next files while this process writes (see _share_out). For
     # a session the database did not hold when we started, a reader also builds every row
     # into a staging file that this process copies in with INSERT ... SELECT; for the
     # others it sends only the scan and this process reads what the database lacks.
     # Either way the same rows are written (tested row for row).
-    readers: list[Reader | None] = []
+    feed: Feed | None = None
     count = worker_count(min(APPLY_READERS, len(files)))
     stage_dir: str | None = None
     if count:
@@ -527,21 +527,31 @@ def _apply(
             stage_dir = staging.make_stage_dir()
         except OSError:
             count = 0  # no temp dir to stage in: everything is read in-process
-    owner = _share_out(files, count)
     if stage_dir is not None:
         known = _known_sessions(ctx.database_path)
-        for w in range(count):
-            mine = [path for path, o in zip(files, owner) if o == w]
-            produce = functools.partial(
-                _produce, files=mine, keys=keys, known=known, stage_dir=stage_dir, policy=policy
-            )
-            readers.append(Reader(produce, credits=STAGING_AHEAD_MIB))
+        plan = _share_out(files, count)
+        feed = Feed(
+            [
+                Reader(
+                    functools.partial(
+                        _produce,
+                        files=[(i, files[i]) for i in items],
+                        keys=keys,
+                        known=known,
+                        stage_dir=stage_dir,
+                        policy=policy,
+                    ),
+                    credits=STAGING_AHEAD_MIB,
+                )
+                for items in plan
+            ],
+            plan,
+        )
     try:
         store = Store.open(ctx.database_path)
     except (OSError, sqlite3.Error) as exc:
-        for each in readers:
-            if each is not None:
-                each.close()
+        if feed is not None:
+            feed.close()
         staging.remove_stage_dir(stage_dir)
         raise LcmError(
             "DATABASE_OPEN_FAILED",
@@ -555,8 +565,12 @@ def _apply(
     try:
         for index, path in enumerate(files):
             ctx.report_progress("importing", index, len(files))
-            reader = readers[owner[index]] if readers else None
-            if reader is None:
+            try:
+                handoff: _Handoff | None = feed.take(index) if feed is not None else None
+            except ReaderDied as died:
+                reports.append(_fail(_report(path), "import-failed", _died_message(died)))
+                continue
+            if handoff is None:  # no reader, or its reader is gone: read it here
                 report = _report(path)
                 scanned = _scan(path, report, keys, building=True, policy=policy)
                 try:
@@ -564,13 +578,6 @@ def _apply(
                 finally:
                     _forget(_snapshot_of(path, scanned))
                 continue
-            try:
-                handoff: _Handoff = reader.receive()
-            except ReaderDied as died:
-                reader.close()
-                readers[owner[index]] = None
-                reports.append(_fail(_report(path), "import-failed", _died_message(died)))
-                continue  # the files after this one are read in-process
             try:
                 report = _write_file(store, handoff.transcript, handoff.report, handoff)
             except _SessionAppeared:
@@ -586,13 +593,13 @@ def _apply(
                 if handoff.staged:
                     staging.discard(handoff.staged)
                 _forget(_snapshot_of(path, handoff.transcript))
-                reader.release(handoff.credits)
+                if feed is not None:
+                    feed.release(index, handoff.credits)
             reports.append(report)
         ctx.report_progress("done", len(files), len(files))
     finally:
-        for each in readers:
-            if each is not None:
-                each.close()
+        if feed is not None:
+            feed.close()
         store.close()
         staging.remove_stage_dir(stage_dir)
     return reports, backup_path
@@ -607,22 +614,30 @@ def _readable(ctx: Context) -> bool:
     return True
 
 
-def _share_out(files: list[Source], count: int) -> list[int]:
-    """Which reader reads each file: in discovery order, the one with the fewest bytes so far.
+def _share_out(files: list[Source], count: int) -> list[list[int]]:
+    """The files each of ``count`` readers builds, in the order it builds them.
 
-    Each reader takes its files in discovery order, as the writer does, so no reader waits
-    on another; while one reader is on a large transcript the other reads the files after
-    it, and the writer has them ready when the large one is done.
+    The writer takes the files in discovery order, so a reader goes through its own in
+    that order too, except that the first reader starts with the largest file: built
+    when the writer reaches it, a large transcript would keep the writer waiting on one
+    reader while the other ran out of room ahead. Built first, while the other readers
+    feed the writer the files before it, it is ready in time. Each other file goes to
+    the reader with the fewest bytes so far (the first counting the largest file from
+    the start), so every reader stays about as far ahead of the writer.
     """
-    if count <= 1:
-        return [0] * len(files)
+    sizes = [_size_of(path) + 1 for path in files]
+    plan: list[list[int]] = [[] for _ in range(count)]
     loads = [0] * count
-    owner = []
-    for path in files:
-        chosen = loads.index(min(loads))
-        owner.append(chosen)
-        loads[chosen] += _size_of(path) + 1
-    return owner
+    first = max(range(len(files)), key=sizes.__getitem__) if count > 1 else None
+    if first is not None:
+        plan[0].append(first)
+        loads[0] = sizes[first]
+    for index, size in enumerate(sizes):
+        if index != first:
+            chosen = loads.index(min(loads))
+            plan[chosen].append(index)
+            loads[chosen] += size
+    return plan
 
 
 def _write_file(store: Any, transcript: Any, report: dict[str, Any], handoff: Any = None) -> dict[str, Any]:
@@ -685,7 +700,7 @@ class _Handoff(NamedTuple):
 def _produce(
     send: Any,
     acquire: Any,
-    files: list[Source],
+    files: list[tuple[int, Source]],
     keys: dict[str, str],
     known: set[str],
     stage_dir: str,
@@ -696,7 +711,7 @@ def _produce(
     from lcm_cli.migrate.staging import StagingWriter, discard
 
     seen: set[str] = set()
-    for number, path in enumerate(files):
+    for number, path in files:
         report = _report(path)
         try:
             if isinstance(path, StoreSource):
@@ -714,7 +729,7 @@ def _produce(
         if not build:
             if transcript is not None:
                 transcript.drop_parsed()  # the writer reads what it needs itself
-            send(_Handoff(report, transcript))
+            send((number, _Handoff(report, transcript)))
             continue
         credits = min(STAGING_AHEAD_MIB, max(1, transcript.size_bytes >> 20))
         acquire(credits)
@@ -730,7 +745,7 @@ def _produce(
             if writer is not None:
                 writer.abandon()
             discard(staged)
-            send(_Handoff(report, _ScanFacts(transcript), error=exc.message, credits=credits))
+            send((number, _Handoff(report, _ScanFacts(transcript), error=exc.message, credits=credits)))
             continue
         except (sqlite3.Error, OSError):
             # No room or no access for staging: the writer reads this file itself.
@@ -738,10 +753,10 @@ def _produce(
                 writer.abandon()
             discard(staged)
             transcript.drop_parsed()
-            send(_Handoff(report, transcript, credits=credits))
+            send((number, _Handoff(report, transcript, credits=credits)))
             continue
         selection.seen.clear()  # not needed past this point; no reason to send it
-        send(_Handoff(report, _ScanFacts(transcript), staged, selection, credits=credits))
+        send((number, _Handoff(report, _ScanFacts(transcript), staged, selection, credits=credits)))
 
 
 class _ScanFacts:

@@ -205,6 +205,68 @@ class Reader:
                 self.wait()
 
 
+class Feed:
+    """Items from several readers, taken in any order the caller needs them.
+
+    Reader ``r`` produces the items ``plan[r]`` in that order and sends ``(index, obj)``
+    for each. :meth:`take` reads the owning reader's pipe until the item asked for comes,
+    keeping what comes before it: a reader may build ahead of the order the items are
+    taken in (the importer's first reader starts with the largest file).
+    """
+
+    def __init__(self, readers: list[Reader], plan: list[list[int]]) -> None:
+        self._readers: list[Reader | None] = list(readers)
+        self._plan = plan
+        self._owner = {index: r for r, items in enumerate(plan) for index in items}
+        self._sent = [0] * len(plan)  # how many of its items each reader has sent
+        self._held: dict[int, Any] = {}
+        self._lost: dict[int, ReaderDied] = {}  # an item whose reader died building it
+
+    def take(self, index: int) -> Any:
+        """Item ``index``'s object; None when its reader is gone (read it yourself).
+
+        Raises :class:`ReaderDied` when the reader ended while building this very item
+        (the caller fails it, rather than risk the same end in its own process).
+        """
+        if index in self._held:
+            return self._held.pop(index)
+        if index in self._lost:
+            raise self._lost.pop(index)
+        r = self._owner.get(index)
+        reader = self._readers[r] if r is not None else None
+        if r is None or reader is None:
+            return None
+        while True:
+            try:
+                got, obj = reader.receive()
+            except ReaderDied as died:
+                reader.close()
+                self._readers[r] = None
+                victim = self._plan[r][self._sent[r]]  # the item it was on
+                if victim == index:
+                    raise
+                self._lost[victim] = died
+                return None
+            self._sent[r] += 1
+            if got == index:
+                return obj
+            self._held[got] = obj
+
+    def release(self, index: int, count: int) -> None:
+        """Give ``count`` credits back to the reader of item ``index`` (if it is still there)."""
+        r = self._owner.get(index)
+        reader = self._readers[r] if r is not None else None
+        if reader is not None:
+            reader.release(count)
+
+    def close(self) -> None:
+        """Stop and reap every reader."""
+        for reader in self._readers:
+            if reader is not None:
+                reader.close()
+        self._readers = [None] * len(self._readers)
+
+
 def _balanced(sizes: list[int], workers: int) -> list[list[int]]:
     """Item indexes per worker, largest first onto the least-loaded worker (LPT)."""
     loads = [0] * workers

@@ -316,3 +316,103 @@ def test_no_usable_temp_dir_means_reading_in_process(
     monkeypatch.setattr(importer, "_produce", _die_after(0))  # would fail any forked file
     data = migrate(state, tmp_path / "lcm.db", monkeypatch, None, apply=True)
     assert data["errorFiles"] == 0 and data["importedFiles"] == FILES
+
+
+# --- the share-out: the largest transcript first, then the fewest bytes so far ----------
+
+
+def test_the_first_reader_starts_with_the_largest_file(tmp_path: Path) -> None:
+    sizes = [300, 200, 1000, 100, 400, 250, 900, 50]
+    files = []
+    for index, size in enumerate(sizes):
+        path = tmp_path / f"f{index}.jsonl"
+        path.write_bytes(b"x" * size)
+        files.append(str(path))
+    plan = importer._share_out(files, 2)
+    assert plan[0][0] == 2  # the largest, wherever it is in discovery order
+    assert sorted(i for items in plan for i in items) == list(range(len(sizes)))
+    for items in plan:  # after it, each reader keeps to discovery order
+        rest = [i for i in items if i != 2]
+        assert rest == sorted(rest)
+    # The other files go to the reader with the fewest bytes so far: the second reader
+    # takes the first ones, while the first is on the largest.
+    assert plan == [[2, 5, 7], [0, 1, 3, 4, 6]]
+    assert importer._share_out(files, 1) == [list(range(len(sizes)))]  # one reader: in order
+
+
+def _feeding(items: list[tuple[int, str]], die_before: int | None = None) -> Any:
+    def produce(send: Any, acquire: Any) -> None:
+        for count, item in enumerate(items):
+            if count == die_before:
+                os.kill(os.getpid(), signal.SIGKILL)
+            send(item)
+
+    return produce
+
+
+def test_a_feed_gives_items_in_the_order_asked_keeping_those_built_ahead() -> None:
+    plan = [[2, 0, 3], [1]]
+    feed = pipeline.Feed(
+        [
+            pipeline.Reader(_feeding([(2, "c"), (0, "a"), (3, "d")])),
+            pipeline.Reader(_feeding([(1, "b")])),
+        ],
+        plan,
+    )
+    try:
+        assert [feed.take(i) for i in range(4)] == ["a", "b", "c", "d"]
+        assert feed.take(9) is None  # nobody's item: read it yourself
+    finally:
+        feed.close()
+
+
+def test_a_feed_fails_only_the_item_its_dead_reader_was_building() -> None:
+    # The first reader dies while building item 2, which it took on first: item 0
+    # (asked for earlier, not yet built) is left to the caller; item 2 is the one lost.
+    feed = pipeline.Feed([pipeline.Reader(_feeding([(2, "c"), (0, "a")], die_before=0))], [[2, 0]])
+    try:
+        assert feed.take(0) is None
+        with pytest.raises(pipeline.ReaderDied, match="killed by signal 9"):
+            feed.take(2)
+    finally:
+        feed.close()
+    # Dying after item 2 was sent: 2 still arrives, and 0 is the one it was on.
+    feed = pipeline.Feed([pipeline.Reader(_feeding([(2, "c"), (0, "a")], die_before=1))], [[2, 0]])
+    try:
+        with pytest.raises(pipeline.ReaderDied):
+            feed.take(0)
+        assert feed.take(2) == "c"
+    finally:
+        feed.close()
+
+
+def test_the_reader_killed_on_the_largest_file_fails_that_file_alone(
+    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The largest transcript is built first but written in its turn; the reader dies
+    # staging it after its earlier files are written. Only that file fails.
+    largest = FILES // 2
+    write_transcript(
+        state / "agents" / "main" / "sessions" / f"p{largest}.jsonl",
+        session_id=f"p{largest}",
+        messages=400,
+        seed=99,
+    )
+    real = staging.StagingWriter.add
+
+    def add(self: Any, message: Any) -> None:
+        if self.path.endswith(f"-{largest}.db") and self.count == 200:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(self, message)
+
+    monkeypatch.setattr(staging.StagingWriter, "add", add)
+    db = tmp_path / "lcm.db"
+    data = migrate(state, db, monkeypatch, None, apply=True)
+    failed = [r for r in data["files"] if r["status"] == "error"]
+    assert [Path(r["file"]).name for r in failed] == [f"p{largest}.jsonl"]
+    assert "killed by signal 9" in failed[0]["error"]
+    assert sessions_in(db) == {f"p{i}" for i in range(FILES)} - {f"p{largest}"}
+    monkeypatch.undo()
+    again = migrate(state, db, monkeypatch, None, apply=True)
+    assert again["errorFiles"] == 0 and again["importedFiles"] == 1
+    assert sessions_in(db) == {f"p{i}" for i in range(FILES)}
