@@ -85,6 +85,9 @@ export class LcmServeClient {
       this.restartTimer = setTimeout(() => {
         this.restartTimer = null;
         this.restarts += 1;
+        // A timer may fire a millisecond before Date.now() reaches retryAt; start() would
+        // then do nothing and no restart would ever come.
+        this.retryAt = 0;
         this.start();
       }, delay);
       this.restartTimer.unref?.();
