@@ -541,6 +541,37 @@ def test_unwritable_transcript_directory_changes_nothing(tmp_path: Path) -> None
     assert _checkpoint(session.db) == checkpoint
 
 
+def test_a_capped_reconcile_refuses_until_bootstrap_catches_up(tmp_path: Path) -> None:
+    """More unseen turns than one reconcile may import: rotate refuses (the transcript is
+    untouched), and succeeds once bootstraps have brought lcm.db level."""
+    session = seed_session(tmp_path / "oc", messages=400)
+    parent = json.loads(session.transcript.read_text().splitlines()[-1])["id"]
+    unseen = []
+    for i in range(300):
+        unseen.append(
+            {
+                "type": "message",
+                "id": f"late-{i}",
+                "parentId": parent,
+                "message": {"role": "user" if i % 2 == 0 else "assistant", "content": f"late {i}"},
+            }
+        )
+        parent = unseen[-1]["id"]
+    append_lines(session.transcript, unseen)
+    transcript = _digest(session.transcript)
+    out = _rotate(session, "--apply", "--backup", "none")
+    assert out.code == 3, out.stderr
+    details = out.error["details"]
+    assert out.error["code"] == "ROTATE_UNAVAILABLE" and details["reason"] == "reconcile-unsafe"
+    assert details["reconcile"]["reason"] == "reconcile import capped"
+    assert details["reconcile"]["remainingMessages"] > 0
+    assert _digest(session.transcript) == transcript and not _baks(session.root)
+    while _bootstrap(session).get("reason") == "reconcile import capped":
+        pass
+    done = _rotate(session, "--apply", "--backup", "none")
+    assert done.code == 0, done.stderr
+
+
 APPENDER = """
 import json, sys, time
 path, count, parent = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -583,8 +614,11 @@ def test_turns_appended_during_a_rotation_are_never_lost(tmp_path: Path, count: 
         # Refusing is safe too: the appends outran the settle rounds, or (on a slow machine,
         # when rotate starts late) arrived all at once and exceeded one reconcile's flood cap.
         error = json.loads(done.stderr)["error"]
+        details = error.get("details", {})
         refused = (
-            error["code"] == "ROTATE_UNAVAILABLE" and error["details"]["reason"] == "reconcile import capped"
+            error["code"] == "ROTATE_UNAVAILABLE"
+            and details.get("reason") == "reconcile-unsafe"
+            and details.get("reconcile", {}).get("reason") == "reconcile import capped"
         )
         assert error["code"] == "TRANSCRIPT_CHANGED" or refused, done.stderr
     # Whatever happened, the transcript is whole JSONL and a bootstrap brings lcm.db level.
