@@ -86,17 +86,9 @@ def is_flag(field: str) -> bool:
 class CommandShape(Record):
     """What argv may hold for one command: its options (name -> field) and argument names."""
 
-    __slots__ = ("name", "options", "args")
-
-    def __init__(
-        self,
-        name: str,
-        options: dict[str, str],
-        args: tuple[str, ...],
-    ) -> None:
-        self.name = name
-        self.options = options
-        self.args = args
+    name: str
+    options: dict[str, str]
+    args: tuple[str, ...]
 
 
 def command_table() -> dict[tuple[str, ...], CommandShape]:
@@ -113,25 +105,13 @@ def command_table() -> dict[tuple[str, ...], CommandShape]:
 class Parsed(Record):
     """argv, read: the command, its request values and arguments, and the global options."""
 
-    __slots__ = ("command", "words", "params", "args", "globals", "help", "version")
-
-    def __init__(
-        self,
-        command: CommandShape | None,
-        words: tuple[str, ...],
-        params: dict[str, Any],
-        args: tuple[str, ...],
-        globals: dict[str, Any],
-        help: bool = False,
-        version: bool = False,
-    ) -> None:
-        self.command = command
-        self.words = words
-        self.params = params
-        self.args = args
-        self.globals = globals
-        self.help = help
-        self.version = version
+    command: CommandShape | None
+    words: tuple[str, ...]
+    params: dict[str, Any]
+    args: tuple[str, ...]
+    globals: dict[str, Any]
+    help: bool = False
+    version: bool = False
 
 
 def _is_json_number(token: str) -> bool:

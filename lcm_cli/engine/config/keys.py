@@ -95,17 +95,9 @@ UNSET: Any = _Unset()
 class Derived(Record):
     """A default computed at resolution time; ``rule`` names the computation."""
 
-    __slots__ = ("rule", "text", "arg")
-
-    def __init__(
-        self,
-        rule: str,
-        text: str,
-        arg: str = "",
-    ) -> None:
-        self.rule = rule
-        self.text = text
-        self.arg = arg
+    rule: str
+    text: str
+    arg: str = ""
 
 
 # The rules a :class:`Derived` default can name (implemented in resolve.py).
@@ -124,50 +116,20 @@ class ConfigKey(Record):
     (aliases), the one with the lowest ``rank`` wins, environment variables first.
     """
 
-    __slots__ = (
-        "path",
-        "schema",
-        "default",
-        "env",
-        "coercion",
-        "description",
-        "effective",
-        "rank",
-        "alias_of",
-        "floor",
-        "clamp",
-        "at_least_of",
-    )
-
-    def __init__(
-        self,
-        path: str,
-        schema: dict[str, Any],
-        default: Any,
-        env: tuple[str, ...],
-        coercion: Coercion,
-        description: str,
-        effective: str | None = None,
-        rank: int = 0,
-        alias_of: str | None = None,
-        # FLOAT: floor the value, then (``clamp``) raise or lower it into the schema's
-        # ``[minimum, maximum]``, where the other FLOAT keys would fall through or pass.
-        floor: bool = False,
-        clamp: bool = False,
-        at_least_of: str | None = None,  # raised to at least this resolved effective field
-    ) -> None:
-        self.path = path
-        self.schema = schema
-        self.default = default
-        self.env = env
-        self.coercion = coercion
-        self.description = description
-        self.effective = effective
-        self.rank = rank
-        self.alias_of = alias_of
-        self.floor = floor
-        self.clamp = clamp
-        self.at_least_of = at_least_of
+    path: str
+    schema: dict[str, Any]
+    default: Any
+    env: tuple[str, ...]
+    coercion: Coercion
+    description: str
+    effective: str | None = None
+    rank: int = 0
+    alias_of: str | None = None
+    # FLOAT: floor the value, then (``clamp``) raise or lower it into the schema's
+    # ``[minimum, maximum]``, where the other FLOAT keys would fall through or pass.
+    floor: bool = False
+    clamp: bool = False
+    at_least_of: str | None = None  # raised to at least this resolved effective field
 
     @property
     def is_alias(self) -> bool:
@@ -988,17 +950,9 @@ EFFECTIVE_KEY_ORDER: tuple[str, ...] = (
 class EffectiveField(Record):
     """One leaf of the effective ``LcmConfig`` and the keys that feed it, winner first."""
 
-    __slots__ = ("name", "keys", "mirror_of")
-
-    def __init__(
-        self,
-        name: str,
-        keys: tuple[ConfigKey, ...],
-        mirror_of: str | None = None,
-    ) -> None:
-        self.name = name
-        self.keys = keys
-        self.mirror_of = mirror_of
+    name: str
+    keys: tuple[ConfigKey, ...]
+    mirror_of: str | None = None
 
     @property
     def primary(self) -> ConfigKey:

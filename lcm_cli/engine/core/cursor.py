@@ -29,17 +29,9 @@ _NOT_B64URL = re.compile(r"[^A-Za-z0-9_-]")
 class Cursor(Record):
     """A decoded cursor: the sort timestamp as stored and the row id of the last item."""
 
-    __slots__ = ("resource", "timestamp", "id")
-
-    def __init__(
-        self,
-        resource: str,
-        timestamp: str,
-        id: int | float | str,  # float only for integral ids beyond SQLite's 64-bit range
-    ) -> None:
-        self.resource = resource
-        self.timestamp = timestamp
-        self.id = id
+    resource: str
+    timestamp: str
+    id: int | float | str  # float only for integral ids beyond SQLite's 64-bit range
 
 
 def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:

@@ -15,17 +15,9 @@ from lcm_cli.engine.core.record import Record
 class ErrorCode(Record):
     """One error code: the exit status, when it is raised, and the reader's next step."""
 
-    __slots__ = ("status", "when", "next_step")
-
-    def __init__(
-        self,
-        status: int,
-        when: str,
-        next_step: str,
-    ) -> None:
-        self.status = status
-        self.when = when
-        self.next_step = next_step
+    status: int
+    when: str
+    next_step: str
 
 
 ERRORS: dict[str, ErrorCode] = {

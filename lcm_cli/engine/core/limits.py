@@ -27,21 +27,11 @@ MIB = 1024 * 1024
 class Limit(Record):
     """One cap: its environment variable, default, smallest accepted value and meaning."""
 
-    __slots__ = ("env", "default", "minimum", "unit", "applies_to")
-
-    def __init__(
-        self,
-        env: str,
-        default: int,
-        minimum: int,
-        unit: str,
-        applies_to: str,
-    ) -> None:
-        self.env = env
-        self.default = default
-        self.minimum = minimum
-        self.unit = unit
-        self.applies_to = applies_to
+    env: str
+    default: int
+    minimum: int
+    unit: str
+    applies_to: str
 
 
 LIMITS: dict[str, Limit] = {

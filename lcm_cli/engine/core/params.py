@@ -595,15 +595,8 @@ _DIGITS = r"[0-9]+"
 class Selector(Record):
     """How a conversation was named: by id or by session key."""
 
-    __slots__ = ("kind", "value")
-
-    def __init__(
-        self,
-        kind: str,  # "conversationId" | "sessionKey"
-        value: int | str,
-    ) -> None:
-        self.kind = kind
-        self.value = value
+    kind: str  # "conversationId" | "sessionKey"
+    value: int | str
 
     def to_dict(self) -> dict[str, Any]:
         """The selector as error details."""

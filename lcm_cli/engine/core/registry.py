@@ -34,72 +34,26 @@ class OpSpec(Record):
     on its items); ``caps_output`` says ``--max-tokens`` caps the whole printed envelope.
     """
 
-    __slots__ = (
-        "module",
-        "options",
-        "args",
-        "needs_selector",
-        "opens_db",
-        "resolves_paths",
-        "words",
-        "long_running",
-        "writes",
-        "meta_paths",
-        "stdin",
-        "interactive",
-        "summary",
-        "help",
-        "example",
-        "param_help",
-        "metavars",
-        "render",
-        "items",
-        "caps_output",
-    )
-
-    def __init__(
-        self,
-        module: str,
-        options: tuple[str, ...] = (),  # request fields (see params.PARAMS)
-        args: tuple[str, ...] = (),  # positional arguments, in order
-        needs_selector: bool = False,
-        opens_db: bool = True,
-        resolves_paths: bool = True,
-        words: tuple[str, ...] = (),  # CLI words when not the dotted name (`lcm backup` = backup.create)
-        long_running: bool = False,  # shows a progress bar on a terminal
-        writes: bool = False,  # changes the database or config: `lcm serve` serializes it per session
-        meta_paths: bool = True,  # the envelope's meta names the database and config paths
-        stdin: bool = False,  # on the CLI door, its messages may come as JSON text on stdin
-        interactive: bool = False,  # a full-screen terminal app: only the CLI door runs it
-        summary: str = "",  # one line for `lcm hook --list`
-        help: str = "",
-        example: str = "",
-        param_help: Mapping[str, str] | None = None,
-        metavars: Mapping[str, str] | None = None,
-        render: Render | None = None,  # how `--format table` draws the result (None: the defaults)
-        items: str = "",  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
-        caps_output: bool = False,  # --max-tokens caps everything printed (the door enforces it)
-    ) -> None:
-        self.module = module
-        self.options = options
-        self.args = args
-        self.needs_selector = needs_selector
-        self.opens_db = opens_db
-        self.resolves_paths = resolves_paths
-        self.words = words
-        self.long_running = long_running
-        self.writes = writes
-        self.meta_paths = meta_paths
-        self.stdin = stdin
-        self.interactive = interactive
-        self.summary = summary
-        self.help = help
-        self.example = example
-        self.param_help = param_help
-        self.metavars = metavars
-        self.render = render
-        self.items = items
-        self.caps_output = caps_output
+    module: str
+    options: tuple[str, ...] = ()  # request fields (see params.PARAMS)
+    args: tuple[str, ...] = ()  # positional arguments, in order
+    needs_selector: bool = False
+    opens_db: bool = True
+    resolves_paths: bool = True
+    words: tuple[str, ...] = ()  # CLI words when not the dotted name (`lcm backup` = backup.create)
+    long_running: bool = False  # shows a progress bar on a terminal
+    writes: bool = False  # changes the database or config: `lcm serve` serializes it per session
+    meta_paths: bool = True  # the envelope's meta names the database and config paths
+    stdin: bool = False  # on the CLI door, its messages may come as JSON text on stdin
+    interactive: bool = False  # a full-screen terminal app: only the CLI door runs it
+    summary: str = ""  # one line for `lcm hook --list`
+    help: str = ""
+    example: str = ""
+    param_help: Mapping[str, str] | None = None
+    metavars: Mapping[str, str] | None = None
+    render: Render | None = None  # how `--format table` draws the result (None: the defaults)
+    items: str = ""  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
+    caps_output: bool = False  # --max-tokens caps everything printed (the door enforces it)
 
 
 class Argument(Record):
@@ -109,17 +63,9 @@ class Argument(Record):
     must not take for an option.
     """
 
-    __slots__ = ("metavar", "help", "json")
-
-    def __init__(
-        self,
-        metavar: str,
-        help: str,
-        json: bool = False,
-    ) -> None:
-        self.metavar = metavar
-        self.help = help
-        self.json = json
+    metavar: str
+    help: str
+    json: bool = False
 
 
 def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
@@ -1194,15 +1140,8 @@ class FollowUp(Record):
     the state that asked for it stays recorded (debt waits for the next ``session.maintain``).
     """
 
-    __slots__ = ("name", "params")
-
-    def __init__(
-        self,
-        name: str,
-        params: dict[str, Any],
-    ) -> None:
-        self.name = name
-        self.params = params
+    name: str
+    params: dict[str, Any]
 
 
 class Result(Record):
@@ -1214,39 +1153,20 @@ class Result(Record):
     fail the run, as `lcm doctor --fail-on`); ``follow_ups`` is work for after the answer.
     """
 
-    __slots__ = ("data", "pagination", "meta", "streamed", "exit_status", "follow_ups")
-
-    def __init__(
-        self,
-        data: Any,
-        pagination: dict[str, Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        streamed: bool = False,
-        exit_status: int = 0,
-        follow_ups: tuple[FollowUp, ...] = (),
-    ) -> None:
-        self.data = data
-        self.pagination = pagination
-        self.meta = meta
-        self.streamed = streamed
-        self.exit_status = exit_status
-        self.follow_ups = follow_ups
+    data: Any
+    pagination: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    streamed: bool = False
+    exit_status: int = 0
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 class Operation(Record):
     """A bound operation: its name, implementation and interface."""
 
-    __slots__ = ("name", "func", "spec")
-
-    def __init__(
-        self,
-        name: str,
-        func: Callable[..., Result],
-        spec: OpSpec,
-    ) -> None:
-        self.name = name
-        self.func = func
-        self.spec = spec
+    name: str
+    func: Callable[..., Result]
+    spec: OpSpec
 
 
 _BOUND: dict[str, Operation] = {}

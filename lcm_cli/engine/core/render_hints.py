@@ -8,12 +8,13 @@ everything else (nested objects, scalars, lists) it draws by the same generic ru
 and TSV output never read these hints: JSON carries every field, TSV is the reference's
 fixed layout.
 
-Patterns are :meth:`str.format` templates over a record's fields. This module imports
-nothing and its types are plain slotted classes (a NamedTuple costs about 0.1 ms to define),
-so the registry declares hints at no start-up cost.
+Patterns are :meth:`str.format` templates over a record's fields. Its types are
+``Record`` subclasses, so the registry declares hints at no start-up cost.
 """
 
 from __future__ import annotations
+
+from lcm_cli.engine.core.record import Record
 
 # Field labels a person reads instead of the camelCase name; any other field is spelled
 # out from its name ("freshTailCount" → "Fresh tail count").
@@ -94,22 +95,17 @@ SEVERITY: dict[str, str] = {
 }
 
 
-class Rows:
+class Rows(Record):
     """The headline columns of a list of records whose first record has field ``when``."""
 
-    __slots__ = ("when", "columns", "drop", "text")
-
-    def __init__(
-        self, when: str, columns: tuple[str, ...], drop: tuple[str, ...] = (), text: str = ""
-    ) -> None:
-        self.when = when
-        self.columns = columns  # in order; those missing from the first record are left out
-        self.drop = drop  # dropped in this order (least important first) when the width is short
-        # A record with this field set is an entry: its columns on one line, the text below.
-        self.text = text
+    when: str
+    columns: tuple[str, ...]  # in order; those missing from the first record are left out
+    drop: tuple[str, ...] = ()  # dropped in this order (least important first) when the width is short
+    # A record with this field set is an entry: its columns on one line, the text below.
+    text: str = ""
 
 
-class Tally:
+class Tally(Record):
     """A list whose quiet rows fold into one count line; the others are shown in full.
 
     A row is quiet when its ``status`` is one of ``quiet`` (value, word) and it has none of
@@ -119,112 +115,59 @@ class Tally:
     become a count line and their ``listed`` field one per line instead.
     """
 
-    __slots__ = ("field", "status", "quiet", "noun", "heading", "fields", "attention", "listed")
-
-    def __init__(
-        self,
-        field: str,
-        status: str,
-        quiet: tuple[tuple[str, str], ...],
-        noun: str,
-        heading: str,
-        fields: tuple[str, ...],
-        attention: tuple[str, ...] = (),
-        listed: str = "",
-    ) -> None:
-        self.field = field  # the data field holding the list (at any depth)
-        self.status = status
-        self.quiet = quiet  # (status value, the word after the count)
-        self.noun = noun  # singular; an "s" is added for a count other than 1
-        self.heading = heading
-        self.fields = fields
-        self.attention = attention
-        self.listed = listed
+    field: str  # the data field holding the list (at any depth)
+    status: str
+    quiet: tuple[tuple[str, str], ...]  # (status value, the word after the count)
+    noun: str  # singular; an "s" is added for a count other than 1
+    heading: str
+    fields: tuple[str, ...]
+    attention: tuple[str, ...] = ()
+    listed: str = ""
 
 
-class Text:
+class Text(Record):
     """A document read whole: a heading line, then data field ``field`` printed in full."""
 
-    __slots__ = ("field", "heading", "where", "empty")
-
-    def __init__(self, field: str, heading: str, where: tuple[str, ...] = (), empty: str = "") -> None:
-        self.field = field
-        self.heading = heading  # pattern over the data's fields and ``{where}``
-        self.where = where  # the first of these data fields that is set fills ``{where}``
-        self.empty = empty  # printed when the field is empty
+    field: str
+    heading: str  # pattern over the data's fields and ``{where}``
+    where: tuple[str, ...] = ()  # the first of these data fields that is set fills ``{where}``
+    empty: str = ""  # printed when the field is empty
 
 
-class Fold:
+class Fold(Record):
     """A message whose whole text wraps a record, shown by the record's own fields."""
 
-    __slots__ = ("role", "prefix", "pattern", "shown_role", "shown_text")
-
-    def __init__(self, role: str, prefix: str, pattern: str, shown_role: str, shown_text: str) -> None:
-        self.role = role  # only messages with this role
-        self.prefix = prefix  # whose text starts with this
-        self.pattern = pattern  # a regular expression with named groups, searched in the text
-        self.shown_role = shown_role  # pattern over the groups (each stripped)
-        self.shown_text = shown_text  # pattern over the groups (each stripped)
+    role: str  # only messages with this role
+    prefix: str  # whose text starts with this
+    pattern: str  # a regular expression with named groups, searched in the text
+    shown_role: str  # pattern over the groups (each stripped)
+    shown_text: str  # pattern over the groups (each stripped)
 
 
-class Transcript:
+class Transcript(Record):
     """Chat messages as a person reads them (index, role, token estimate, text), then totals."""
 
-    __slots__ = ("field", "title", "totals", "spread", "fold")
-
-    def __init__(
-        self,
-        field: str,
-        title: str,
-        totals: tuple[tuple[str, str], ...],
-        spread: str = "",
-        fold: Fold | None = None,
-    ) -> None:
-        self.field = field  # the data field holding the messages
-        self.title = title  # pattern over ``{command}``
-        self.totals = totals  # (label, path): ``a.b`` walks objects, ``#a`` counts a list
-        self.spread = spread  # a data object whose entries join the totals
-        self.fold = fold
+    field: str  # the data field holding the messages
+    title: str  # pattern over ``{command}``
+    totals: tuple[tuple[str, str], ...]  # (label, path): ``a.b`` walks objects, ``#a`` counts a list
+    spread: str = ""  # a data object whose entries join the totals
+    fold: Fold | None = None
 
 
-class Render:
+class Render(Record):
     """An operation's rendering hints; the defaults draw any data reasonably."""
 
-    __slots__ = (
-        "rows",
-        "tallies",
-        "text",
-        "transcript",
-        "hidden",
-        "labels",
-        "verbatim",
-        "first",
-        "shadows",
-        "meta",
-    )
-
-    def __init__(
-        self,
-        rows: tuple[Rows, ...] = (),
-        tallies: tuple[Tally, ...] = (),
-        text: Text | None = None,
-        transcript: Transcript | None = None,
-        hidden: tuple[str, ...] = ("content",),
-        labels: tuple[tuple[str, str], ...] = (),
-        verbatim: tuple[str, ...] = (),
-        first: tuple[str, ...] = (),
-        shadows: tuple[tuple[str, str], ...] = (("preview", "content"),),
-        meta: tuple[str, ...] = (),
-    ) -> None:
-        self.rows = rows  # headline layouts, the first whose ``when`` matches wins
-        self.tallies = tallies
-        self.text = text
-        self.transcript = transcript
-        self.hidden = hidden  # left out of a list table that no headline matches
-        self.labels = labels  # (field, label) pairs over :data:`LABELS`
-        # Data fields whose keys and values show exactly as stored (config keys a person
-        # types back, table names): no labels, no human units.
-        self.verbatim = verbatim
-        self.first = first  # data fields drawn before the others, in this order
-        self.shadows = shadows  # (a, b): a record showing b leaves a out (a preview of b's text)
-        self.meta = meta  # envelope meta fields a person needs too (a search that did not finish)
+    rows: tuple[Rows, ...] = ()  # headline layouts, the first whose ``when`` matches wins
+    tallies: tuple[Tally, ...] = ()
+    text: Text | None = None
+    transcript: Transcript | None = None
+    hidden: tuple[str, ...] = ("content",)  # left out of a list table that no headline matches
+    labels: tuple[tuple[str, str], ...] = ()  # (field, label) pairs over :data:`LABELS`
+    # Data fields whose keys and values show exactly as stored (config keys a person
+    # types back, table names): no labels, no human units.
+    verbatim: tuple[str, ...] = ()
+    first: tuple[str, ...] = ()  # data fields drawn before the others, in this order
+    shadows: tuple[tuple[str, str], ...] = (
+        ("preview", "content"),
+    )  # (a, b): a record showing b leaves a out
+    meta: tuple[str, ...] = ()  # envelope meta fields a person needs too (a search that did not finish)

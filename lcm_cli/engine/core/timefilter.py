@@ -44,15 +44,8 @@ _DAY_MS = 86_400_000
 class TimeRange(Record):
     """Normalized bounds: ``after`` inclusive, ``before`` exclusive (ISO UTC ms, or None)."""
 
-    __slots__ = ("after", "before")
-
-    def __init__(
-        self,
-        after: str | None = None,
-        before: str | None = None,
-    ) -> None:
-        self.after = after
-        self.before = before
+    after: str | None = None
+    before: str | None = None
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
