@@ -32,56 +32,19 @@ class Outcome(Record):
     ``exitStatus`` too). ``follow_ups`` is work a warm door runs after answering.
     """
 
-    __slots__ = ("envelope", "exit_status", "follow_ups")
-
-    def __init__(
-        self,
-        envelope: dict[str, Any],
-        exit_status: int = 0,
-        follow_ups: tuple[FollowUp, ...] = (),
-    ) -> None:
-        self.envelope = envelope
-        self.exit_status = exit_status
-        self.follow_ups = follow_ups
+    envelope: dict[str, Any]
+    exit_status: int = 0
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
-def call(
-    name: str,
-    params: Mapping[str, Any] | None = None,
-    *,
-    args: tuple[str, ...] = (),
-    db: str | None = None,
-    config: str | None = None,
-    openclaw_dir: str | None = None,
-    env: Mapping[str, str] | None = None,
-    output_format: str | None = None,
-    now_ms: int | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-    stream: TextIO | None = None,
-    stdin: bytes | None = None,
-    context: Context | None = None,
-) -> dict[str, Any]:
+def call(name: str, params: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
     """Run operation ``name`` and return its success envelope (raises ``LcmError``).
 
-    The options are :func:`invoke`'s. Only the envelope is returned: its exit status is in
-    :func:`invoke`'s answer, and the follow-ups are left undone, as by any cold door (see
-    :class:`~lcm_cli.engine.core.registry.FollowUp`).
+    The keyword options are :func:`invoke`'s. Only the envelope is returned: its exit
+    status is in :func:`invoke`'s answer, and the follow-ups are left undone, as by any cold
+    door (see :class:`~lcm_cli.engine.core.registry.FollowUp`).
     """
-    return invoke(
-        name,
-        params,
-        args=args,
-        db=db,
-        config=config,
-        openclaw_dir=openclaw_dir,
-        env=env,
-        output_format=output_format,
-        now_ms=now_ms,
-        progress=progress,
-        stream=stream,
-        stdin=stdin,
-        context=context,
-    ).envelope
+    return invoke(name, params, **options).envelope
 
 
 def invoke(
