@@ -403,6 +403,25 @@ def test_database_creation_killed_at_random_moments_leaves_none_or_a_complete_fi
     assert outcomes["absent"] and outcomes["complete"], outcomes
 
 
+def test_a_creator_killed_after_publishing_leaves_a_link_the_next_open_removes(tmp_path: Path) -> None:
+    """The kill window between linking the built file into place and removing its sibling
+    name: the database is complete, and its second name goes at the next open (a live
+    creator's sibling stays)."""
+    from lcm_cli.engine.db.store import Store
+
+    db = tmp_path / "lcm.db"
+    Store.open(db).close()
+    dead = tmp_path / f".lcm.db.creating-{_dead_pid()}-1"
+    alive = tmp_path / f".lcm.db.creating-{os.getpid()}-2"
+    for sibling in (dead, alive):
+        os.link(db, sibling)
+    Store.open(db).close()
+    assert not dead.exists() and alive.exists()
+    os.unlink(alive)
+    Store.open(db).close()
+    assert sorted(n for n in os.listdir(tmp_path) if not n.startswith("lcm.db-")) == ["lcm.db"]
+
+
 # --- read-only places ---------------------------------------------------------------------------
 
 

@@ -58,8 +58,14 @@ class StoreBase:
     @classmethod
     def _open(cls: type[_StoreT], path: Path) -> _StoreT:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
+        try:
+            links = path.stat().st_nlink
+        except FileNotFoundError:
             _create_complete(path)
+        else:
+            if links > 1:
+                # A creator killed after publishing the file left its sibling name linked.
+                _remove_stale_creators(path)
         conn = cls._connect(path)
         try:
             schema.migrate(conn)
@@ -185,23 +191,36 @@ class StoreBase:
         )
 
 
+# The sibling a creator builds the schema in: ``.<name>.creating-<pid>-<thread>``.
+def _creating_prefix(path: Path) -> str:
+    return f".{path.name}.creating-"
+
+
+def _remove_stale_creators(path: Path) -> None:
+    """Remove the siblings (and their -wal/-shm) that killed creators of ``path`` left."""
+    from lcm_cli.engine.core.files import pid_alive
+
+    prefix = _creating_prefix(path)
+    for stale in path.parent.glob(prefix + "*"):
+        pid = stale.name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
 def _create_complete(path: Path) -> None:
     """Create ``path`` with its whole schema, so no reader ever sees a file without tables.
 
     The schema is built in a sibling file that only this process names, made durable,
     then hard-linked into place (which fails if another process created ``path`` first:
     theirs is kept). A kill at any instant leaves either no ``path`` or a complete one;
-    the sibling left by a killed creator is removed by the next one.
+    the sibling a killed creator left is removed by the next open (before or after
+    publishing: then it is a second link to ``path``).
     """
-    from lcm_cli.engine.core.files import fsync_dir, pid_alive
+    from lcm_cli.engine.core.files import fsync_dir
 
-    prefix = f".{path.name}.creating-"
-    for stale in path.parent.glob(prefix + "*"):
-        pid = stale.name[len(prefix) :].split("-", 1)[0].split(".", 1)[0]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            with contextlib.suppress(OSError):
-                stale.unlink()
-    staging = path.with_name(f"{prefix}{os.getpid()}-{threading.get_ident()}")
+    _remove_stale_creators(path)
+    staging = path.with_name(f"{_creating_prefix(path)}{os.getpid()}-{threading.get_ident()}")
     for leftover in (staging, Path(str(staging) + "-wal"), Path(str(staging) + "-shm")):
         with contextlib.suppress(FileNotFoundError):
             leftover.unlink()
