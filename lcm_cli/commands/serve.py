@@ -311,6 +311,7 @@ class Server:
             operation_spec(method)
             fields, args = split_params(method, params)
             ctx = call.ctx = self.context()
+            ctx.drop_replaced()
             outcome = invoke(method, fields, args=args, context=ctx)
             if method == "config.set":
                 self.reload()  # the config changed under every warm context

@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.db.connection import decode_text, require_sqlite_file, translate_sqlite_error
+from lcm_cli.engine.db.connection import connect, decode_text, require_sqlite_file, translate_sqlite_error
 
 
 def open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
     """A writable connection with the writer pragmas lossless-claw uses and our busy timeout."""
     require_sqlite_file(path)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000)
+    conn = connect(path, timeout_ms=timeout_ms)
     conn.text_factory = decode_text
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")

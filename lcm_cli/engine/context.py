@@ -40,6 +40,7 @@ class Context:
         self._effective: dict[str, Any] | None = None
         self._settings: SettingsBase | None = None
         self._conn: sqlite3.Connection | None = None
+        self._conn_identity: tuple[int, int] | None = None
         # Set when the database could only be read through SQLite's immutable URI.
         self.database_access: dict[str, str] | None = None
         self._store: Any = None
@@ -162,6 +163,7 @@ class Context:
             self._conn, self.database_access = open_read_only_access(
                 self.database_path, timeout_ms=self.timeout_ms
             )
+            self._conn_identity = _identity(self.database_path)
             self._conn.row_factory = sqlite3.Row
         return self._conn
 
@@ -198,6 +200,8 @@ class Context:
         It lives as long as the context: one call for a CLI command, the whole process for
         a warm `lcm serve` worker, so repeated writes skip the open and migration check.
         """
+        if self._store is not None and self._store.replaced:
+            self._close_store()  # its last commit found the file replaced: open the new one
         if self._store is None:
             from lcm_cli.engine.db.store import Store
 
@@ -213,6 +217,26 @@ class Context:
             self._store = store
         return self._store
 
+    def drop_replaced(self) -> None:
+        """Close the handles whose file is no longer the one at the database path.
+
+        A warm context (`lcm serve`) calls it before each request, so a database that
+        another process replaced (a restore, a copy over it) is reopened, not written
+        through a handle on the unlinked file.
+        """
+        if self._store is not None and not self._store.still_current():
+            self._close_store()
+        if self._conn is not None and self._conn_identity != _identity(self.database_path):
+            self._conn.close()
+            self._conn, self._probe = None, None
+
+    def _close_store(self) -> None:
+        try:
+            self._store.close()
+        except sqlite3.Error:
+            pass  # a handle on a replaced file: nothing of it is kept
+        self._store = None
+
     def close(self) -> None:
         """Close the database handles that were opened."""
         if self._conn is not None:
@@ -221,3 +245,11 @@ class Context:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.collation import sort_key
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.held_files import open_input_text
 from lcm_cli.engine.transcript import host_store
 
 SESSIONS_INDEX = "sessions.json"
@@ -295,7 +296,7 @@ def session_keys(state_dir: str, sessions_dirs: Iterable[str] = ()) -> dict[str,
     mapping: dict[str, str] = {}
     for index in indexes:
         try:
-            with open(index, encoding="utf-8") as handle:
+            with open_input_text(index) as handle:
                 store = json.load(handle)
         except (OSError, ValueError):
             continue

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from lcm_cli.engine.core.tokens import estimate_tokens
-from lcm_cli.engine.db.connection import bind_none_directly
+from lcm_cli.engine.db.connection import bind_none_directly, connect
 from lcm_cli.engine.db.store.ids import PART_ID_SQL, message_identity_hash
 from lcm_cli.engine.db.store.messages import fts_message_text
 
@@ -55,7 +55,7 @@ class StagingWriter:
     def __init__(self, path: str) -> None:
         self.path = path
         bind_none_directly()
-        self._conn = sqlite3.connect(path, isolation_level=None)
+        self._conn = connect(path)
         # A staging file is thrown away if anything goes wrong, so it needs no journal
         # and no fsync; the writer reads it only after close().
         self._conn.execute("PRAGMA journal_mode = OFF")

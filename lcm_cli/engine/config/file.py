@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, private_mode, remove_orphans
+from lcm_cli.engine.core.held_files import open_input, open_input_text
 
 if TYPE_CHECKING:
     from typing import Any
@@ -88,7 +89,7 @@ def parse_strict_json(text: str) -> Any:
 def read_config_root(config_path: str) -> dict[str, Any] | None:
     """The whole openclaw.json as a dict, or None when the file does not exist."""
     try:
-        with open(config_path, encoding="utf-8") as handle:
+        with open_input_text(config_path) as handle:
             text = handle.read()
     except FileNotFoundError:
         return None
@@ -214,7 +215,7 @@ def write_with_backup(config_path: str, new_text: str) -> str:
         mode = stat.S_IMODE(os.stat(config_path).st_mode)
         # The backup holds the same secrets (API keys): 0600, or stricter when the file is.
         with (
-            open(config_path, "rb") as src,
+            open_input(config_path) as src,
             atomic_writer(backup_path, mode=private_mode(mode), replace=False) as dst,
         ):
             shutil.copyfileobj(src, dst)

@@ -23,6 +23,7 @@ import functools
 import os
 
 from lcm_cli import TYPE_CHECKING
+from lcm_cli.engine.core.held_files import open_input_text
 
 if TYPE_CHECKING:
     from typing import Any
@@ -195,7 +196,7 @@ def _collator() -> Any:
     from pyuca.collator import Collator_10_0_0  # type: ignore[import-untyped]
 
     path = os.path.join(os.path.dirname(__file__), _HAN_ORDER_FILE)
-    with open(path, encoding="utf-8") as handle:
+    with open_input_text(path) as handle:
         han_rank = {ord(ch): rank for rank, ch in enumerate(handle.read())}
 
     class _RootCollator(Collator_10_0_0):  # type: ignore[misc]

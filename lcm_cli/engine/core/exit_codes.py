@@ -336,6 +336,11 @@ ERRORS: dict[str, ErrorCode] = {
         "`backup restore --apply` while another process has the database open",
         "stop the agent host first, or pass `--force` and restart it afterwards",
     ),
+    "DATABASE_REPLACED": ErrorCode(
+        5,
+        "a write found that `lcm.db` or its `-wal` at the database path is no longer the file lcm has open: another process replaced, moved or deleted it (`details: {databasePath, file}`); a write that had not started is rolled back, one that had committed is reported failed, never acknowledged",
+        "retry: lcm reopens the file at the path on the next call (the agent host retries a turn by itself); find what replaced the file (a restore with `--force`, a copy over it, a cleanup of `-wal` files)",
+    ),
     "DATABASE_QUERY_FAILED": ErrorCode(
         5,
         "any other SQLite error while querying",

@@ -60,7 +60,9 @@ def hash_file(path: str, *, fsync: bool = False) -> tuple[int, str]:
 
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as handle:
+    from lcm_cli.engine.core.held_files import open_input
+
+    with open_input(path) as handle:
         if fsync:
             os.fsync(handle.fileno())
         while chunk := handle.read(_HASH_CHUNK):

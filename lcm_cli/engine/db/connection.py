@@ -19,7 +19,14 @@ import sqlite3
 import stat
 from functools import partial
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.held_files import hold, is_held, open_input
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from lcm_cli.engine.core.held_files import Hold
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -49,6 +56,58 @@ def bind_none_directly() -> None:
     sqlite3.register_adapter(type(None), _null)
 
 
+class HeldConnection(sqlite3.Connection):
+    """An SQLite connection that registers the file it holds for its lifetime.
+
+    While it is open, :func:`lcm_cli.engine.core.held_files.open_input` never closes a
+    descriptor on that file (which would drop this connection's POSIX locks).
+    """
+
+    _hold: Hold | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._hold is not None:
+                self._hold.release()
+                self._hold = None
+
+    def __del__(self) -> None:
+        # A connection dropped without close() is closed by SQLite when it is freed; its
+        # claim goes with it (after the file's descriptors: SQLite closes them first).
+        if self._hold is not None:
+            self._hold.release()
+
+
+def connect(
+    path: str,
+    *,
+    uri: str | None = None,
+    timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None = None,
+) -> HeldConnection:
+    """Every SQLite connection lcm opens on a file (``uri``: the URI to open ``path`` by).
+
+    The one connection path: the file is registered as held (see
+    :mod:`lcm_cli.engine.core.held_files`) before SQLite can take a lock on it.
+    """
+    claim = hold(path)
+    try:
+        conn = sqlite3.connect(
+            uri if uri is not None else path,
+            uri=uri is not None,
+            timeout=timeout_ms / 1000,
+            isolation_level=isolation_level,
+            factory=HeldConnection,
+        )
+    except BaseException:
+        claim.release()
+        raise
+    conn._hold = claim
+    return conn
+
+
 def busy_timeout_ms(env: os._Environ[str] | dict[str, str] | None = None) -> int:
     """Bounded lock wait for readers: ``LCM_BUSY_TIMEOUT_MS`` or 5000 ms."""
     raw = (env if env is not None else os.environ).get("LCM_BUSY_TIMEOUT_MS", "")
@@ -74,8 +133,10 @@ def require_sqlite_file(path: str, *, not_a_database: str = "DATABASE_OPEN_FAILE
             "--openclaw-dir at the OpenClaw state dir that holds lcm.db.",
             details,
         )
+    if is_held(path):
+        return info  # this process has a connection on it: an SQLite file, not to be reopened
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             header = handle.read(len(SQLITE_HEADER))
     except OSError as exc:
         raise LcmError(
@@ -115,7 +176,7 @@ def immutable_reason(path: str) -> str | None:
     if wal_size:
         return None  # committed frames in the WAL: immutable would not see them
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             header = handle.read(20)
     except OSError:
         return None
@@ -168,7 +229,7 @@ def open_read_only_access(
     access = {"mode": "immutable", "reason": reason} if reason else None
     uri = database_uri(path, immutable=reason is not None)
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+        conn = connect(path, uri=uri, timeout_ms=timeout_ms)
     except sqlite3.Error as exc:
         raise LcmError("DATABASE_OPEN_FAILED", f"SQLite could not open {path}: {exc}.", details) from None
     conn.text_factory = decode_text

@@ -50,7 +50,7 @@ from lcm_cli.engine.core.files import (
     remove_orphans,
     remove_quietly,
 )
-from lcm_cli.engine.db.connection import busy_timeout_ms, immutable_reason
+from lcm_cli.engine.db.connection import busy_timeout_ms, connect, immutable_reason
 from lcm_cli.engine.maintenance.backup_errors import backup_failed, os_error, sqlite_error
 from lcm_cli.engine.maintenance.backup_files import (
     SPACE_MARGIN_BYTES,
@@ -131,7 +131,7 @@ class _Source:
             src.close()
             if self.read_only or "readonly" not in str(exc).replace(" ", "").lower():
                 raise
-        recover = sqlite3.connect(self.path, timeout=timeout_ms / 1000, isolation_level=None)
+        recover = connect(self.path, timeout_ms=timeout_ms)
         try:
             recover.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         finally:
@@ -165,7 +165,7 @@ def _copy_database(
             # One read transaction for the whole copy: a fixed snapshot, no restarts.
             src.execute("BEGIN")
             src.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        dst = sqlite3.connect(temp, isolation_level=None, timeout=timeout_ms / 1000)
+        dst = connect(temp, timeout_ms=timeout_ms)
         try:
             state = {"last": -1, "restarts": 0}
 
@@ -216,7 +216,7 @@ def _copy_database(
 def _open_checkpointer(source: str) -> sqlite3.Connection | None:
     """A plain connection for :func:`_checkpoint_held_frames`, or None where none opens."""
     try:
-        return sqlite3.connect(source, isolation_level=None, timeout=0)
+        return connect(source, timeout_ms=0)
     except sqlite3.Error:
         return None
 

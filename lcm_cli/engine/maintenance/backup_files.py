@@ -10,7 +10,8 @@ from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, create_temp, remove_quietly
-from lcm_cli.engine.db.connection import SQLITE_HEADER, database_uri, require_sqlite_file
+from lcm_cli.engine.core.held_files import open_input
+from lcm_cli.engine.db.connection import SQLITE_HEADER, connect, database_uri, require_sqlite_file
 from lcm_cli.engine.maintenance.backup_errors import no_space_error, unwritable_error
 
 #: Headroom over the source size required before a copy starts.
@@ -36,7 +37,7 @@ def copy_file(source: str, dest: str, mode: int) -> tuple[int, str]:
     """Copy ``source`` to ``dest`` (exclusively, through a private temp file); return (size, sha256)."""
     digest = hashlib.sha256()
     size = 0
-    with open(source, "rb") as src, atomic_writer(dest, mode=mode, replace=False) as dst:
+    with open_input(source) as src, atomic_writer(dest, mode=mode, replace=False) as dst:
         while chunk := src.read(_HASH_CHUNK):
             digest.update(chunk)
             size += len(chunk)
@@ -49,7 +50,7 @@ def copy_to_temp(source: str, final: str) -> tuple[str, str]:
     digest = hashlib.sha256()
     fd, temp = create_temp(final)
     try:
-        with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
+        with open_input(source) as src, os.fdopen(fd, "wb") as dst:
             while chunk := src.read(_HASH_CHUNK):
                 digest.update(chunk)
                 dst.write(chunk)
@@ -64,7 +65,7 @@ def copy_to_temp(source: str, final: str) -> tuple[str, str]:
 def sqlite_header(path: str) -> bytes | None:
     """The first bytes of ``path`` (as long as the SQLite header), None when unreadable."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             return handle.read(len(SQLITE_HEADER))
     except OSError:
         return None
@@ -78,9 +79,7 @@ def check_source(db_path: str) -> tuple[str, os.stat_result]:
 
 def open_read_only(path: str, timeout_ms: int, *, immutable: bool = False) -> sqlite3.Connection:
     """A ``query_only`` connection to ``path`` (``immutable``: no locks, no WAL)."""
-    conn = sqlite3.connect(
-        database_uri(path, immutable=immutable), uri=True, timeout=timeout_ms / 1000, isolation_level=None
-    )
+    conn = connect(path, uri=database_uri(path, immutable=immutable), timeout_ms=timeout_ms)
     try:
         conn.execute("PRAGMA query_only = ON")
     except BaseException:

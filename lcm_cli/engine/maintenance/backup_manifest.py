@@ -6,6 +6,8 @@ import json
 import sqlite3
 from typing import Any
 
+from lcm_cli.engine.core.held_files import open_input_text
+
 MANIFEST_VERSION = 1
 MANIFEST_SUFFIX = ".manifest.json"
 
@@ -63,7 +65,7 @@ def row_counts(conn: sqlite3.Connection) -> dict[str, int]:
 def read_manifest(backup_path: str) -> tuple[dict[str, Any] | None, str]:
     """(manifest, state) where state is ``present``, ``missing`` or ``unreadable: why``."""
     try:
-        with open(manifest_path_for(backup_path), encoding="utf-8") as handle:
+        with open_input_text(manifest_path_for(backup_path)) as handle:
             data = json.load(handle)
     except FileNotFoundError:
         return None, "missing"

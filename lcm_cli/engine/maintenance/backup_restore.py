@@ -26,7 +26,8 @@ from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.files import fsync_dir, private_mode, publish, remove_orphans, remove_quietly
-from lcm_cli.engine.db.connection import SQLITE_HEADER
+from lcm_cli.engine.core.held_files import open_input
+from lcm_cli.engine.db.connection import SQLITE_HEADER, connect
 from lcm_cli.engine.maintenance.backup_create import create_backup
 from lcm_cli.engine.maintenance.backup_errors import backup_failed, os_error
 from lcm_cli.engine.maintenance.backup_files import (
@@ -68,11 +69,8 @@ def _lock_holder(path: str, start: int, length: int) -> int | None:
         request = struct.pack(layout, start, length, 0, fcntl.F_WRLCK, os.SEEK_SET)
     else:
         raise OSError(errno.ENOTSUP, "lock probe not supported on this platform")
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        answer = fcntl.fcntl(fd, fcntl.F_GETLK, request)
-    finally:
-        os.close(fd)
+    with open_input(path) as handle:
+        answer = fcntl.fcntl(handle.fileno(), fcntl.F_GETLK, request)
     fields = struct.unpack(layout, answer)
     kind, pid = (fields[0], fields[4]) if layout.startswith("hh") else (fields[3], fields[2])
     return None if kind == fcntl.F_UNLCK else int(pid)
@@ -166,7 +164,7 @@ def _hold_for_swap(db_path: str) -> sqlite3.Connection | None:
     also the last in-use check. The exclusive lock then keeps anyone from writing the old
     file until it has been replaced.
     """
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=_RESTORE_LOCK_TIMEOUT_S)
+    conn = connect(db_path, timeout_ms=int(_RESTORE_LOCK_TIMEOUT_S * 1000))
     try:
         mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
         if mode != "delete":

@@ -33,6 +33,7 @@ from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, hash_file, private_mode, remove_orphans
+from lcm_cli.engine.core.held_files import open_input, open_input_text
 from lcm_cli.engine.db.store.messages import fts_message_text
 
 FORMAT = "lcm-prune-archive"
@@ -284,7 +285,7 @@ def _corrupt(path: str, why: str) -> LcmError:
 
 def read_archive(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(table, row)`` from a verified archive (call :func:`verify_archive` first)."""
-    with gzip.open(path, "rb") as handle:
+    with open_input(path) as compressed, gzip.GzipFile(fileobj=compressed, mode="rb") as handle:
         next(handle)  # header
         table: str = ""
         columns: list[str] = []
@@ -312,7 +313,7 @@ def verify_archive(path: str) -> dict[str, Any]:
     trailer: dict[str, Any] | None = None
     table: str | None = None
     try:
-        with gzip.open(path, "rb") as handle:
+        with open_input(path) as compressed, gzip.GzipFile(fileobj=compressed, mode="rb") as handle:
             for raw in handle:
                 if trailer is not None:
                     raise _corrupt(path, "data after the trailer")
@@ -347,7 +348,7 @@ def verify_archive(path: str) -> dict[str, Any]:
     manifest_checked = False
     if os.path.exists(manifest_path):
         try:
-            with open(manifest_path, encoding="utf-8") as handle:
+            with open_input_text(manifest_path) as handle:
                 manifest = json.load(handle)
         except (OSError, ValueError):
             raise _corrupt(path, "manifest unreadable") from None

@@ -29,7 +29,7 @@ from lcm_cli.engine.core.params import (
 )
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.timefilter import parse_when, to_iso_ms
-from lcm_cli.engine.db.connection import require_sqlite_file, translate_sqlite_error
+from lcm_cli.engine.db.connection import connect, require_sqlite_file, translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
@@ -187,7 +187,7 @@ def _default_archive(database_path: str) -> str:
 
 def _open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
     require_sqlite_file(path)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_ms / 1000)
+    conn = connect(path, timeout_ms=timeout_ms)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")

@@ -49,6 +49,7 @@ from lcm_cli.engine.core.files import (
     remove_orphans,
     remove_quietly,
 )
+from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.params import APPLY, BACKUP, SESSION_FILE, SQLITE_MAX_INT, Request
 from lcm_cli.engine.core.registry import Result, operation
 
@@ -360,7 +361,7 @@ def _keep_old(path: str, stamp: str) -> str:
             continue
         except OSError:
             try:
-                with open(path, "rb") as src, atomic_writer(target, mode=mode, replace=False) as dst:
+                with open_input(path) as src, atomic_writer(target, mode=mode, replace=False) as dst:
                     shutil.copyfileobj(src, dst)
             except FileExistsError:
                 continue

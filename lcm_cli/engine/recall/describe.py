@@ -14,6 +14,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.params import MAX_BYTES, MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
@@ -210,7 +211,7 @@ def _file_content(ctx: Context, row: Any, max_bytes: int) -> tuple[str | None, s
     data: bytes | None = None
     if path is not None:
         try:
-            with open(path, "rb") as handle:
+            with open_input(path) as handle:
                 data = handle.read(max_bytes + 1)
         except OSError:
             data = None

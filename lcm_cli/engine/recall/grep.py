@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.params import DEADLINE_MS, FILE_ID, MODE, SCOPE, SORT, Request
 from lcm_cli.engine.core.registry import Result, operation
@@ -922,7 +923,7 @@ def _search_files(q: Query, pos: dict[str, Any]) -> Page:
                 reason = "outside largeFilesDir"
             else:
                 try:
-                    with open(path, "rb") as handle:
+                    with open_input(path) as handle:
                         data = handle.read(FILE_SCAN_BYTES + 1)
                 except OSError:
                     reason = "unreadable"

@@ -22,6 +22,7 @@ import os
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core import jscompat as jsvalues
+from lcm_cli.engine.core.held_files import open_input
 
 # How far back from the checkpoint offset to look for the previous line at first; the
 # window doubles until the line's start is found.
@@ -111,7 +112,7 @@ def read_appended(
     if not checkpoint_hash or not checkpoint_entry_id:
         return "checkpoint has no entry hash or entry id"
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below on every path
+        handle = open_input(path)
     except OSError:
         return "transcript unreadable"
     with handle:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.db.sessions import get_or_create, queue_key, session_lock
 from lcm_cli.engine.session.ingest import Batch, IngestSettings
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, archive_for_rollover, check_rollover
@@ -62,7 +63,7 @@ def import_cap(existing: int) -> int:
 def _parent_session(path: str) -> bool:
     """True when the first non-blank line is a session header naming a parent session."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             for raw in handle:
                 if raw.strip():
                     try:

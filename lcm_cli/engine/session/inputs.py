@@ -13,6 +13,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.limits import JsonTooDeep, loads_bounded, read_capped
 from lcm_cli.engine.core.params import SESSION_ID, Request
 from lcm_cli.engine.session.ingest import input_error
@@ -120,7 +121,7 @@ def read_input(
     if files and files[0] != "-":
         path = files[0]
         try:
-            with open(path, "rb") as handle:
+            with open_input(path) as handle:
                 data = read_capped(handle, f"--file {path}")
         except OSError as exc:
             raise LcmError(

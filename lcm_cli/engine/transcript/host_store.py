@@ -30,9 +30,10 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
-from urllib.parse import quote
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.held_files import open_input
+from lcm_cli.engine.db.connection import connect, database_uri
 
 STORE_NAME = "openclaw-agent.sqlite"
 PAGE_ROWS = 500
@@ -123,7 +124,7 @@ def store_for_session(state_dir: str | None, session_key: str | None, hint: str 
 def is_store_file(path: str) -> bool:
     """True when ``path`` starts with SQLite's header (how ``--file`` tells a store)."""
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:
         return False
@@ -158,9 +159,8 @@ def open_store(store: str, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connect
         raise _unreadable(path, "permission denied")
     if not is_store_file(path):
         raise _unreadable(path, "not an SQLite database")
-    uri = "file:" + quote(path) + "?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+        conn = connect(path, uri=database_uri(path), timeout_ms=timeout_ms)
     except sqlite3.Error as exc:
         raise _unreadable(path, str(exc)) from None
     try:

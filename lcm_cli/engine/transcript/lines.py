@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.held_files import open_input
 
 # The first pass splits what it reads into lines all at once: a smaller read keeps fewer
 # of them alive at a time (less memory held between the index's long-lived entries).
@@ -27,7 +28,7 @@ def file_stem(path: str) -> str:
 
 def open_transcript(path: str) -> tuple[IO[bytes], os.stat_result]:
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the caller
+        handle = open_input(path)
     except OSError as exc:
         raise LcmError(
             "TRANSCRIPT_UNREADABLE",

@@ -16,8 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.db import schema, totals
-from lcm_cli.engine.db.connection import bind_none_directly, decode_text
+from lcm_cli.engine.db.connection import bind_none_directly, connect, decode_text
 from lcm_cli.engine.db.store.ids import PartIds
 
 _StoreT = TypeVar("_StoreT", bound="StoreBase")
@@ -40,6 +41,12 @@ class StoreBase:
         self.part_ids = PartIds()
         #: Why this open rebuilt the trigger-maintained totals (None: they were fresh).
         self.totals_rebuilt: str | None = None
+        #: The files this connection writes: lcm.db as opened, and its WAL once committed to.
+        self._identity = _file_identity(str(path))
+        self._wal_identity: tuple[int, int] | None = None
+        #: Set when the file at ``path`` is no longer the one this connection writes.
+        self.replaced = False
+        self._wal_mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
         usable = schema.fts5_available(conn)
         trigram = usable and schema.trigram_available(conn)
         # Only write FTS rows when the table exists AND this build can use it:
@@ -84,7 +91,7 @@ class StoreBase:
         # isolation_level=None: the sqlite3 module never opens transactions on
         # its own; this class issues BEGIN IMMEDIATE / COMMIT itself.
         bind_none_directly()
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+        conn = connect(str(path), timeout_ms=30000)
         conn.text_factory = decode_text  # an undecodable stored value reads with U+FFFD
         try:
             # The same pragmas lossless-claw sets on its writer connections.
@@ -144,6 +151,7 @@ class StoreBase:
                 self._depth -= 1
             return
         self.conn.execute("BEGIN IMMEDIATE")
+        self._check_file_is_ours(committed=False)
         self._depth = 1
         try:
             yield self.conn
@@ -153,9 +161,49 @@ class StoreBase:
             raise
         else:
             self.conn.execute("COMMIT")
+            self._check_file_is_ours(committed=True)
         finally:
             self._depth = 0
             self._savepoints = 0
+
+    def still_current(self) -> bool:
+        """False when the file at ``path`` is no longer the one this connection has open."""
+        return not self.replaced and _file_identity(str(self.path)) == self._identity
+
+    def _check_file_is_ours(self, *, committed: bool) -> None:
+        """Raise DATABASE_REPLACED when lcm.db or its ``-wal`` is no longer what this connection writes.
+
+        While this connection is open SQLite keeps lcm.db and its ``-wal`` in place (the WAL
+        is only truncated, never deleted, while a connection holds its lock). Another process
+        that replaces, moves or deletes either (a forced restore, a copy over the file, a
+        cleanup of ``-wal`` files) leaves this connection writing to an unlinked file. Checked
+        when a transaction starts (it is then rolled back: nothing written anywhere) and
+        again after the commit (a replacement in between: the commit is reported failed,
+        never acknowledged). Either way the store must be reopened.
+        """
+        path = str(self.path)
+        moved = None
+        if _file_identity(path) != self._identity:
+            moved = path
+        elif self._wal_mode:
+            wal = _file_identity(path + "-wal")
+            if wal is None or (self._wal_identity is not None and wal != self._wal_identity):
+                moved = path + "-wal"
+            self._wal_identity = wal
+        if moved is None:
+            return
+        from lcm_cli.engine.core.errors import LcmError
+
+        self.replaced = True
+        if not committed and self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        what = "the last write may not have reached it" if committed else "nothing was written"
+        raise LcmError(
+            "DATABASE_REPLACED",
+            f"{moved} was replaced, moved or deleted by another process while lcm had it open; "
+            f"{what}. Retry: lcm reopens the file.",
+            {"databasePath": path, "file": moved},
+        )
 
     def _scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
@@ -189,6 +237,14 @@ class StoreBase:
                 (conversation_id,),
             )
         )
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 # The sibling a creator builds the schema in: ``.<name>.creating-<pid>-<thread>``.
@@ -231,7 +287,7 @@ def _create_complete(path: Path) -> None:
     finally:
         conn.close()
     try:
-        with open(staging, "rb") as handle:
+        with open_input(str(staging)) as handle:
             os.fsync(handle.fileno())
         try:
             os.link(staging, path)
