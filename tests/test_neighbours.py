@@ -168,7 +168,6 @@ def test_a_neighbour_opening_lcm_db_loses_nothing_serve_acknowledged(tmp_path: P
     run_with_neighbour(tmp_path, _neighbour_sqlite)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("neighbour", [_neighbour_serve, _neighbour_backup], ids=["serve", "backup"])
 def test_a_second_lcm_beside_serve_loses_nothing_soak(
     tmp_path: Path, neighbour: Callable[[Path], None]

@@ -129,10 +129,11 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "conversations.orphaned",
         "warn",
-        "Conversations whose transcript file is gone",
+        "Conversations whose source is gone (no transcript file, not in the host's session store)",
         junk.check_orphaned,
         "lcm prune --class orphaned --apply",
-        "Archived ones by default; add --include-active to prune active ones too.",
+        "Prunes archived ones (after an archive file). Active ones are the only copy of their "
+        "history: keep them, or archive them first with a /reset.",
     ),
     Check(
         "junk.archived-subagents",

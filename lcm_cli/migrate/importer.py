@@ -919,7 +919,12 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
            WHERE conversation_id = ?""",
         (conversation_id, conversation_id),
     )
-    _checkpoint(store, conversation_id, transcript, selection.last, report["file"])
+    recorded = report["file"]
+    if report.get("source") == "sqlite":
+        from lcm_cli.engine.transcript.host_store import session_marker
+
+        recorded = session_marker(recorded, session_id)
+    _checkpoint(store, conversation_id, transcript, selection.last, recorded)
     report.update(
         status="imported" if selection.imported else "up-to-date",
         importedMessages=selection.imported,
@@ -953,15 +958,17 @@ def _adopt(conn: sqlite3.Connection, conversation_id: int, message: Any) -> bool
 def _checkpoint(store: Any, conversation_id: int, transcript: Any, last: Any, source_path: str) -> None:
     """Upsert the bootstrap frontier the live plugin resumes from.
 
-    ``source_path``: the transcript, or for a store session the store's path (sizes are
-    then the JSONL snapshot's, as if the events were a transcript file).
+    ``source_path``: the transcript, or for a store session the host's ``sqlite:`` marker of
+    it (sizes are then the JSONL snapshot's, as if the events were a transcript file).
     """
     previous = store.conn.execute(
         """SELECT session_file_path, session_header_id, fork_bounded, fork_source_message_count
            FROM conversation_bootstrap_state WHERE conversation_id = ?""",
         (conversation_id,),
     ).fetchone()
-    path = os.path.abspath(source_path)
+    from lcm_cli.engine.transcript.host_store import MARKER_PREFIX
+
+    path = source_path if source_path.startswith(MARKER_PREFIX) else os.path.abspath(source_path)
     if previous is not None and previous[0] == path:
         fork_bounded, fork_count = bool(previous[2]), previous[3]
     else:

@@ -186,9 +186,9 @@ def test_store_import_gives_the_same_rows_as_the_jsonl_import(
     assert content_rows(from_store) == expected
     keys = rows(from_store, "SELECT session_id, session_key FROM conversations ORDER BY 1")
     assert keys == [(f"s{i}", f"agent:main:explicit:s{i}") for i in range(3)]
-    # The checkpoint names the store, never the temporary snapshot.
+    # The checkpoint names the session in the store as the host does, never the temporary snapshot.
     paths = {r[0] for r in rows(from_store, "SELECT session_file_path FROM conversation_bootstrap_state")}
-    assert paths == {store}
+    assert paths == {f"sqlite:main:s{i}:{store}" for i in range(3)}
 
 
 def test_in_process_import_matches_too(

@@ -141,8 +141,16 @@ def js_values(value: Any) -> Any:
     if kind is float:
         return js_number(value)
     if kind is int and not -_EXACT_INT_LIMIT < value < _EXACT_INT_LIMIT:
-        return js_number(float(value))
+        return _big_int(value)
     return value
+
+
+def _big_int(value: int) -> Any:
+    """An integer past 2**53 as JavaScript reads it: rounded to a double, or ±Infinity."""
+    try:
+        return js_number(float(value))
+    except OverflowError:  # longer than any double (309+ digits): JSON.parse gives Infinity
+        return JsNumber(math.inf if value > 0 else -math.inf)
 
 
 # Leaves that stay as they are (ints are checked for size on their own).

@@ -7,7 +7,6 @@ Shared by the scan (`junk.*`, `conversations.orphaned`), `lcm doctor clean` and
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,8 @@ CLASSES: dict[str, dict[str, str]] = {
     "orphaned": {
         "check": "conversations.orphaned",
         "label": "Orphaned conversations",
-        "description": "conversations whose recorded transcript file no longer exists",
+        "description": "conversations whose recorded source is gone: the transcript file no longer exists "
+        "and the host's session store does not hold the session either",
     },
 }
 CLEAN_CLASSES = ("archived_subagents", "cron_sessions", "null_subagent_context")
@@ -136,9 +136,9 @@ def orphaned_conversations(source: ScanInput) -> dict[int, str]:
             WHERE b.session_file_path IS NOT NULL AND trim(b.session_file_path) != ''{where}""",
         params,
     )
-    from lcm_cli.engine.config.paths import locate_transcript
+    from lcm_cli.engine.session.source import source_exists
 
-    return {r[0]: r[1] for r in rows if not os.path.exists(locate_transcript(r[1], source.state_dir))}
+    return {r[0]: r[1] for r in rows if not source_exists(r[1], source.state_dir)}
 
 
 def _class_check(name: str) -> Any:

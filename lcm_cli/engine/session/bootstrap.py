@@ -93,9 +93,12 @@ def bootstrap_session(
     session_key: str | None = None,
     max_tokens: int,
     append_only: bool = True,
+    source: str | None = None,
 ) -> dict[str, Any]:
     """Bootstrap or reconcile one session from its transcript in one transaction.
 
+    ``source``: what the checkpoint records as the session's source when ``session_file``
+    is only a private copy of it (the host store's ``sqlite:`` marker of the session).
     ``append_only=False`` never takes the append-only fast path (tests compare the two).
     """
     from lcm_cli.engine.transcript.message import build_message
@@ -108,7 +111,7 @@ def bootstrap_session(
         "conversationId": None,
         "sessionId": session_id,
         "sessionKey": session_key,
-        "sessionFile": os.path.abspath(session_file),
+        "sessionFile": source or os.path.abspath(session_file),
     }
     exclusion = settings.policy.exclusion(session_id, session_key)
     if exclusion is not None:
@@ -124,9 +127,10 @@ def bootstrap_session(
             {"file": path},
         ) from None
     size, mtime_ms = info.st_size, info.st_mtime_ns // 1_000_000
+    recorded = source or path
     with session_lock(queue_key(session_id, session_key)), store.transaction():
         conn = store.conn
-        rollover = check_rollover(conn, session_id, session_key, path)
+        rollover = check_rollover(conn, session_id, session_key, recorded)
         if rollover is not None:
             result["rollover"] = {
                 "kind": rollover.kind,
@@ -152,7 +156,9 @@ def bootstrap_session(
             "SELECT bootstrapped_at FROM conversations WHERE conversation_id = ?", (cid,)
         ).fetchone()[0]
         epoch = False
-        if checkpoint is not None and (checkpoint[0] != path or checkpoint[3] > size or checkpoint[1] > size):
+        if checkpoint is not None and (
+            checkpoint[0] != recorded or checkpoint[3] > size or checkpoint[1] > size
+        ):
             epoch, checkpoint = True, None  # path mismatch or shrink: a new transcript epoch
         if checkpoint is not None and checkpoint[1] == size and checkpoint[2] == mtime_ms:
             _mark_bootstrapped(conn, cid)
@@ -171,7 +177,7 @@ def bootstrap_session(
                 conversation,
                 checkpoint,
                 existing,
-                (path, size, mtime_ms),
+                (path, size, mtime_ms, recorded),
                 bootstrapped_at,
                 result,
             )
@@ -225,7 +231,7 @@ def bootstrap_session(
             _write_checkpoint(
                 store,
                 cid,
-                path,
+                recorded,
                 size,
                 mtime_ms,
                 transcript,
@@ -251,7 +257,7 @@ def bootstrap_session(
         if imported > 0 or outcome["hasOverlap"]:
             _mark_bootstrapped(conn, cid)
             _write_checkpoint(
-                store, cid, path, size, mtime_ms, transcript, _built(messages[-1]) if messages else None
+                store, cid, recorded, size, mtime_ms, transcript, _built(messages[-1]) if messages else None
             )
         if imported > 0:
             result.update(bootstrapped=True, reason="reconciled missing session messages")
@@ -318,7 +324,7 @@ def _append_only(
     conversation: Any,
     checkpoint: Any,
     existing: int,
-    file_state: tuple[str, int, int],
+    file_state: tuple[str, int, int, str],
     bootstrapped_at: Any,
     result: dict[str, Any],
 ) -> dict[str, Any] | None:
@@ -334,7 +340,7 @@ def _append_only(
     from lcm_cli.engine.session.append_only import read_appended
     from lcm_cli.engine.transcript.message import build_message
 
-    path, size, mtime_ms = file_state
+    path, size, mtime_ms, recorded = file_state
     conn, cid = store.conn, conversation.conversation_id
     _, _, _, offset, cp_hash, cp_entry_id = checkpoint
     newest = conn.execute(
@@ -376,7 +382,7 @@ def _append_only(
     result["appendedMessages"] = len(items)
     _mark_bootstrapped(conn, cid)
     last = _built(items[-1]) if items else _Frontier(cp_hash, cp_entry_id)
-    _write_checkpoint(store, cid, path, size, mtime_ms, None, last)
+    _write_checkpoint(store, cid, recorded, size, mtime_ms, None, last)
     if out["importedMessages"] > 0:
         result.update(bootstrapped=True, reason="reconciled missing session messages")
     else:

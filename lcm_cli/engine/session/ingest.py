@@ -284,22 +284,34 @@ class Batch:
             return _skipped(index, RUNTIME_CONTEXT, role=role)
         cid = self.conversation()
         conn = self.conn
-        if (
-            entry_id is not None
-            and conn.execute(
-                "SELECT 1 FROM messages WHERE conversation_id = ? AND transcript_entry_id = ?",
+        if entry_id is not None:
+            twin = conn.execute(
+                "SELECT message_id FROM messages WHERE conversation_id = ? AND transcript_entry_id = ?",
                 (cid, entry_id),
             ).fetchone()
-        ):
-            return _skipped(index, DUPLICATE_ENTRY_ID, role=built.role)
+            if twin is not None:
+                return _skipped(index, DUPLICATE_ENTRY_ID, role=built.role, duplicateOf=int(twin[0]))
         key = stable_event_key(message)
-        if (
-            key is not None
-            and conn.execute(
-                "SELECT 1 FROM messages WHERE conversation_id = ? AND stable_event_key = ?", (cid, key)
+        collision = None
+        if key is not None:
+            twin = conn.execute(
+                "SELECT message_id, role, content, identity_hash FROM messages"
+                " WHERE conversation_id = ? AND stable_event_key = ?",
+                (cid, key),
             ).fetchone()
-        ):
-            return _skipped(index, DUPLICATE_STABLE_KEY, role=built.role, stableEventKey=key)
+            if twin is not None:
+                if _same_event(twin, built):
+                    return _skipped(
+                        index,
+                        DUPLICATE_STABLE_KEY,
+                        role=built.role,
+                        stableEventKey=key,
+                        duplicateOf=int(twin[0]),
+                    )
+                # The provider reused the id for another reply (a local server that restarted
+                # counts its ids from 1 again): kept, without the key, and reported.
+                collision = {"stableEventKey": key, "messageId": int(twin[0])}
+                key = None
         if role == "assistant" and message.get("model") == DELIVERY_MIRROR_MODEL and built.content.strip():
             newest = conn.execute(
                 "SELECT message_id, role, content, identity_hash FROM messages WHERE conversation_id = ?"
@@ -350,7 +362,26 @@ class Batch:
         }
         if interceptor.written:
             result["files"] = interceptor.written
+        if collision is not None:
+            result["stableKeyCollision"] = collision
         return result
+
+
+def _same_event(twin: Sequence[Any], built: Any) -> bool:
+    """Is ``built`` the stored row ``twin`` (same stable key) again, not another event?
+
+    The same reply may come back in another representation (the host's transcript next to
+    its runtime message, a retry with reasoning stripped), so it need not be identical: the
+    same role and either the same identity hash or the same visible text make it the same
+    event. A provider that reuses an id for a new reply produces other text; when in
+    doubt the message is kept, never dropped.
+    """
+    _, role, content, identity_hash = twin
+    if role != built.role:
+        return False
+    return bool(
+        identity_hash == built.identity_hash or (content or "").strip() == (built.content or "").strip()
+    )
 
 
 def _skipped(index: int, reason: str, **extra: Any) -> dict[str, Any]:
@@ -427,6 +458,7 @@ def ingest_messages(
         "ingested": 0,
         "skipped": 0,
         "filesExternalized": 0,
+        "stableKeyCollisions": 0,
         "messages": [],
     }
     exclusion = settings.policy.exclusion(session_id, session_key)
@@ -461,4 +493,5 @@ def ingest_messages(
     summary["ingested"] = sum(1 for r in results if r["status"] == "ingested")
     summary["skipped"] = len(results) - summary["ingested"]
     summary["filesExternalized"] = sum(len(r.get("files", ())) for r in results)
+    summary["stableKeyCollisions"] = sum(1 for r in results if "stableKeyCollision" in r)
     return summary

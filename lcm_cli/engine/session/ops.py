@@ -85,29 +85,40 @@ def bootstrap(ctx: Context, req: Request) -> Result:
     if not (session_file and os.path.isfile(session_file)) and session_id is not None:
         # A current host (2026.7.2+) keeps the session in its SQLite store, and names the
         # session (not a file) in sessionFile: import from the store on first sight.
-        from lcm_cli.engine.session.turns import bootstrap_from_host_store
-        from lcm_cli.engine.transcript.host_store import store_for_session
+        from lcm_cli.engine.session.turns import host_snapshot, import_host_history
+        from lcm_cli.engine.transcript.host_store import parse_marker, store_for_session
 
-        host_store = store_for_session(ctx.state_dir, key, req[HOST_STORE])
+        marker = parse_marker(session_file)  # the host's own sqlite:<agent>:<session>:<store>
+        hint = req[HOST_STORE] or (marker[2] if marker is not None else None)
+        host_store = store_for_session(ctx.state_dir, key, hint)
         if host_store is not None:
             store = open_store(ctx)
-            with session_lock(queue_key(session_id, key)):
-                found = find_active(store.conn, session_id, key)
-                if found is not None:
-                    # Its turns arrive through commitTurn; the host retries any it missed.
-                    return Result(
-                        {
+            found = find_active(store.conn, session_id, key)
+            if found is not None:
+                # Its turns arrive through commitTurn; the host retries any it missed.
+                return Result(
+                    {
+                        "bootstrapped": False,
+                        "importedMessages": 0,
+                        "conversationId": int(found[0]),
+                        "reason": "conversation exists; turns arrive through commitTurn",
+                        "source": "sqlite",
+                    }
+                )
+            settings = IngestSettings.from_config(ctx.effective)
+            with host_snapshot(host_store, session_id, None) as taken:
+                with session_lock(queue_key(session_id, key)), store.transaction():
+                    if find_active(store.conn, session_id, key) is None:
+                        outcome = import_host_history(
+                            ctx, store, settings, session_id, key, host_store, taken
+                        )
+                    else:
+                        outcome = {
                             "bootstrapped": False,
                             "importedMessages": 0,
-                            "conversationId": int(found[0]),
-                            "reason": "conversation exists; turns arrive through commitTurn",
-                            "source": "sqlite",
+                            "reason": "conversation exists",
                         }
-                    )
-                outcome = bootstrap_from_host_store(
-                    ctx, store, IngestSettings.from_config(ctx.effective), session_id, key, host_store, None
-                )
-            return Result({**(outcome or {}), "source": "sqlite", "hostStore": host_store})
+            return Result({**outcome, "source": "sqlite", "hostStore": host_store})
     if not session_file:
         raise invalid_argument("Pass --session-file PATH: the session's transcript JSONL.")
     if session_id is None:

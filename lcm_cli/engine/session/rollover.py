@@ -25,7 +25,6 @@ a new session id and the same transcript is a plain rebinding (§2.1 step 5).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from typing import NamedTuple
 
@@ -46,6 +45,7 @@ def check_rollover(
     conn: sqlite3.Connection, session_id: str, session_key: str | None, path: str
 ) -> Rollover | None:
     """The rollover the key's active conversation is in, or None (no rollover)."""
+    from lcm_cli.engine.session.source import source_exists
     from lcm_cli.engine.transcript.header import read_header
 
     key = (session_key or "").strip() or None
@@ -63,7 +63,7 @@ def check_rollover(
     cid, previous_id, previous_file, previous_header = int(row[0]), str(row[1]), str(row[2]), row[3]
     if previous_id == session_id.strip() or previous_file == path:
         return None
-    if not os.path.exists(previous_file):
+    if not source_exists(previous_file):
         kind = "stale-key"
     else:
         header_id = read_header(path).header_id

@@ -130,6 +130,51 @@ def is_store_file(path: str) -> bool:
         return False
 
 
+# How the host itself names a session of its store where a file path used to be
+# (its legacy ``sessionFile`` marker): ``sqlite:<agent id>:<session id>:<store path>``.
+MARKER_PREFIX = "sqlite:"
+
+
+def session_marker(store: str, session_id: str) -> str:
+    """The host's ``sqlite:<agent>:<session>:<store>`` name of one session of ``store``.
+
+    lcm records it as a conversation's source (``conversation_bootstrap_state``), never the
+    private snapshot a session was read through.
+    """
+    path = os.path.abspath(store)
+    return f"{MARKER_PREFIX}{agent_of(path) or 'main'}:{session_id}:{path}"
+
+
+def parse_marker(text: str | None) -> tuple[str, str, str] | None:
+    """``(agent id, session id, store path)`` of a ``sqlite:`` marker, else None."""
+    if not text or not text.startswith(MARKER_PREFIX):
+        return None
+    agent, sep, rest = text[len(MARKER_PREFIX) :].partition(":")
+    session_id, sep2, store = rest.partition(":")
+    if not (sep and sep2 and agent and session_id and store):
+        return None
+    return agent, session_id, store
+
+
+def holds_session(store: str, session_id: str) -> bool:
+    """True when ``store`` is a readable host store with events of ``session_id``."""
+    if not os.path.isfile(store):
+        return False
+    try:
+        conn = open_store(store)
+    except LcmError:
+        return False
+    try:
+        row = conn.execute(
+            "SELECT 1 FROM transcript_events WHERE session_id = ? LIMIT 1", (session_id,)
+        ).fetchone()
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return row is not None
+
+
 def agent_of(store: str) -> str:
     """The agent id a store path names (``agents/<id>/agent/...``), else ``""``."""
     parent = os.path.dirname(os.path.abspath(store))

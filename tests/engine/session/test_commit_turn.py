@@ -340,3 +340,302 @@ def test_host_bootstrap_naming_a_session_not_a_file_reads_the_store_once(tmp_pat
     shutil.copytree(state / "agents", other / "agents")
     done = hook(other, "session.bootstrap", json.dumps({"sessionId": "s1", "sessionKey": KEY}))
     assert json.loads(done.stdout)["data"]["importedMessages"] == 6
+
+
+# --- the hash of every JSON value, as Node computes it from the same wire text ---------
+
+_NODE_HASH_OF_WIRE = r"""
+const { createHash } = require("node:crypto");
+const canon = (v) => Array.isArray(v) ? v.map(canon)
+  : v && typeof v === "object"
+    ? Object.fromEntries(Object.entries(v).filter(([, e]) => e !== undefined)
+        .sort(([a], [b]) => a.localeCompare(b)).map(([k, e]) => [k, canon(e)]))
+    : v;
+let input = "";
+process.stdin.on("data", (c) => (input += c)).on("end", () => {
+  const out = [];
+  for (const line of input.split("\n").filter(Boolean)) {
+    const p = JSON.parse(line);
+    const payload = canon({ admission: p.admission, isHeartbeat: p.isHeartbeat === true, messages: p.messages,
+      sessionId: p.sessionId, sessionKey: p.sessionKey, terminal: p.terminal });
+    out.push(createHash("sha256").update(JSON.stringify(payload)).digest("hex"));
+  }
+  process.stdout.write(out.join("\n"));
+});
+"""
+
+# Number spellings a host's usage records and tool results carry, written as JSON text.
+_NUMBERS = [
+    "0.000003",
+    "3e-06",
+    "1e-7",
+    "1.0",
+    "-0",
+    "-0.0",
+    "1e21",
+    "123456789012345678901234567890",
+    "9" * 400,
+    "-" + "9" * 400,
+    "1.7976931348623157e308",
+    "5e-324",
+    "0.1",
+    "100",
+    "2.5e+3",
+    "9007199254740993",
+]
+
+
+def _wire_turns() -> list[str]:
+    """commitTurn payloads as JSON text (numbers spelled as above), one per line."""
+    lines = []
+    for n, number in enumerate(_NUMBERS):
+        payload = turn(20 + n)
+        text = json.dumps(payload)
+        usage = (
+            '{"cost": NUM, "Zeta": NUM, "input_tokens": 1, "inputTokens": 2, "10": NUM, "2": "two",'
+            ' "stop_reason": "x", "stopReason": "y", "\\u00e9t\\u00e9": [NUM, {"b": NUM, "B": 1}]}'
+        ).replace("NUM", number)
+        text = text.replace('"usage": {', '"usage": {"nested": ' + usage + ", ", 1)
+        text = text.replace('"question ', '"naïve ☕ 漢字 \\u2028 \\ud83d\\ude00 question ', 1)
+        lines.append(text)
+    return lines
+
+
+def test_payload_hash_equals_nodes_for_every_json_number_and_key_order() -> None:
+    from lcm_cli.engine.core.limits import loads_bounded
+
+    node = shutil.which("node")
+    assert node, "Node.js is needed for the hash parity test (CI machines have it)"
+    lines = _wire_turns()
+    done = subprocess.run(
+        [node, "-e", _NODE_HASH_OF_WIRE], input="\n".join(lines), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    expected = done.stdout.split("\n")
+    for line, node_hash, number in zip(lines, expected, _NUMBERS):
+        payload = loads_bounded(line.encode())  # as `lcm serve` reads the request line
+        ours = payload_hash(
+            {
+                "admission": payload["admission"],
+                "terminal": payload["terminal"],
+                "messages": payload["messages"],
+            },
+            session_id=payload["sessionId"],
+            session_key=payload["sessionKey"],
+            is_heartbeat=False,
+        )
+        assert ours == node_hash, f"the hash differs from Node's for the number {number[:20]}"
+
+
+def test_a_retry_after_an_engine_switch_with_js_numbers_is_a_duplicate(tmp_path: Path) -> None:
+    """lossless-claw 1.0 committed the turn (its receipt hashes a cost the host sent as
+    3e-06); the host's retry of that turn reaching lcm is a duplicate, not a key conflict."""
+    node = shutil.which("node")
+    assert node
+    line = _wire_turns()[1]  # the usage numbers spelled "3e-06"
+    params = json.loads(line)
+    node_hash = subprocess.run(
+        [node, "-e", _NODE_HASH_OF_WIRE], input=line, capture_output=True, text=True, timeout=60
+    ).stdout
+    assert hook(tmp_path, "session.commit_turn", json.dumps(turn(0))).returncode == 0  # the schema
+    conn = sqlite3.connect(tmp_path / "lcm.db")
+    with conn:
+        conn.execute(
+            "INSERT INTO turn_advancements (advancement_key, payload_hash, session_id, session_key,"
+            " admission_entry_id, terminal_entry_id, message_count) VALUES (?, ?, 's1', ?, 'u', 'a', 2)",
+            (params["advancementKey"], node_hash, KEY),
+        )
+    conn.close()
+    client = Client(tmp_path)
+    try:
+        client.send(('{"id": 1, "method": "session.commit_turn", "params": ' + line + "}\n").encode())
+        answer = client.read()
+        assert answer["result"]["data"]["status"] == "duplicate", answer
+    finally:
+        assert client.close() == 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda t: t["admission"].update(sessionId=5),
+        lambda t: t["admission"].update(sessionKey=["agent:main:x"]),
+        lambda t: t["admission"].update(entryId={"id": 1}),
+        lambda t: t["admission"].update(activeMessagePosition="8"),
+        lambda t: t["admission"].update(rawSeq=-1),
+        lambda t: t["terminal"].update(activeMessagePosition=True),
+    ],
+    ids=["session-id", "session-key", "entry-id", "position-text", "raw-seq-negative", "position-bool"],
+)
+def test_wrong_types_in_the_anchors_are_invalid_arguments_at_every_door(tmp_path: Path, change: Any) -> None:
+    from lcm_cli.engine.api import call
+    from lcm_cli.engine.core.errors import LcmError
+
+    payload = turn(4)
+    change(payload)
+    done = hook(tmp_path, "session.commit_turn", json.dumps(payload))
+    assert done.returncode == 2 and json.loads(done.stderr)["error"]["code"] == "INVALID_ARGUMENT"
+    client = Client(tmp_path)
+    try:
+        assert client.ask(1, "session.commit_turn", payload)["error"]["code"] == "INVALID_ARGUMENT"
+    finally:
+        assert client.close() == 0
+    fields = {
+        "advancement_key": payload["advancementKey"],
+        "admission": payload["admission"],
+        "terminal": payload["terminal"],
+        "messages": payload["messages"],
+        "session_id": "s1",
+    }
+    with pytest.raises(LcmError) as raised:
+        call("session.commit_turn", fields, db=str(tmp_path / "lcm.db"))
+    assert raised.value.code == "INVALID_ARGUMENT"
+    assert not (tmp_path / "lcm.db").exists()
+
+
+def test_a_400_digit_number_in_a_message_is_stored_not_an_internal_error(tmp_path: Path) -> None:
+    line = json.dumps(turn(0)).replace('"input": 10', '"input": ' + "9" * 400)
+    client = Client(tmp_path)
+    try:
+        client.send(('{"id": 1, "method": "session.commit_turn", "params": ' + line + "}\n").encode())
+        answer = client.read()
+        assert answer["result"]["data"]["status"] == "committed", answer
+        ingest = (
+            '{"id": 2, "method": "session.ingest", "params": {"sessionId": "s9", "messages": '
+            '[{"role": "user", "content": "x", "timestamp": ' + "9" * 400 + "}]}}\n"
+        )
+        client.send(ingest.encode())
+        assert client.read()["result"]["data"]["ingested"] == 1
+    finally:
+        assert client.close() == 0
+
+
+def test_the_answer_says_what_became_of_each_message(tmp_path: Path) -> None:
+    """Stored (its row), duplicate (of which row), skipped (why); a provider that reuses a
+    response id for a new reply loses nothing."""
+    client = Client(tmp_path)
+    try:
+        first = turn(0)
+        first["messages"][1]["responseId"] = "chatcmpl-1"
+        data = client.ask(1, "session.commit_turn", first)["result"]["data"]
+        assert [m["status"] for m in data["messages"]] == ["stored", "stored"]
+        reply_row = data["messages"][1]["messageId"]
+        second = turn(1)
+        second["messages"][1]["responseId"] = "chatcmpl-1"  # the server restarted and counts from 1
+        second["messages"].append({"role": "assistant", "content": "", "stopReason": "aborted"})
+        second["terminal"]["activeMessagePosition"] += 1
+        data = client.ask(2, "session.commit_turn", second)["result"]["data"]
+        assert data["status"] == "committed"
+        assert [m["status"] for m in data["messages"]] == ["stored", "stored", "skipped"]
+        assert data["messages"][1]["stableKeyCollision"] == {
+            "stableEventKey": "assistant-response:chatcmpl-1",
+            "messageId": reply_row,
+        }
+        assert data["messages"][2]["reason"] == "aborted-empty-assistant"
+        retry = client.ask(3, "session.commit_turn", second)["result"]["data"]
+        assert retry["status"] == "duplicate"
+        assert [m["duplicateOf"] for m in retry["messages"][:2]] == [
+            m["messageId"] for m in data["messages"][:2]
+        ]
+    finally:
+        assert client.close() == 0
+    messages, _ = rows(tmp_path / "lcm.db")
+    assert [c[:8] for _, c in messages] == ["question", "answer 0", "question", "answer 1"]
+
+
+def _import_host_history(state: Path, store: Path, session_id: str) -> None:
+    """The host's transcript imported into lcm.db as the other engine (or a bootstrap) does."""
+    params = {"sessionId": session_id, "sessionKey": KEY, "hostStore": str(store)}
+    done = hook(state, "session.bootstrap", json.dumps(params))
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_turn_retried_from_the_outbox_after_an_engine_switch_is_stored_once(tmp_path: Path) -> None:
+    """Turn 4 failed under lcm and waited in the host's outbox; meanwhile the history,
+    this turn included, reached lcm.db through the other engine's import of the host's
+    transcript. The retry answers duplicates of those rows and stores nothing twice."""
+    state, store = make_host(tmp_path, "s1", turns=5)  # the host's transcript holds turn 4 (u4, a4)
+    _import_host_history(state, store, "s1")
+    before = stored(state / "lcm.db")
+    payload = turn(4)
+    payload["admission"].update(storePath=str(store), entryId="u4")
+    payload["terminal"].update(storePath=str(store), entryId="a4")
+    payload["messages"] = [
+        {"role": "user", "content": "old question 4 " + "padding " * 400},
+        {"role": "assistant", "content": [{"type": "text", "text": "old answer 4 " + "padding " * 400}]},
+    ]
+    done = hook(state, "session.commit_turn", json.dumps(payload))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)["data"]
+    assert data["status"] == "committed"
+    assert [m["status"] for m in data["messages"]] == ["duplicate", "duplicate"]
+    assert all(m["reason"] == "already-stored" and m["duplicateOf"] for m in data["messages"])
+    assert stored(state / "lcm.db") == before
+    retry = json.loads(hook(state, "session.commit_turn", json.dumps(payload)).stdout)["data"]
+    assert retry["status"] == "duplicate" and stored(state / "lcm.db") == before
+
+
+def test_a_turn_another_engine_stored_without_entry_ids_is_recognised_by_its_timestamps(
+    tmp_path: Path,
+) -> None:
+    other_engine = turn(2)
+    done = subprocess.run(
+        [*LCM, "--openclaw-dir", str(tmp_path), "ingest", "--session-id", "s1", "--session-key", KEY],
+        input=json.dumps(other_engine["messages"]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(hook(tmp_path, "session.commit_turn", json.dumps(turn(2))).stdout)["data"]
+    assert [m["status"] for m in data["messages"]] == ["duplicate", "duplicate"]
+    # The same words at another time are a new turn.
+    later = turn(2)
+    later["advancementKey"] = later["admission"]["logicalTurnId"] = "turn-2b"
+    for message in later["messages"]:
+        message["timestamp"] += 60_000
+    data = json.loads(hook(tmp_path, "session.commit_turn", json.dumps(later)).stdout)["data"]
+    assert [m["status"] for m in data["messages"]] == ["stored", "stored"]
+    assert len(rows(tmp_path / "lcm.db")[0]) == 4
+
+
+def test_a_first_commit_killed_at_any_instant_imports_history_and_turn_together(tmp_path: Path) -> None:
+    """The first commit of a session imports its history from the host's store: a kill
+    leaves both or neither, and the host's retry stores every message once."""
+    rng = random.Random(11)
+
+    def prepare(name: str) -> tuple[Path, dict[str, Any]]:
+        state, store = make_host(tmp_path / name, "s1", turns=60)
+        payload = turn(60, words=2000)
+        payload["admission"].update(storePath=str(store), rawSeq=121)
+        payload["terminal"]["storePath"] = str(store)
+        return state, payload
+
+    clean, payload = prepare("clean")
+    assert hook(clean, "session.commit_turn", json.dumps(payload)).returncode == 0
+    whole = len(rows(clean / "lcm.db")[0])  # the history that fits bootstrap's budget, and the turn
+    assert whole > 2
+    outcomes = set()
+    for attempt in range(6):
+        state, payload = prepare(f"run{attempt}")
+        proc = subprocess.Popen(
+            [*LCM, "--openclaw-dir", str(state), "hook", "session.commit_turn"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(payload).encode())
+        proc.stdin.close()
+        time.sleep(rng.uniform(0.1, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        db = state / "lcm.db"
+        messages, ledger = rows(db) if db.exists() else ([], [])
+        committed = ledger == [("turn-60", 2)]
+        outcomes.add(committed)
+        assert (len(messages), committed) in ((0, False), (whole, True)), (len(messages), ledger)
+        retry = hook(state, "session.commit_turn", json.dumps(payload))
+        assert retry.returncode == 0, retry.stderr
+        messages, ledger = rows(db)
+        assert len(messages) == whole and ledger == [("turn-60", 2)]

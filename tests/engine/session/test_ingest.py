@@ -99,12 +99,13 @@ def test_dedup_by_stable_key_entry_id_and_delivery_mirror(home: Path) -> None:
     again = ingest(
         home,
         [
-            {"role": "assistant", "content": "done (retry)", "responseId": "resp_1"},
+            {"role": "assistant", "content": "done", "responseId": "resp_1"},
             {"role": "toolResult", "toolCallId": "toolu_0123456789abcdef", "content": "ok"},
         ],
     )
     # The batch's raw-id replay filter (§2.6 step 2) sees the tool id before the stable key does.
     assert [m["reason"] for m in again["messages"]] == ["duplicate-stable-key", "duplicate-raw-id"]
+    assert again["messages"][0]["duplicateOf"] == first["messages"][0]["messageId"]
     # A mirror of the newest row (which has reasoning) is not stored twice.
     ingest(
         home,
@@ -123,6 +124,43 @@ def test_dedup_by_stable_key_entry_id_and_delivery_mirror(home: Path) -> None:
         one = ingest_messages(store, settings, "s1", [{"role": "user", "content": "x"}], entry_ids=["e1"])
         two = ingest_messages(store, settings, "s1", [{"role": "user", "content": "x"}], entry_ids=["e1"])
     assert one["ingested"] == 1 and two["messages"][0]["reason"] == "duplicate-entry-id"
+
+
+def test_a_reused_response_id_with_another_reply_is_stored_and_reported(home: Path) -> None:
+    """A local model server that restarted counts its response ids from 1 again: the second,
+    different reply is kept (without the key) and reported, never dropped."""
+    first = ingest(home, [{"role": "assistant", "content": "the first answer", "responseId": "chatcmpl-1"}])
+    second = ingest(
+        home,
+        [
+            {"role": "user", "content": "and now?"},
+            {"role": "assistant", "content": "a different answer", "responseId": "chatcmpl-1"},
+        ],
+    )
+    assert second["ingested"] == 2 and second["stableKeyCollisions"] == 1
+    reply = second["messages"][1]
+    assert reply["stableKeyCollision"] == {
+        "stableEventKey": "assistant-response:chatcmpl-1",
+        "messageId": first["messages"][0]["messageId"],
+    }
+    stored = rows(home, "SELECT content, stable_event_key FROM messages ORDER BY seq")
+    assert stored == [
+        ("the first answer", "assistant-response:chatcmpl-1"),
+        ("and now?", None),
+        ("a different answer", None),
+    ]
+    # The same reply again, in another representation (its reasoning dropped): a duplicate.
+    again = ingest(
+        home,
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "the first answer"}],
+                "responseId": "chatcmpl-1",
+            }
+        ],
+    )
+    assert again["messages"][0]["reason"] == "duplicate-stable-key"
 
 
 def test_stable_event_keys() -> None:
