@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the generated regions of docs/cli.md and skills/lcm/SKILL.md from the code.
+"""Regenerate the generated regions of docs/cli.md, skills/lcm/SKILL.md and the OpenClaw plugin manifest.
 
 These regions, each between its own markers, are rewritten; everything else in the files is
 hand-written and left alone:
@@ -9,7 +9,12 @@ hand-written and left alone:
 - ``<!-- BEGIN GENERATED CONFIG -->`` … ``<!-- END GENERATED CONFIG -->``: the plugin
   config keys of :mod:`lcm_cli.engine.config.keys`;
 - ``<!-- BEGIN GENERATED ERRORS -->`` … ``<!-- END GENERATED ERRORS -->`` (in both files):
-  the error codes of :mod:`lcm_cli.engine.core.exit_codes`.
+  the error codes of :mod:`lcm_cli.engine.core.exit_codes`;
+- ``configSchema`` and ``contracts.tools`` of ``integrations/openclaw/openclaw.plugin.json``:
+  every key the host must accept in ``plugins.entries.lcm.config``
+  (:func:`lcm_cli.engine.config.schema.build_manifest_schema`) and the agent tools;
+- ``integrations/openclaw/tools.json``: the agent tools the plugin registers
+  (:data:`lcm_cli.engine.recall.tools.TOOL_SPECS`).
 
 Help is captured in-process from the app ``lcm`` builds, under a fixed environment
 (COLUMNS=100, NO_COLOR=1, TERM=dumb, no LCM_*/OPENCLAW_*/TYPER_* variables), so the
@@ -183,8 +188,9 @@ def _default_of(key: Any) -> str:
 
 
 def generated_config() -> str:
-    """The config region: every key of ``CONFIG_KEYS`` with type, default, env and meaning."""
-    from lcm_cli.engine.config.keys import CONFIG_KEYS
+    """The config region: every key of ``CONFIG_KEYS`` with type, default, env and meaning,
+    then the OpenClaw plugin's own keys (``SHIM_KEYS``)."""
+    from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS
 
     lines = [
         NOTICE,
@@ -197,7 +203,45 @@ def generated_config() -> str:
         lines.append(
             f"| `{key.path}` | {_type_of(key.schema)} | {_default_of(key)} | {env} | {_cell(key.description)} |"
         )
+    lines += [
+        "",
+        "The OpenClaw plugin's own keys (in `plugins.entries.lcm.config` only; the engine ignores them):",
+        "",
+        "| Key | Type | Default | Meaning |",
+        "|---|---|---|---|",
+    ]
+    for shim in SHIM_KEYS:
+        lines.append(
+            f"| `{shim.path}` | {_type_of(shim.schema)} | {_default_of(shim)} | {_cell(shim.description)} |"
+        )
     return "\n".join(lines) + "\n"
+
+
+# --- the OpenClaw plugin's manifest ------------------------------------------------------
+
+MANIFEST = REPO / "integrations" / "openclaw" / "openclaw.plugin.json"
+TOOLS = REPO / "integrations" / "openclaw" / "tools.json"
+
+
+def render_manifest(text: str) -> str:
+    """The OpenClaw plugin manifest with its ``configSchema`` generated from the key tables
+    (the host validates ``plugins.entries.lcm.config`` against it) and the agent tools it
+    declares (``contracts.tools``); the rest is kept."""
+    from lcm_cli.engine.config.schema import build_manifest_schema
+    from lcm_cli.engine.recall.tools import TOOL_SPECS
+
+    manifest = json.loads(text)
+    manifest.setdefault("contracts", {})["tools"] = [spec["name"] for spec in TOOL_SPECS]
+    manifest["configSchema"] = build_manifest_schema(documented=True)
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_tools(text: str) -> str:
+    """``integrations/openclaw/tools.json``: the agent tools the plugin registers in the host
+    (name, label, description, parameters), from :data:`lcm_cli.engine.recall.tools.TOOL_SPECS`."""
+    from lcm_cli.engine.recall.tools import TOOL_SPECS
+
+    return json.dumps(TOOL_SPECS, indent=2, ensure_ascii=False) + "\n"
 
 
 # --- error codes ------------------------------------------------------------------------
@@ -263,8 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     stale = 0
-    for path, build in ((DOC, render), (SKILL, render_skill)):
-        current = path.read_text(encoding="utf-8")
+    for path, build in (
+        (DOC, render),
+        (SKILL, render_skill),
+        (MANIFEST, render_manifest),
+        (TOOLS, render_tools),
+    ):
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
         try:
             wanted = build(current)
         except ImportError as exc:

@@ -122,8 +122,13 @@ def test_check_mode_reports_drift_and_rewrite_fixes_it(
         encoding="utf-8",
     )
     skill.write_text(f"skill\n{errors}", encoding="utf-8")
+    manifest, tools = tmp_path / "openclaw.plugin.json", tmp_path / "tools.json"
+    manifest.write_text(GEN.MANIFEST.read_text(encoding="utf-8"), encoding="utf-8")
+    tools.write_text(GEN.TOOLS.read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.setattr(GEN, "DOC", doc)
     monkeypatch.setattr(GEN, "SKILL", skill)
+    monkeypatch.setattr(GEN, "MANIFEST", manifest)
+    monkeypatch.setattr(GEN, "TOOLS", tools)
     monkeypatch.setattr(GEN, "REPO", tmp_path)
     monkeypatch.setattr(GEN, "generated_help", lambda: "new help\n")
     monkeypatch.setattr(GEN, "generated_config", lambda: "| keys |\n")

@@ -14,12 +14,21 @@
 // child that cannot be spawned fails calls at once; spawning is retried with backoff.
 
 import { spawn } from "node:child_process";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
-const DEFAULT_CALL_TIMEOUT_MS = 5000;
-const DEFAULT_COMPACT_TIMEOUT_MS = 120000;
+// The manifest is generated from lcm's key table (scripts/gen_cli_docs.py): the plugin's own
+// settings and their defaults are declared there once.
+const MANIFEST = JSON.parse(readFileSync(new URL("./openclaw.plugin.json", import.meta.url), "utf8"));
+// The model's recall tools, generated from lcm's own declarations (lcm_cli/engine/recall/tools.py).
+const TOOLS = JSON.parse(readFileSync(new URL("./tools.json", import.meta.url), "utf8"));
+const SETTINGS = MANIFEST.configSchema.properties;
+const DEFAULT_COMMAND = SETTINGS.command.default;
+const DEFAULT_CALL_TIMEOUT_MS = SETTINGS.callTimeoutMs.default;
+const DEFAULT_COMPACT_TIMEOUT_MS = SETTINGS.compactTimeoutMs.default;
 const COMMIT_ATTEMPTS = 3;
+// session_end reasons that change nothing in lcm (the host sends "shutdown" after gateway_stop).
+const QUIET_END_REASONS = new Set(["restart", "shutdown"]);
 
 export class LcmUnavailableError extends Error {
   constructor(message, code = "LCM_UNAVAILABLE") {
@@ -32,7 +41,7 @@ export class LcmUnavailableError extends Error {
 /** A client for one `lcm serve --stdio` child, restarted with backoff when it dies. */
 export class LcmServeClient {
   constructor({ command, env, restartBaseMs = 100, restartMaxMs = 10000, logger } = {}) {
-    this.command = command && command.length ? command : ["lcm", "serve", "--stdio"];
+    this.command = command && command.length ? command : [...DEFAULT_COMMAND];
     this.env = env ?? process.env;
     this.restartBaseMs = restartBaseMs;
     this.restartMaxMs = restartMaxMs;
@@ -191,6 +200,51 @@ function pick(source, keys) {
   return out;
 }
 
+/** A JSON-safe copy of a host value (a Set becomes a sorted array; functions are dropped). */
+function jsonable(value) {
+  if (value instanceof Set) return [...value].map(String).sort();
+  return value;
+}
+
+const positive = (n) => (typeof n === "number" && Number.isFinite(n) && n > 0 ? Math.floor(n) : undefined);
+
+/**
+ * The prompt budget of each session's current turn, as the host framed it.
+ *
+ * On OpenClaw 2026.8+ only a turn's first assemble carries the host's own accounting
+ * (runtimeSettings.limits: promptTokenBudget = window - output reserve - system prompt -
+ * pending prompt, with maxOutputTokens set). The tool-loop assemble that follows, whose
+ * output the model actually receives, and commitTurn and maintain get the whole window.
+ * Remembering the framed budget keeps every call of the turn within what the model can
+ * take, so compaction starts before the window overflows.
+ */
+export class TurnBudgets {
+  constructor() {
+    this.bySession = new Map();
+  }
+
+  static key(p) {
+    return p?.sessionKey ?? p?.sessionId ?? "";
+  }
+
+  /** Note the framed budget an assemble carries (when it carries one). */
+  observe(p) {
+    const limits = p?.runtimeSettings?.limits;
+    const framed = positive(limits?.promptTokenBudget);
+    if (framed !== undefined && positive(limits?.maxOutputTokens) !== undefined) {
+      this.bySession.set(TurnBudgets.key(p), framed);
+    }
+  }
+
+  /** The budget to give lcm: the host's, never more than the session's framed budget. */
+  budget(p, given) {
+    const framed = this.bySession.get(TurnBudgets.key(p));
+    const host = positive(given);
+    if (framed === undefined) return host;
+    return host === undefined ? framed : Math.min(host, framed);
+  }
+}
+
 /** The context engine the host calls; every method forwards to `lcm serve`. */
 export function createEngine(client, options = {}) {
   const callTimeout = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
@@ -216,8 +270,16 @@ export function createEngine(client, options = {}) {
     }
   };
   const session = (p) => pick(p, ["sessionId", "sessionKey"]);
-  // The prompt budget the host gives this turn (runtimeSettings on 2026.8+, else runtimeContext).
-  const budgetOf = (p) => p?.tokenBudget ?? p?.runtimeSettings?.limits?.promptTokenBudget ?? p?.runtimeContext?.tokenBudget;
+  // Shared by every engine instance of this client (the host may register several).
+  const budgets = (client.turnBudgets ??= new TurnBudgets());
+  // The prompt budget the host gives this call (runtimeSettings on 2026.8+, else runtimeContext),
+  // capped by the turn's framed budget.
+  const budgetOf = (p) =>
+    budgets.budget(p, p?.tokenBudget ?? p?.runtimeSettings?.limits?.promptTokenBudget ?? p?.runtimeContext?.tokenBudget);
+  const withBudget = (p, params) => {
+    const tokenBudget = budgetOf(p);
+    return tokenBudget === undefined ? params : { ...params, tokenBudget };
+  };
 
   return {
     info: {
@@ -275,10 +337,13 @@ export function createEngine(client, options = {}) {
       try {
         await call(
           "session.after_turn",
-          pick(params, [
-            "sessionId", "sessionKey", "sessionFile", "messages", "prePromptMessageCount",
-            "autoCompactionSummary", "isHeartbeat", "tokenBudget", "currentTokenCount",
-          ]),
+          withBudget(
+            params,
+            pick(params, [
+              "sessionId", "sessionKey", "sessionFile", "messages", "prePromptMessageCount",
+              "autoCompactionSummary", "isHeartbeat", "currentTokenCount",
+            ]),
+          ),
           compactTimeout,
         );
       } catch (err) {
@@ -289,10 +354,10 @@ export function createEngine(client, options = {}) {
     async commitTurn(params) {
       // Failing here is right: the host keeps the turn queued and retries the same key,
       // which lcm answers "duplicate" if an earlier attempt did land.
-      const payload = {
-        ...pick(params, ["advancementKey", "admission", "terminal", "messages", "sessionId", "sessionKey", "isHeartbeat"]),
-        ...pick({ tokenBudget: budgetOf(params) }, ["tokenBudget"]),
-      };
+      const payload = withBudget(
+        params,
+        pick(params, ["advancementKey", "admission", "terminal", "messages", "sessionId", "sessionKey", "isHeartbeat"]),
+      );
       for (let attempt = 1; ; attempt++) {
         try {
           const data = await call("session.commit_turn", payload, compactTimeout);
@@ -306,8 +371,16 @@ export function createEngine(client, options = {}) {
     },
 
     async assemble(params) {
+      budgets.observe(params);
       try {
-        const data = await call("context.assemble", pick(params, ["sessionId", "sessionKey", "messages", "tokenBudget", "prompt"]));
+        // Everything the host says about the turn: the prompt and the tools it delivers
+        // separately (so a real last reply is not taken for a prefill), the model (threshold
+        // overrides) and its own accounting (runtimeSettings).
+        const request = withBudget(params, {
+          ...pick(params, ["sessionId", "sessionKey", "messages", "prompt", "model", "runtimeSettings"]),
+          ...pick({ availableTools: jsonable(params.availableTools) }, ["availableTools"]),
+        });
+        const data = await call("context.assemble", request);
         const result = { messages: data.messages, estimatedTokens: data.estimatedTokens ?? 0 };
         if (data.systemPromptAddition) result.systemPromptAddition = data.systemPromptAddition;
         return result;
@@ -322,7 +395,10 @@ export function createEngine(client, options = {}) {
       try {
         return await call(
           "session.compact",
-          { ...pick(params, ["sessionId", "sessionKey", "tokenBudget", "currentTokenCount", "compactionTarget", "force"]), apply: true },
+          withBudget(params, {
+            ...pick(params, ["sessionId", "sessionKey", "currentTokenCount", "compactionTarget", "force"]),
+            apply: true,
+          }),
           compactTimeout,
         );
       } catch (err) {
@@ -333,7 +409,7 @@ export function createEngine(client, options = {}) {
 
     async maintain(params) {
       try {
-        return await call("session.maintain", pick(params, ["sessionId", "sessionKey"]), compactTimeout);
+        return await call("session.maintain", withBudget(params, pick(params, ["sessionId", "sessionKey"])), compactTimeout);
       } catch (err) {
         log.warn(`[lcm] maintain fell back: ${err.message}`);
         return { changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: `lcm unavailable: ${err.message}` };
@@ -350,9 +426,38 @@ export function createEngine(client, options = {}) {
   };
 }
 
+export { TOOLS };
+
+/**
+ * One agent tool (lcm_grep, lcm_describe, lcm_expand or lcm_expand_query, as TOOLS declares
+ * it) as a host tool object for one tool context: each call is answered by `lcm serve`
+ * (`recall.tool`) for the calling session, within the tool's own caps.
+ */
+export function createTool(client, spec, toolContext = {}, options = {}) {
+  const timeoutMs = options.compactTimeoutMs ?? DEFAULT_COMPACT_TIMEOUT_MS;
+  return {
+    ...spec,
+    async execute(toolCallId, args) {
+      // lcm_expand_query carries its own deadline; lcm answers before it.
+      const deadline = spec.name === "lcm_expand_query" ? positive(args?.timeoutMs) ?? timeoutMs : timeoutMs;
+      try {
+        const { data } = await client.request(
+          "recall.tool",
+          { tool: spec.name, arguments: args ?? {}, ...pick(toolContext, ["sessionKey", "sessionId"]) },
+          deadline + 5000,
+        );
+        return { content: [{ type: "text", text: data.text }], details: data.details ?? {}, isError: Boolean(data.isError) };
+      } catch (err) {
+        const text = JSON.stringify({ error: `lcm is unavailable: ${err.message}`, hint: "Try again later." }, null, 2);
+        return { content: [{ type: "text", text }], details: { error: err.message }, isError: true };
+      }
+    },
+  };
+}
+
 function commandFrom(config, env) {
   if (env.LCM_COMMAND) return env.LCM_COMMAND.split(" ").filter(Boolean);
-  const command = Array.isArray(config.command) && config.command.length ? [...config.command] : ["lcm", "serve", "--stdio"];
+  const command = Array.isArray(config.command) && config.command.length ? [...config.command] : [...DEFAULT_COMMAND];
   if (config.databasePath) command.splice(1, 0, "--db", config.databasePath);
   return command;
 }
@@ -389,14 +494,24 @@ const plugin = {
     const client = sharedClient(commandFrom(config, process.env), logger);
     const engine = createEngine(client, { ...config, logger });
     api.registerContextEngine("lcm", () => engine);
-    api.on?.("before_reset", async (event) => {
+    // The model's recall tools, one registration each (the host asks the factory per turn).
+    if (typeof api.registerTool === "function") {
+      for (const spec of TOOLS) {
+        api.registerTool((toolContext) => createTool(client, spec, toolContext, config), { name: spec.name });
+      }
+    }
+    // Hooks are (event, ctx): the session's ids are in ctx for before_reset (event holds the
+    // messages and the reason), in event for session_end; each side fills what the other lacks.
+    const ids = (event, ctx) => ({ ...pick(ctx, ["sessionId", "sessionKey"]), ...pick(event, ["sessionId", "sessionKey"]) });
+    api.on?.("before_reset", async (event, ctx) => {
       const method = event?.reason === "reset" ? "session.reset" : event?.reason === "new" ? "session.new" : null;
       if (!method) return;
-      await client.request(method, pick(event, ["sessionId", "sessionKey"])).catch((err) => logger.warn(`[lcm] ${method}: ${err.message}`));
+      await client.request(method, ids(event, ctx)).catch((err) => logger.warn(`[lcm] ${method}: ${err.message}`));
     });
-    api.on?.("session_end", async (event) => {
+    api.on?.("session_end", async (event, ctx) => {
+      if (QUIET_END_REASONS.has(event?.reason)) return; // nothing to do, and lcm serve may be closing
       await client
-        .request("session.end", pick(event, ["sessionId", "sessionKey", "reason", "nextSessionId", "nextSessionKey"]))
+        .request("session.end", { ...ids(event, ctx), ...pick(event, ["reason", "nextSessionId", "nextSessionKey"]) })
         .catch((err) => logger.warn(`[lcm] session.end: ${err.message}`));
     });
     api.on?.("gateway_stop", () => client.close());

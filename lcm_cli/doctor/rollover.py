@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lcm_cli.engine.db.sessions import is_isolated_cron
 from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
-
-
-def _is_isolated_cron(key: str) -> bool:
-    parts = key.split(":")
-    return len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron"
 
 
 def split_groups(source: ScanInput) -> dict[str, dict[str, Any]]:
@@ -40,7 +36,7 @@ def split_groups(source: ScanInput) -> dict[str, dict[str, Any]]:
         by_key.setdefault(row["session_key"], []).append(row)
     groups: dict[str, dict[str, Any]] = {}
     for key, members in by_key.items():
-        if _is_isolated_cron(key):
+        if is_isolated_cron(key):
             continue
         sources = [
             m for m in members if m["active"] == 0 and m["has_data"] and m["archive_cause"] != "manual-reset"

@@ -112,6 +112,12 @@ CASES: dict[str, list[Case]] = {
         bad({"session_key": "nobody"}),
     ],
     "expand.query": [ok({"summary_id": CONDENSED}, prompt="what happened"), bad(prompt="")],
+    "recall.tool": [
+        ok({"tool": "lcm_grep", "arguments": {"pattern": "nightly"}, "session_key": KEY}),
+        ok({"tool": "lcm_describe", "arguments": {"id": "sum_nope"}, "session_key": KEY}),  # isError
+        bad({"tool": "lcm_nope", "arguments": {}}),
+    ],
+    "recall.tool_specs": [ok(), BOGUS],
     "session.ingest": [
         ok({"session_id": "s-parity", "session_key": "agent:main:parity", "messages": TURN}),
         bad({"messages": TURN}),

@@ -51,6 +51,11 @@ CASES: dict[str, tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]] = {
     "summaries-dissolve": ((), ("summaries", "dissolve", "sum_2c3d4e5f60718293")),
     "summaries-transplant": ((), ("summaries", "transplant", "--from", "2", "--to", "3")),
     "summaries-graph": ((), ("summaries", "graph", "--conversation-id", "2", "--to", "mermaid")),
+    "tool": (
+        (),
+        ("tool", "--tool", "lcm_grep", "--arguments", '{"pattern": "flaky", "mode": "full_text"}', *MAIN),
+    ),
+    "tool-specs": ((), ("tool", "specs")),
     "config-show": ((), ("config", "show")),
     "config-get": ((), ("config", "get", "freshTailCount")),
     "config-set": ((), ("config", "set", "freshTailCount", "32")),

@@ -203,12 +203,35 @@ def text_of(content: Any) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A reply that calls a tool (streamed as OpenAI chat-completions ``tool_calls`` deltas)."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = "call1"  # the host strips `_` and `-` from the ids it sends back
+
+
+def tool_call(name: str, arguments: dict[str, Any] | None = None, *, tool_search: bool = True) -> ToolCall:
+    """A stub reply that calls the plugin tool NAME.
+
+    OpenClaw 2026.9.x hides plugin tools behind Tool Search: the model calls
+    ``tool_call {"id": NAME, "args": ARGUMENTS}`` (a direct call of NAME is "not found").
+    ``tool_search=False``: a direct call (2026.7.1).
+    """
+    arguments = dict(arguments or {})
+    if tool_search:
+        return ToolCall("tool_call", {"id": name, "args": arguments})
+    return ToolCall(name, arguments)
+
+
 class StubModel:
     """A deterministic chat-completions server on 127.0.0.1 that records each request body.
 
-    The reply to a request is ``reply_for(n)`` (n counts requests from 1), by default
-    ``"stub reply N"``. ``delay`` (seconds) holds the reply back; ``on_request`` runs in the
-    handler thread before the delay (a test can start killing things there).
+    The reply to a request is the next entry of ``script`` (text or a :class:`ToolCall`),
+    else ``reply_for(n)`` (n counts requests from 1), by default ``"stub reply N"``.
+    ``delay`` (seconds) holds the reply back; ``on_request`` runs in the handler thread
+    before the delay (a test can start killing things there).
     """
 
     def __init__(self, delay: float = 0.0) -> None:
@@ -216,6 +239,7 @@ class StubModel:
         self.delay = delay
         self.on_request: Callable[[int, dict[str, Any]], None] | None = None
         self.reply_for: Callable[[int], str] = lambda n: f"stub reply {n}"
+        self.script: list[str | ToolCall] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -238,10 +262,12 @@ class StubModel:
         with self._lock:
             return [r for r in self.requests if isinstance(r.get("messages"), list)]
 
-    def _record(self, body: dict[str, Any]) -> tuple[int, str]:
+    def _record(self, body: dict[str, Any]) -> tuple[int, str | ToolCall]:
         with self._lock:
             self.requests.append(body)
             n = len(self.requests)
+            if self.script:
+                return n, self.script.pop(0)
         return n, self.reply_for(n)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -275,30 +301,68 @@ class StubModel:
                     time.sleep(stub.delay)
                 usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
                 base = {"id": f"stub-{n}", "created": 1_700_000_000, "model": body.get("model", "stub-1")}
+                chunk = {**base, "object": "chat.completion.chunk"}
+                if isinstance(reply, ToolCall):
+                    call = {"index": 0, "id": reply.call_id, "type": "function"}
+                    arguments = json.dumps(reply.arguments)
+                    chunks = [
+                        {
+                            **chunk,
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "delta": {
+                                        "role": "assistant",
+                                        "content": None,
+                                        "tool_calls": [
+                                            {**call, "function": {"name": reply.name, "arguments": ""}}
+                                        ],
+                                    },
+                                }
+                            ],
+                        },
+                        {
+                            **chunk,
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "delta": {
+                                        "tool_calls": [{"index": 0, "function": {"arguments": arguments}}]
+                                    },
+                                }
+                            ],
+                        },
+                        {
+                            **chunk,
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                            "usage": usage,
+                        },
+                    ]
+                else:
+                    chunks = [
+                        {
+                            **chunk,
+                            "choices": [{"index": 0, "delta": {"role": "assistant", "content": reply}}],
+                        },
+                        {
+                            **chunk,
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                            "usage": usage,
+                        },
+                    ]
                 try:
                     if body.get("stream"):
                         self.send_response(200)
                         self.send_header("content-type", "text/event-stream")
                         self.send_header("cache-control", "no-cache")
                         self.end_headers()
-                        chunk = {**base, "object": "chat.completion.chunk"}
-                        for data in (
-                            {
-                                **chunk,
-                                "choices": [{"index": 0, "delta": {"role": "assistant", "content": reply}}],
-                            },
-                            {
-                                **chunk,
-                                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                                "usage": usage,
-                            },
-                        ):
+                        for data in chunks:
                             self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
                             self.wfile.flush()
                         self.wfile.write(b"data: [DONE]\n\n")
                         self.wfile.flush()
                     else:
-                        message = {"role": "assistant", "content": reply}
+                        message = {"role": "assistant", "content": str(reply)}
                         self._json(
                             200,
                             {

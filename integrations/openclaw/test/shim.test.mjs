@@ -214,3 +214,44 @@ test("a one-shot host process exits by itself with the child still running", asy
   assert.equal(done.stdout.trim(), "committed");
   assert.ok(Date.now() - started < 15000);
 });
+
+test("the recall tools are registered with lossless-claw's names and answered by lcm serve", async () => {
+  const api = fakeApi({ command: [LCM, "serve", "--stdio"], databasePath: freshDb() });
+  api.tools = {};
+  api.registerTool = (factory, { name }) => (api.tools[name] = factory);
+  const { client, engine } = plugin.register(api);
+  try {
+    assert.deepEqual(Object.keys(api.tools).sort(), ["lcm_describe", "lcm_expand", "lcm_expand_query", "lcm_grep"]);
+    const context = { sessionId: "s-t", sessionKey: "agent:main:tools" };
+    await engine.ingestBatch({ ...context, messages: [{ role: "user", content: "the okapi lives in the Ituri forest" }] });
+    const grep = api.tools.lcm_grep(context);
+    assert.equal(grep.name, "lcm_grep");
+    assert.deepEqual(grep.parameters.required, ["pattern"]);
+    const found = await grep.execute("call-1", { pattern: "okapi", mode: "full_text" });
+    assert.equal(found.isError, false);
+    assert.match(found.content[0].text, /okapi lives/);
+    const missing = await api.tools.lcm_describe(context).execute("call-2", { id: "sum_nope" });
+    assert.equal(missing.isError, true);
+    // Another session's tools search that session's conversations only.
+    const other = await api.tools.lcm_grep({ sessionId: "s-o", sessionKey: "agent:main:other" }).execute("call-3", { pattern: "okapi", mode: "full_text" });
+    assert.doesNotMatch(other.content[0].text, /okapi lives/);
+  } finally {
+    await client.close();
+  }
+});
+
+test("before_reset takes the session from the hook's context argument", async () => {
+  const api = fakeApi({ command: [LCM, "serve", "--stdio"], databasePath: freshDb() });
+  const { client, engine } = plugin.register(api);
+  try {
+    const ids = { sessionId: "s-n", sessionKey: "agent:main:new" };
+    await engine.ingestBatch({ ...ids, messages: [{ role: "user", content: "before /new" }] });
+    await api.handlers.before_reset({ sessionFile: "x", messages: [], reason: "new" }, { agentId: "main", ...ids });
+    const shown = await client.request("context.assemble", { ...ids, messages: [] });
+    assert.equal(shown.data.messages.length, 0);
+    // A shutdown's session_end needs no server (the host sends it after gateway_stop).
+    await api.handlers.session_end({ ...ids, reason: "shutdown" }, ids);
+  } finally {
+    await client.close();
+  }
+});

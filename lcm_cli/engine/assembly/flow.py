@@ -240,8 +240,15 @@ def run(
     prompt: str | None,
     available_tools: Sequence[str] | None,
     token_budget: int | None,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """Steps 5-15 of the engine's `assemble` for a conversation LCM holds."""
+    """Steps 5-15 of the engine's `assemble` for a conversation LCM holds.
+
+    ``model``: the host's model this turn; a ``contextThresholdOverrides`` rule that
+    matches it (or the session key) may size the fresh tail.
+    """
+    from lcm_cli.engine.compaction.threshold import resolve_threshold
+
     host_turn = prompt is not None and available_tools is not None
     live = fb.strip_prefill(live_raw, host_turn)
     budget = resolve_budget(ctx.effective, token_budget)
@@ -302,8 +309,15 @@ def run(
             return live_fallback("no context items")
         if summaries == 0 and count < len(live) and not fork.bounded:
             return live_fallback("live history is longer than the stored context")
+        override = resolve_threshold(effective, session_key=session.session_key, model=model)
         result = assemble_context(
-            ctx.db, cid, effective, token_budget=budget, prompt=prompt, preserve_assistant_tail=host_turn
+            ctx.db,
+            cid,
+            effective,
+            token_budget=budget,
+            prompt=prompt,
+            fresh_tail_count=override.fresh_tail_count,
+            preserve_assistant_tail=host_turn,
         )
         messages: list[dict[str, Any]] = result["messages"]
         # The estimate the recall cue is weighed against: the assembler's own (the items'

@@ -10,7 +10,15 @@ from lcm_cli.engine.assembly.fallback import strip_prefill
 from lcm_cli.engine.compaction.ops import option_int
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import AVAILABLE_TOOLS, MESSAGES, PROMPT, TOKEN_BUDGET, Request
+from lcm_cli.engine.core.params import (
+    AVAILABLE_TOOLS,
+    MESSAGES,
+    MODEL,
+    PROMPT,
+    RUNTIME_SETTINGS,
+    TOKEN_BUDGET,
+    Request,
+)
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.target import resolve_target, target_identity
 
@@ -57,6 +65,31 @@ def _available_tools(req: Request) -> list[str] | None:
     return list(raw)
 
 
+def host_prompt_budget(req: Request) -> int | None:
+    """The prompt budget the host framed itself (``runtimeSettings.limits.promptTokenBudget``).
+
+    OpenClaw 2026.8+ counts its own system prompt, tool schemas and output reserve into it;
+    when it is smaller than ``tokenBudget`` it is the one the model can take.
+    """
+    raw = req[RUNTIME_SETTINGS]
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise invalid_argument(
+                "--runtime-settings is not JSON: pass the host's runtimeSettings object."
+            ) from None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise invalid_argument("runtimeSettings must be a JSON object.", {"field": "runtimeSettings"})
+    limits = raw.get("limits")
+    value = limits.get("promptTokenBudget") if isinstance(limits, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return int(value) if value < 2**53 else None
+
+
 @operation("context.assemble")
 def assemble(ctx: Context, req: Request) -> Result:
     """Assemble one conversation's context (compat/engine.md §6.1).
@@ -89,7 +122,11 @@ def assemble(ctx: Context, req: Request) -> Result:
     session = assemble_flow.Session(
         int(found.row["conversation_id"]), found.session_id, found.session_key, found.excluded is None
     )
+    budget = option_int(req, TOKEN_BUDGET)
+    framed = host_prompt_budget(req)
+    if framed is not None:
+        budget = framed if budget is None or budget <= 0 else min(budget, framed)
     result = assemble_flow.run(
-        ctx, session, raw, prompt=prompt, available_tools=tools, token_budget=option_int(req, TOKEN_BUDGET)
+        ctx, session, raw, prompt=prompt, available_tools=tools, token_budget=budget, model=req[MODEL]
     )
     return Result({**base, **result})

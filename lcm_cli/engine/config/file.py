@@ -1,9 +1,14 @@
 """Reading openclaw.json, and rewriting one Lossless key in it without risk.
 
 Only strict JSON is accepted (OpenClaw itself takes JSON5, but a JSON5 file cannot be
-rewritten without losing its comments, so we refuse it). Only the Lossless plugin entry
-(``plugins.entries.lossless-claw.config``) is ever returned to callers: other sections
-of openclaw.json hold credentials and must never be printed.
+rewritten without losing its comments, so we refuse it). Only the Lossless settings are
+ever returned to callers: other sections of openclaw.json hold credentials and must never
+be printed.
+
+The settings live in two plugin entries: ``plugins.entries.lcm.config`` (the entry of
+lcm's own OpenClaw plugin, :data:`PLUGIN_IDS` first) and, for users who switched from
+lossless-claw, ``plugins.entries.lossless-claw.config``. Both are read; where both set a
+key, lcm's entry wins. ``config set`` writes to lcm's entry once it exists.
 """
 
 from __future__ import annotations
@@ -23,14 +28,20 @@ from lcm_cli.engine.core.held_files import open_input, open_input_text
 if TYPE_CHECKING:
     from typing import Any
 
-PLUGIN_ID = "lossless-claw"
-# The levels from the root to the Lossless config, with the label used in errors.
-PLUGIN_LEVELS: tuple[tuple[str, str], ...] = (
-    ("plugins", "plugins"),
-    ("entries", "plugins.entries"),
-    (PLUGIN_ID, f"plugins.entries.{PLUGIN_ID}"),
-    ("config", f"plugins.entries.{PLUGIN_ID}.config"),
-)
+#: lcm's own plugin entry (the OpenClaw shim's), then lossless-claw's, whose settings are
+#: still read: where both set a key, the first wins.
+PLUGIN_IDS = ("lcm", "lossless-claw")
+LEGACY_PLUGIN_ID = PLUGIN_IDS[1]
+
+
+def plugin_levels(plugin_id: str) -> tuple[tuple[str, str], ...]:
+    """The levels from the root to one entry's config, with the label used in errors."""
+    return (
+        ("plugins", "plugins"),
+        ("entries", "plugins.entries"),
+        (plugin_id, f"plugins.entries.{plugin_id}"),
+        ("config", f"plugins.entries.{plugin_id}.config"),
+    )
 
 
 def _reject_constant(name: str) -> Any:
@@ -123,10 +134,10 @@ def read_config_root(config_path: str) -> dict[str, Any] | None:
     return root
 
 
-def plugin_config_of(root: dict[str, Any] | None, config_path: str) -> dict[str, Any]:
-    """The Lossless plugin config object inside ``root`` ({} when any level is absent)."""
+def entry_config(root: dict[str, Any] | None, config_path: str, plugin_id: str) -> dict[str, Any]:
+    """One plugin entry's config object inside ``root`` ({} when any level is absent)."""
     node: Any = root or {}
-    for key, label in PLUGIN_LEVELS:
+    for key, label in plugin_levels(plugin_id):
         if key not in node:
             return {}
         node = node[key]
@@ -140,23 +151,39 @@ def plugin_config_of(root: dict[str, Any] | None, config_path: str) -> dict[str,
     return plugin
 
 
+def plugin_config_of(root: dict[str, Any] | None, config_path: str) -> dict[str, Any]:
+    """The Lossless settings of ``root``: lossless-claw's entry overlaid key by key by lcm's."""
+    merged: dict[str, Any] = {}
+    for plugin_id in reversed(PLUGIN_IDS):
+        merged.update(entry_config(root, config_path, plugin_id))
+    return merged
+
+
+def writable_entry(root: dict[str, Any]) -> str:
+    """The entry ``config set`` writes to: lcm's once it exists, else lossless-claw's."""
+    entries = root.get("plugins", {}).get("entries", {}) if isinstance(root.get("plugins"), dict) else {}
+    return PLUGIN_IDS[0] if isinstance(entries, dict) and PLUGIN_IDS[0] in entries else LEGACY_PLUGIN_ID
+
+
 def check_includes(root: dict[str, Any], config_path: str) -> None:
-    """Refuse ``$include`` at the root, on the path to the Lossless config, or inside it."""
-    node: Any = root
-    labels = ("root",) + tuple(label for _, label in PLUGIN_LEVELS)
-    keys = (None,) + tuple(key for key, _ in PLUGIN_LEVELS)
-    for key, label in zip(keys, labels):
-        if key is not None:
-            if not isinstance(node, dict) or key not in node:
-                return
-            node = node[key]
-        if isinstance(node, dict) and "$include" in node:
-            raise LcmError(
-                "CONFIG_INCLUDE_UNSUPPORTED",
-                f"{config_path} uses $include at `{label}`; lcm cannot rewrite included "
-                "config safely. Edit the included file by hand.",
-                {"configPath": config_path, "includePath": label},
-            )
+    """Refuse ``$include`` at the root, on the path to either entry's config, or inside it."""
+    for plugin_id in PLUGIN_IDS:
+        levels = plugin_levels(plugin_id)
+        node: Any = root
+        labels = ("root",) + tuple(label for _, label in levels)
+        keys = (None,) + tuple(key for key, _ in levels)
+        for key, label in zip(keys, labels):
+            if key is not None:
+                if not isinstance(node, dict) or key not in node:
+                    break
+                node = node[key]
+            if isinstance(node, dict) and "$include" in node:
+                raise LcmError(
+                    "CONFIG_INCLUDE_UNSUPPORTED",
+                    f"{config_path} uses $include at `{label}`; lcm cannot rewrite included "
+                    "config safely. Edit the included file by hand.",
+                    {"configPath": config_path, "includePath": label},
+                )
 
 
 def split_dot_path(path: str) -> list[str]:

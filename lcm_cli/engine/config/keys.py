@@ -869,8 +869,48 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ),
 )
 
+
 #: Dot paths of the effective ``LcmConfig``, in JSON output order (config.md §5).
 #: Nested fields follow their parent's position; a parent appears at its first child.
+class ShimKey(Record):
+    """A setting of lcm's OpenClaw plugin itself (``integrations/openclaw``), not the engine's.
+
+    It lives in ``plugins.entries.lcm.config`` beside the engine keys; the plugin reads it
+    (its default from the manifest generated from this table), the engine ignores it.
+    """
+
+    path: str
+    schema: dict[str, Any]
+    default: Any
+    description: str
+
+
+#: The plugin's own settings (the engine keys of :data:`CONFIG_KEYS` share its entry).
+SHIM_KEYS: tuple[ShimKey, ...] = (
+    ShimKey(
+        "command",
+        _str_list(),
+        ["lcm", "serve", "--stdio"],
+        "How the plugin starts the engine: the argv of `lcm serve --stdio` (a full path when lcm is not "
+        "on the host's PATH). The environment variable LCM_COMMAND (space-separated) overrides it.",
+    ),
+    ShimKey(
+        "callTimeoutMs",
+        _int(1),
+        5000,
+        "Deadline of one call to the engine, in ms; past it the call falls back (assemble passes "
+        "the host's own messages through).",
+    ),
+    ShimKey(
+        "compactTimeoutMs",
+        _int(1),
+        120000,
+        "Deadline of the calls that may compact (bootstrap, commitTurn, afterTurn, compact, "
+        "maintain), in ms.",
+    ),
+)
+
+
 EFFECTIVE_KEY_ORDER: tuple[str, ...] = (
     "enabled",
     "hostFallbackMode",

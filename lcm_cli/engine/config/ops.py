@@ -1,8 +1,9 @@
 """`lcm config show|get|set`.
 
-Only the Lossless plugin entry of openclaw.json is ever read out; `config set` changes
-exactly one key after validating the value and the whole resulting config, and rewrites
-the file atomically after an exclusive backup.
+Only the Lossless settings of openclaw.json are ever read out (lcm's plugin entry over
+lossless-claw's, see :mod:`lcm_cli.engine.config.file`); `config set` changes exactly one
+key, in lcm's entry once it exists, after validating the value and the whole resulting
+config, and rewrites the file atomically after an exclusive backup.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import os
 from typing import Any
 
 from lcm_cli.engine.config.file import (
-    PLUGIN_LEVELS,
     check_includes,
     parse_strict_json,
     plugin_config_of,
+    plugin_levels,
     read_config_root,
     serialize_config,
     split_dot_path,
+    writable_entry,
     write_with_backup,
 )
 from lcm_cli.engine.context import Context
@@ -189,8 +191,10 @@ def set_config(ctx: Context, req: Request) -> Result:
     # Build the new root on a copy; the file is untouched until every check has passed.
     new_root = copy.deepcopy(root)
     holder: dict[str, Any] = new_root
-    config_label = PLUGIN_LEVELS[-1][1]
-    levels = list(PLUGIN_LEVELS) + [
+    entry = writable_entry(root)
+    entry_levels = plugin_levels(entry)
+    config_label = entry_levels[-1][1]
+    levels = list(entry_levels) + [
         (key, f"{config_label}.{'.'.join(segments[: i + 1])}") for i, key in enumerate(segments[:-1])
     ]
     for key, label in levels:
@@ -231,6 +235,7 @@ def set_config(ctx: Context, req: Request) -> Result:
             "oldValue": _redacted_at(path, old_value),
             "newValue": _redacted_at(path, value),
             "configPath": config_path,
+            "configEntry": config_label,
             "backupPath": backup_path,
         }
     )

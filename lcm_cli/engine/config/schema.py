@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from lcm_cli import TYPE_CHECKING
-from lcm_cli.engine.config.keys import CONFIG_KEYS
+from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS, ConfigKey, ShimKey
 from lcm_cli.engine.core.errors import LcmError
 
 if TYPE_CHECKING:
@@ -33,10 +33,16 @@ def _copy(node: Any) -> Any:
     return node
 
 
-def build_manifest_schema() -> dict[str, Any]:
-    """A fresh copy of the whole plugin-config schema, built from the key table."""
+def build_manifest_schema(*, documented: bool = False) -> dict[str, Any]:
+    """A fresh copy of the whole plugin-config schema, built from the key tables.
+
+    The engine keys and the plugin's own (:data:`SHIM_KEYS`, with their defaults), as lcm's
+    plugin entry holds them. ``documented``: each node also carries its ``description``
+    (the OpenClaw manifest).
+    """
     root: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": {}}
-    for key in CONFIG_KEYS:
+    keys: tuple[ConfigKey | ShimKey, ...] = (*CONFIG_KEYS, *SHIM_KEYS)
+    for key in keys:
         *parents, leaf = key.path.split(".")
         node = root
         for parent in parents:
@@ -44,6 +50,10 @@ def build_manifest_schema() -> dict[str, Any]:
         node_schema = _copy(key.schema)
         if node_schema.get("type") == "object" and "properties" not in node_schema:
             node_schema["properties"] = {}
+        if isinstance(key, ShimKey):
+            node_schema["default"] = _copy(key.default)
+        if documented:
+            node_schema["description"] = key.description
         node["properties"][leaf] = node_schema
     return root
 

@@ -238,6 +238,20 @@ TIMEOUT_MS: Param[int | None] = Param(
     "Overall time limit (default delegationTimeoutMs).",
     metavar="MS",
 )
+# One call of an agent tool (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query): the tool
+# names and their parameter schemas are declared in lcm_cli.engine.recall.tools.
+TOOL: Param[str | None] = Param(
+    "tool",
+    _text("the agent tool to run (`lcm tool specs` lists them)"),
+    "The agent tool to run, e.g. lcm_grep (`lcm tool specs` lists them).",
+    metavar="NAME",
+)
+TOOL_ARGUMENTS: Param[Any] = Param(
+    "arguments",
+    _json("the tool call's arguments (a JSON object, or its JSON text)", {"type": "object"}),
+    "The tool call's arguments as a JSON object, as the model wrote them.",
+    metavar="JSON",
+)
 
 # --- summary surgery: rewrite, dissolve, transplant, graph --------------------------------
 ALL: Param[bool] = Param("all", _flag(), "Every summary in scope (bottom-up by depth).")
@@ -492,6 +506,15 @@ AVAILABLE_TOOLS: Param[Any] = Param(
     "The host's tools this turn (JSON array or comma-separated); with --prompt the host "
     "delivers the turn separately and a real trailing assistant reply is kept.",
     metavar="NAMES",
+)
+RUNTIME_SETTINGS: Param[Any] = Param(
+    "runtime_settings",
+    _json(
+        "the host's runtimeSettings of this turn (OpenClaw 2026.8+): its own prompt accounting in limits",
+        {"type": "object"},
+    ),
+    "The host's runtimeSettings (JSON object): limits.promptTokenBudget caps the budget.",
+    metavar="JSON",
 )
 MANUAL: Param[bool] = Param(
     "manual",

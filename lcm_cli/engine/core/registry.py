@@ -713,6 +713,42 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_RECORDS,
     ),
+    # The OpenClaw model's recall tools (lossless-claw's names and parameters), one call each.
+    "recall.tool": OpSpec(
+        "lcm_cli.engine.recall.tools",
+        ("tool", "arguments", "session_key", "session_id"),
+        words=("tool",),
+        summary="Run one agent tool call (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query) as text.",
+        help=(
+            "Run one call of an agent tool and answer the text the model reads.\n\n"
+            "The tools are lossless-claw's lcm_grep, lcm_describe, lcm_expand and lcm_expand_query, "
+            "with its parameter names; they search the calling session's conversations unless "
+            "the arguments name a conversationId or set allConversations. A mistake in the "
+            "arguments is an answer with isError true, not a failure."
+        ),
+        example=(
+            'lcm tool --tool lcm_grep --arguments \'{"pattern": "flaky", "mode": "full_text"}\' '
+            "--session-key agent:main:main"
+        ),
+        param_help={
+            "session_key": "The calling session's key: its session family is the default scope.",
+            "session_id": "The calling session's runtime id (its active conversation wins over a stale key).",
+        },
+        render=Render(text=Text("text", "# {tool}")),
+    ),
+    "recall.tool_specs": OpSpec(
+        "lcm_cli.engine.recall.tools",
+        words=("tool", "specs"),
+        opens_db=False,
+        resolves_paths=False,
+        summary="The agent tools' names, labels, descriptions and parameter JSON Schemas.",
+        help=(
+            "The four agent tools as data: name, label, description and parameter JSON Schema.\n\n"
+            "The OpenClaw plugin registers its tools from this list."
+        ),
+        example="lcm tool specs --pretty",
+        items="tools",
+    ),
     "session.ingest": OpSpec(
         "lcm_cli.engine.session.ops",
         ("session_id", "session_key", "file", "message", "messages", "is_heartbeat"),
@@ -900,7 +936,16 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.assembly.ops",
-        _SELECTOR + ("session_id", "token_budget", "prompt", "messages", "available_tools"),
+        _SELECTOR
+        + (
+            "session_id",
+            "token_budget",
+            "prompt",
+            "messages",
+            "available_tools",
+            "model",
+            "runtime_settings",
+        ),
         words=("context", "show"),
         summary="The context the model would see: summaries as XML, then the fresh tail, within a budget.",
         help="The assembled context exactly as the model would see it, with token totals.",
@@ -1108,6 +1153,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "expand",
     "expand-query",
     "export",
+    "tool",
     "ingest",
     "after-turn",
     "commit-turn",

@@ -85,6 +85,12 @@ class SessionPolicy(NamedTuple):
         return None
 
 
+def is_isolated_cron(session_key: str | None) -> bool:
+    """``agent:<id>:cron:<run>`` (four segments or more): each cron run is a conversation of its own."""
+    parts = (session_key or "").strip().split(":")
+    return len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron"
+
+
 # --- per-session serialization ---------------------------------------------------------
 
 

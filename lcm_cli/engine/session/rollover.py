@@ -28,6 +28,8 @@ from __future__ import annotations
 import sqlite3
 from typing import NamedTuple
 
+from lcm_cli.engine.db.sessions import is_isolated_cron
+
 AMBIGUOUS_REASON = "ambiguous session rollover"
 ROLLOVER_CAUSE = "rollover-fallback"
 
@@ -82,12 +84,6 @@ def archive_for_rollover(conn: sqlite3.Connection, conversation_id: int) -> None
 
 
 STALE_CRON_REASON = "stale isolated-cron callback"
-
-
-def is_isolated_cron(session_key: str | None) -> bool:
-    """``agent:<id>:cron:…`` with at least four segments: one conversation per cron run."""
-    parts = (session_key or "").strip().split(":")
-    return len(parts) >= 4 and parts[0] == "agent" and parts[2] == "cron"
 
 
 def stale_cron_run(conn: sqlite3.Connection, session_id: str, session_key: str | None) -> int | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.config.keys import CONFIG_KEYS, UNSET, Coercion, Derived
+from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS, UNSET, Coercion, Derived
 from lcm_cli.engine.config.schema import (
     MANIFEST_SCHEMA,
     MAX_ERRORS,
@@ -111,7 +111,7 @@ def test_table_holds_exactly_the_documented_keys_plus_their_parent_objects() -> 
 
 
 def test_settable_paths_are_the_table_paths() -> None:
-    assert sorted(settable_paths()) == sorted(k.path for k in CONFIG_KEYS)
+    assert sorted(settable_paths()) == sorted(k.path for k in (*CONFIG_KEYS, *SHIM_KEYS))
 
 
 def test_threshold_override_items_match_section_6() -> None:
