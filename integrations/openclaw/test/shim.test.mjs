@@ -255,3 +255,23 @@ test("before_reset takes the session from the hook's context argument", async ()
     await client.close();
   }
 });
+
+test("every call of a turn stays within the budget the host framed for the turn", async () => {
+  const sent = [];
+  const client = { request: async (method, params) => (sent.push({ method, params }), { data: { messages: [], status: "committed" } }) };
+  const engine = createEngine(client);
+  const ids = { sessionId: "s-b", sessionKey: "agent:main:budget" };
+  const framed = { schemaVersion: 1, limits: { promptTokenBudget: 17834, maxOutputTokens: 8000 } };
+  await engine.assemble({ ...ids, messages: [], tokenBudget: 17834, runtimeSettings: framed, availableTools: new Set(["b", "a"]), model: "stub-1", prompt: "hi" });
+  // The tool-loop assemble, commitTurn and maintain get the whole window from the host.
+  await engine.assemble({ ...ids, messages: [], tokenBudget: 31966, runtimeSettings: { limits: { promptTokenBudget: 32000, maxOutputTokens: null } }, availableTools: new Set(["a"]), prompt: "hi" });
+  await engine.commitTurn({ ...ids, advancementKey: "k", messages: [{ role: "user", content: "hi" }], runtimeContext: { tokenBudget: 32000 } });
+  await engine.maintain({ ...ids, runtimeContext: { tokenBudget: 32000 } });
+  assert.deepEqual(sent.map((s) => s.params.tokenBudget), [17834, 17834, 17834, 17834]);
+  assert.deepEqual(sent[0].params.availableTools, ["a", "b"]);
+  assert.equal(sent[0].params.model, "stub-1");
+  assert.deepEqual(sent[0].params.runtimeSettings, framed);
+  // Another session is not capped by this one's budget.
+  await engine.assemble({ sessionId: "s-other", messages: [], tokenBudget: 31000 });
+  assert.equal(sent.at(-1).params.tokenBudget, 31000);
+});

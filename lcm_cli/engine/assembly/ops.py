@@ -100,6 +100,7 @@ def assemble(ctx: Context, req: Request) -> Result:
     """
     raw = _live_messages(req, strip=False)
     tools = _available_tools(req)
+    framed = host_prompt_budget(req)
     prompt = req[PROMPT]
     found = resolve_target(ctx, req)
     base = target_identity(found)
@@ -123,7 +124,6 @@ def assemble(ctx: Context, req: Request) -> Result:
         int(found.row["conversation_id"]), found.session_id, found.session_key, found.excluded is None
     )
     budget = option_int(req, TOKEN_BUDGET)
-    framed = host_prompt_budget(req)
     if framed is not None:
         budget = framed if budget is None or budget <= 0 else min(budget, framed)
     result = assemble_flow.run(

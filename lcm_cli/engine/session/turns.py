@@ -141,7 +141,7 @@ def _anchor(req: Request, param: Param[Any]) -> dict[str, Any] | None:
                 f"--{field} is not JSON ({exc}).", {"field": field, "reason": "invalid-json"}
             ) from None
     if not isinstance(value, dict):
-        raise input_error(f"{field} must be a JSON object.", {"field": field, "reason": "not-an-object"})
+        raise invalid_argument(f"{field} must be a JSON object.", {"field": field, "reason": "wrong-type"})
     for name in _ANCHOR_TEXT:
         item = value.get(name)
         if item is not None and not isinstance(item, str):

@@ -614,3 +614,30 @@ def test_volatile_inputs_keep_their_live_position() -> None:
     assert merge_volatile(assembled, live, entries) == [assembled[0], b, retry, c, reply]
     # No later live message among the assembled ones: the input goes last.
     assert merge_volatile([a, b], [a, b, retry], [(2, retry)]) == [a, b, retry]
+
+
+def test_the_hosts_framed_prompt_budget_caps_the_assembly(tmp_path: Path) -> None:
+    """OpenClaw 2026.8+ frames its own budget (runtimeSettings.limits.promptTokenBudget:
+    the window less its output reserve, system prompt and pending prompt); a larger
+    tokenBudget never lets the context past it."""
+    import shutil
+
+    from lcm_cli.engine.api import call
+
+    root = tmp_path / "state"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "examples" / "openclaw", root)
+    fields = {"session_key": "agent:main:main", "token_budget": 5000}
+    wide = call("context.assemble", fields, openclaw_dir=str(root))["data"]
+    framed = call(
+        "context.assemble",
+        {**fields, "runtime_settings": {"limits": {"promptTokenBudget": 200, "maxOutputTokens": 8000}}},
+        openclaw_dir=str(root),
+    )["data"]
+    assert wide["details"]["tokenBudget"] == 5000 and framed["details"]["tokenBudget"] == 200
+    assert framed["estimatedTokens"] <= 200 < wide["estimatedTokens"]
+    unset = call(
+        "context.assemble",
+        {**fields, "runtime_settings": {"limits": {"promptTokenBudget": None}}},
+        openclaw_dir=str(root),
+    )["data"]
+    assert unset["details"]["tokenBudget"] == 5000
