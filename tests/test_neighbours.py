@@ -29,8 +29,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.commands.test_doors import LCM, Client
 from tests.commands.test_parity import CASES, EXAMPLE, _hook_params, _prepare
 
@@ -168,11 +166,15 @@ def test_a_neighbour_opening_lcm_db_loses_nothing_serve_acknowledged(tmp_path: P
     run_with_neighbour(tmp_path, _neighbour_sqlite)
 
 
-@pytest.mark.parametrize("neighbour", [_neighbour_serve, _neighbour_backup], ids=["serve", "backup"])
-def test_a_second_lcm_beside_serve_loses_nothing_soak(
-    tmp_path: Path, neighbour: Callable[[Path], None]
-) -> None:
-    run_with_neighbour(tmp_path, neighbour)
+def test_a_second_lcm_serve_and_lcm_backup_beside_serve_lose_nothing_soak(tmp_path: Path) -> None:
+    """The neighbours take turns: a second `lcm serve`, then `lcm backup`, then again."""
+    count = [0]
+
+    def serve_or_backup(db: Path) -> None:
+        count[0] += 1
+        (_neighbour_serve if count[0] % 2 else _neighbour_backup)(db)
+
+    run_with_neighbour(tmp_path, serve_or_backup)
 
 
 def _ingest(client: Client, request_id: str, text: str) -> dict[str, Any]:
