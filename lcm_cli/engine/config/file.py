@@ -77,7 +77,7 @@ def _first_lone_surrogate(value: Any) -> str | None:
 def parse_strict_json(text: str) -> Any:
     """Parse strict JSON (no NaN/Infinity, no comments, no trailing commas), depth-bounded.
 
-    A lone surrogate (``"\ud800"``, or an undecodable byte smuggled in through argv) is
+    A lone surrogate (the escape ``"\\ud800"``, or an undecodable byte smuggled in through argv) is
     refused too: it cannot be written back as UTF-8 or printed, so it is bad input here
     rather than a crash later.
     """
