@@ -135,31 +135,33 @@ def _run_once(op: Operation, ctx: Context, request: Request) -> tuple[Result, di
     return result, envelope
 
 
-def printed_tokens(envelope: dict[str, Any]) -> int:
-    """Estimated tokens of an envelope as the JSON door prints it (compact, one line)."""
+def answer_tokens(envelope: dict[str, Any]) -> int:
+    """Estimated tokens of what ``--max-tokens`` caps: the envelope's ``data`` as the JSON
+    door prints it (compact). ``meta`` (paths) and ``pagination`` never count."""
     from lcm_cli.engine.core.tokens import estimate_tokens
 
-    return estimate_tokens(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return estimate_tokens(json.dumps(envelope.get("data"), ensure_ascii=False, separators=(",", ":")))
 
 
 def _within_cap(
     op: Operation, ctx: Context, request: Request, cap: int, envelope: dict[str, Any], result: Result
 ) -> tuple[Result, dict[str, Any]]:
-    """Make ``--max-tokens`` a hard cap on everything printed, envelope included.
+    """Make ``--max-tokens`` a hard cap on the answer (``data``), whatever the paths.
 
-    An operation fits its data to the cap; the envelope (meta paths, pagination) comes on
-    top and depends on the paths of this call, so when the whole is over, the operation
-    runs again with the cap lowered by the excess (reads are cheap and repeatable).
+    An operation fits its data to the cap from its own estimate; when the printed data is
+    still over (JSON framing of each item), it runs again with the cap lowered by the
+    excess (reads are cheap and repeatable). When even the smallest cut is larger, that
+    smallest page is the answer, and ``data.budget`` (or ``meta.maxTokens``) says so.
     """
     budget = cap
+    smallest = (result, envelope)
     for attempt in range(6):
-        over = printed_tokens(envelope) - cap
+        over = answer_tokens(envelope) - cap
         if over <= 0:
-            data = envelope.get("data")
-            report = data.get("budget") if isinstance(data, dict) else None
-            if isinstance(report, dict) and "maxTokens" in report:
-                report["maxTokens"] = cap  # the cap asked for, not the lowered one
+            _report_cap(envelope, cap, fits=True)
             return result, envelope
+        if answer_tokens(envelope) < answer_tokens(smallest[1]):
+            smallest = (result, envelope)
         # Cuts come in whole items: lower faster each round so a step always changes the cut.
         budget -= (over + 2) * 2**attempt
         if budget < 1:
@@ -171,11 +173,30 @@ def _within_cap(
             if exc.code != "INVALID_ARGUMENT":
                 raise
             break
-    raise invalid_argument(
-        f"--max-tokens {cap} cannot hold this output with its envelope "
-        f"({printed_tokens(envelope)} tokens at the smallest cut); raise --max-tokens.",
-        {"value": cap},
-    )
+    if answer_tokens(envelope) < answer_tokens(smallest[1]):
+        smallest = (result, envelope)
+    result, envelope = smallest
+    _report_cap(envelope, cap, fits=False)
+    return result, envelope
+
+
+def _report_cap(envelope: dict[str, Any], cap: int, *, fits: bool) -> None:
+    """Say in the answer what the cap was and whether the smallest useful page fit it."""
+    data = envelope.get("data")
+    report = data.get("budget") if isinstance(data, dict) else None
+    if isinstance(report, dict) and "maxTokens" in report:
+        report["maxTokens"] = cap  # the cap asked for, not a lowered one
+        if not fits:
+            report["overBudget"] = True
+            report["note"] = (
+                f"the smallest page ({answer_tokens(envelope)} tokens) is larger than --max-tokens {cap}"
+            )
+    elif not fits:
+        envelope.setdefault("meta", {})["maxTokens"] = {
+            "cap": cap,
+            "printed": answer_tokens(envelope),
+            "note": "the smallest page is larger than the cap",
+        }
 
 
 def _state_dir_option(request: Any, openclaw_dir: str | None, warm: bool) -> str | None:

@@ -165,7 +165,7 @@ COUNT: Param[int | None] = Param(
 MAX_TOKENS: Param[int | None] = Param(
     "max_tokens",
     {"type": "integer", "minimum": 1},
-    "Cut the output to about N tokens; reports what was left out and a cursor to continue.",
+    "Cut the answer (data; never meta) to about N tokens; reports what was left out and a cursor to continue.",
     metavar="N",
 )
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.read.token_budget import json_tokens
 from tests.conftest import lcm
@@ -60,8 +59,8 @@ def page_of(root: Path, *args: str) -> tuple[dict[str, Any], str | None]:
     out = run(root, *args)
     assert out.code == 0, out.stderr
     assert "nextCursor" not in out.json["data"].get("budget", {})
-    if "--max-tokens" in args:  # a hard cap on everything printed
-        assert estimate_tokens(out.stdout) <= int(args[args.index("--max-tokens") + 1])
+    if "--max-tokens" in args:  # a hard cap on the answer printed (meta never counts)
+        assert json_tokens(out.json["data"]) <= int(args[args.index("--max-tokens") + 1])
     pagination = out.json["pagination"]
     assert pagination["hasMore"] is (pagination["nextCursor"] is not None)
     return out.json["data"], pagination["nextCursor"]
@@ -197,8 +196,8 @@ def test_messages_list_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
     full = run(root, *args).json
     cut = run(root, *args, "--max-tokens", "400")
     assert cut.code == 0, cut.stderr
-    assert estimate_tokens(cut.stdout) <= 400
     cut = cut.json
+    assert json_tokens(cut["data"]) <= 400
     assert "nextCursor" not in cut["data"]["budget"]
     items = cut["data"]["items"]
     assert 0 < len(items) < len(full["data"]["items"])
@@ -238,8 +237,8 @@ def test_describe_max_tokens_cuts_a_long_source_id_list(
         top = store.add_condensed_summary(cid, leaves, "the whole story " * 50, summary_id="sum_top")
     out = lcm("--db", str(db), "describe", top, "--max-tokens", "1000")
     assert out.code == 0, out.stderr
-    assert estimate_tokens(out.stdout) <= 1000
     data = out.json["data"]
+    assert json_tokens(data) <= 1000
     assert (
         0 < len(data["sourceMessageIds"]) < 600
         and data["sourceMessageIds"] == ids[: len(data["sourceMessageIds"])]
