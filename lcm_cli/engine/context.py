@@ -38,6 +38,8 @@ class Context:
         self.config_root: dict[str, Any] | None = None
         self.plugin_config: dict[str, Any] = {}
         self._effective: dict[str, Any] | None = None
+        #: Values of the config in use that `config set` would refuse (see :meth:`meta`).
+        self.config_problems: list[dict[str, Any]] = []
         self._settings: SettingsBase | None = None
         self._conn: sqlite3.Connection | None = None
         self._conn_identity: tuple[int, int] | None = None
@@ -101,6 +103,7 @@ class Context:
         # Typed settings, once the template has built them, are shared by every copy.
         twin._settings = self._settings
         twin._effective = self._effective
+        twin.config_problems = self.config_problems
         twin.paths_resolved = self.paths_resolved
         return twin
 
@@ -109,6 +112,9 @@ class Context:
         meta: dict[str, Any] = {"databasePath": self.database_path, "configPath": self.config_path}
         if self.database_access is not None:
             meta["databaseAccess"] = dict(self.database_access)
+        if self.config_problems:
+            # Values the runtime coerces, clamps or falls through: said, never fatal.
+            meta["configProblems"] = list(self.config_problems)
         rebuilt = getattr(self._store, "totals_rebuilt", None)
         if rebuilt:
             # Said once: a warm `lcm serve` keeps its store open across requests.
@@ -126,8 +132,8 @@ class Context:
         if self._effective is None:
             from lcm_cli.engine.config.resolve import resolve_effective
 
-            self._check_config()
             self._effective = resolve_effective(self.plugin_config, self.env, self.state_dir)
+            self._note_config_problems()
         return self._effective
 
     @property
@@ -136,25 +142,34 @@ class Context:
 
         Costs pydantic-settings and the generated model on first use, so it is for the
         paths that pay that once: a warm `lcm serve` (its template context builds them, see
-        :meth:`warm_copy`) and Python callers that keep a context. Refuses a config with
-        problems (``CONFIG_INVALID``) exactly as :attr:`effective` does.
+        :meth:`warm_copy`) and Python callers that keep a context. Notes a config's
+        problems in :attr:`config_problems` exactly as :attr:`effective` does.
         """
         if self._settings is None:
             from lcm_cli.engine.config.model import load_settings
 
-            if self._effective is None:
-                self._check_config()
             self._settings = load_settings(self.plugin_config, self.env, self.state_dir)
             if self._effective is None:
                 self._effective = self._settings.to_effective_dict()
+                self._note_config_problems()
         return self._settings
 
-    def _check_config(self) -> None:
-        from lcm_cli.engine.config.schema import check_config_in_use
+    def _note_config_problems(self) -> None:
+        """Note the values `config set` would refuse, each with the value in use.
 
-        # The rules `config set` applies, so a hand-edited value (freshTailCount: 0)
-        # is refused rather than used.
-        check_config_in_use(self.plugin_config, self.env, self.config_path)
+        They are used as the runtime uses them (coerced, clamped or fallen through to the
+        default) and reported in ``meta.configProblems``: a hand-written config never stops
+        a read, the importer or an engine door.
+        """
+        from lcm_cli.engine.config.resolve import MISSING, effective_value
+        from lcm_cli.engine.config.schema import config_problems
+        from lcm_cli.engine.core.redact import redact_value
+
+        problems = config_problems(self.plugin_config, self.env)
+        for problem in problems:
+            used = effective_value(self._effective or {}, problem["key"])
+            problem["used"] = None if used is MISSING else redact_value(used)
+        self.config_problems = problems
 
     @property
     def db(self) -> sqlite3.Connection:

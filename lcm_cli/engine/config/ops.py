@@ -79,8 +79,8 @@ def _own_lookup(node: Any, segments: list[str]) -> Any:
 def show_config(ctx: Context, req: Request) -> Result:
     """Raw and effective Lossless config, pattern-source diagnostics, overriding env names.
 
-    Values the other commands refuse (``CONFIG_INVALID``) are listed in
-    ``meta.configProblems`` rather than failing, so the config can still be inspected.
+    Values `config set` would refuse are listed in ``meta.configProblems``, as every
+    command that uses the config lists them.
     """
     from lcm_cli.engine.config.resolve import resolve_diagnostics
     from lcm_cli.engine.config.schema import config_problems

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS, ConfigKey, ShimKey
-from lcm_cli.engine.core.errors import LcmError
 
 if TYPE_CHECKING:
     from typing import Any
@@ -365,24 +364,3 @@ def config_problems(plugin_config: dict[str, Any], env: Mapping[str, str]) -> li
                 )
             break
     return problems
-
-
-def check_config_in_use(plugin_config: dict[str, Any], env: Mapping[str, str], config_path: str) -> None:
-    """Raise ``CONFIG_INVALID`` naming the first value `config set` would refuse."""
-    problems = config_problems(plugin_config, env)
-    if not problems:
-        return
-    first = problems[0]
-    if first["source"] == "plugin-config":
-        where = f"{first['key']} in {config_path}"
-        fix = f"Fix it with `lcm config set {first['key']} <value>`"
-    else:
-        where = f"{first['key']} (from the environment variable {first['source']})"
-        fix = f"Fix or unset {first['source']}"
-    allowed = f" Allowed: {first['allowed']}." if first["allowed"] else ""
-    raise LcmError(
-        "CONFIG_INVALID",
-        f"Config value {where} is invalid: {first['message']}.{allowed} {fix}; "
-        "`lcm config show` lists every problem.",
-        {"configPath": config_path, "problems": problems},
-    )

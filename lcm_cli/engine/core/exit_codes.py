@@ -211,11 +211,6 @@ ERRORS: dict[str, ErrorCode] = {
         "the stored plugin config fails validation on read; `config set` with a malformed dot path, an unknown key, a value that is not JSON, or a value or resulting config that breaks the schema (`details.errors` lists up to 20 `{path, message}`)",
         "read `details.errors`; check the key in [Config keys](#config-keys); quote JSON strings (`'\"text\"'`)",
     ),
-    "CONFIG_INVALID": ErrorCode(
-        4,
-        "a command that uses the effective config found a value `config set` would refuse: a stored key out of range, of the wrong type or outside its enum, or an `LCM_*` variable whose value is out of range (`details.problems` lists `{key, source, message, allowed}`; `source` is `plugin-config` or the variable's name)",
-        "`lcm config set KEY VALUE` with a value in the range the message names, or fix/unset the variable; `lcm config show` lists every problem in `meta.configProblems`",
-    ),
     "CONFIG_INCLUDE_UNSUPPORTED": ErrorCode(
         4,
         "`config set` on a file with `$include` at the root, `plugins`, `plugins.entries`, the entry or its config (`details.includePath` says where)",

@@ -1,9 +1,8 @@
-"""The config in use is validated by the rules `config set` applies (CONFIG_INVALID).
+"""The config in use is read as lossless-claw's runtime reads it, and checked by `config set`'s rules.
 
-A hand-written value that `config set` would refuse is never used as is: every command
-that reads the effective config fails with CONFIG_INVALID naming the key and what it
-accepts, `config show` lists the problems in ``meta.configProblems``, and `config set`
-can still fix the key.
+A hand-written value that `config set` would refuse never stops a command: it is used as
+the runtime uses it (coerced, clamped or fallen through) and reported in
+``meta.configProblems`` with the value in effect; only `config set` refuses it.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.config.schema import allowed_text, config_problems
+from tests.commands.test_doors import hook
 from tests.conftest import lcm
 
 # (key, stored value, allowed text): one per key class.
@@ -47,7 +47,7 @@ def nested(path: str, value: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("key", "value", "allowed"), INVALID_STORED, ids=lambda v: json.dumps(v))
-def test_stored_value_config_set_refuses_is_config_invalid(
+def test_a_value_config_set_refuses_is_reported_never_fatal(
     state_dir: Path, key: str, value: Any, allowed: str
 ) -> None:
     write_plugin_config(state_dir, nested(key, value))
@@ -56,59 +56,69 @@ def test_stored_value_config_set_refuses_is_config_invalid(
         ("conversations", "list"),
         ("compact", "--conversation-id", "1"),
         ("status",),
+        ("context", "show", "--conversation-id", "1"),
     ):
         out = lcm("--openclaw-dir", str(state_dir), *argv)
-        assert out.code == 4, (argv, out.stderr)
-        error = out.error
-        assert error["code"] == "CONFIG_INVALID"
-        assert key in error["message"] and f"Allowed: {allowed}." in error["message"]
-        assert "lcm config set" in error["message"]
-        problem = error["details"]["problems"][0]
+        assert out.code == 0, (argv, out.stderr)
+        problem = out.json["meta"]["configProblems"][0]
         assert problem["key"] == key and problem["source"] == "plugin-config"
-    # `config set` refuses exactly that value (the same rules) ...
+        assert problem["allowed"] == allowed and "used" in problem
+    # `config set` refuses exactly that value (the same rules), and `config show` lists it.
     refused = lcm("--openclaw-dir", str(state_dir), "config", "set", key, json.dumps(value))
     assert refused.code == 4 and refused.error["code"] == "CONFIG_VALIDATION_FAILED"
-    # ... while `config show` still explains the config, listing the problem.
     shown = lcm("--openclaw-dir", str(state_dir), "config", "show")
     assert shown.code == 0, shown.stderr
     assert shown.json["meta"]["configProblems"][0]["key"] == key
 
 
-def test_config_set_fixes_an_invalid_stored_value(state_dir: Path) -> None:
-    write_plugin_config(state_dir, {"freshTailCount": 0})
-    fixed = lcm("--openclaw-dir", str(state_dir), "config", "set", "freshTailCount", "8")
-    assert fixed.code == 0, fixed.stderr
-    out = lcm("--openclaw-dir", str(state_dir), "messages", "tail", "--conversation-id", "1")
-    assert out.code == 0, out.stderr
-    assert out.json["data"]["limits"]["count"] == 8
-    assert "configProblems" not in lcm("--openclaw-dir", str(state_dir), "config", "show").json["meta"]
+# Values as users write them, which the runtime reads: (stored, what is in effect).
+AS_USERS_WRITE = [
+    ({"freshTailCount": "16"}, "freshTailCount", 16),
+    ({"leafChunkTokens": " 7000 "}, "leafChunkTokens", 7000),
+    ({"proactiveThresholdCompactionMode": "INLINE"}, "proactiveThresholdCompactionMode", "inline"),
+    ({"pruneHeartbeatOk": "false"}, "pruneHeartbeatOk", False),
+    ({"ignoreSessionPatterns": "agent:*:cron:*, agent:*:subagent:*"}, "ignoreSessionPatterns", None),
+    ({"fallbackMaxTokens": 23}, "fallbackMaxTokens", None),
+]
 
 
-def test_environment_value_out_of_range_names_the_variable(
+@pytest.mark.parametrize(("stored", "key", "used"), AS_USERS_WRITE, ids=lambda v: json.dumps(v))
+def test_configs_the_runtime_reads_never_stop_lcm(
+    state_dir: Path, stored: dict[str, Any], key: str, used: Any
+) -> None:
+    """The engine's own hook, the reads and the importer all run; the value in effect is
+    the runtime's, and the problem is said."""
+    write_plugin_config(state_dir, stored)
+    effective = lcm("--openclaw-dir", str(state_dir), "config", "get", key).json["data"]["effectiveValue"]
+    if used is not None:
+        assert effective == used
+    for argv in (
+        ("status",),
+        ("conversations", "list"),
+        ("messages", "tail", "--conversation-id", "1"),
+        ("migrate-sessions",),
+    ):
+        out = lcm("--openclaw-dir", str(state_dir), *argv)
+        assert out.code == 0, (argv, out.stderr)
+    done = hook(state_dir, "context.assemble", json.dumps({"conversationId": 1, "tokenBudget": 4000}))
+    assert done.returncode == 0, done.stderr
+
+
+def test_environment_value_out_of_range_is_reported_with_the_variable(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LCM_FRESH_TAIL_COUNT", "0")
     out = lcm("--openclaw-dir", str(state_dir), "messages", "tail", "--conversation-id", "1")
-    error = out.error
-    assert out.code == 4 and error["code"] == "CONFIG_INVALID"
-    assert "LCM_FRESH_TAIL_COUNT" in error["message"]
-    assert error["details"]["problems"] == [
+    assert out.code == 0, out.stderr
+    assert out.json["meta"]["configProblems"] == [
         {
             "key": "freshTailCount",
             "source": "LCM_FRESH_TAIL_COUNT",
             "message": "below minimum (1)",
             "allowed": "an integer >= 1",
+            "used": 0,
         }
     ]
-
-
-def test_compaction_never_runs_with_an_empty_fresh_tail(state_dir: Path) -> None:
-    """The issue's case: freshTailCount 0 must not fold the user's current question."""
-    before = (state_dir / "lcm.db").read_bytes()
-    write_plugin_config(state_dir, {"freshTailCount": 0})
-    out = lcm("--openclaw-dir", str(state_dir), "compact", "--conversation-id", "1", "--apply")
-    assert out.code == 4 and out.error["code"] == "CONFIG_INVALID"
-    assert (state_dir / "lcm.db").read_bytes() == before
 
 
 def test_unknown_keys_and_valid_values_are_accepted(state_dir: Path) -> None:
@@ -135,3 +145,13 @@ def test_allowed_text_covers_every_key_class() -> None:
     assert allowed_text({"type": "string", "enum": ["a", "b"]}) == "one of: a, b"
     assert allowed_text({"type": "boolean"}) == "true or false"
     assert allowed_text({"type": "string"}) == "a string"
+
+
+def test_config_set_fixes_an_invalid_stored_value(state_dir: Path) -> None:
+    write_plugin_config(state_dir, {"freshTailCount": 0})
+    fixed = lcm("--openclaw-dir", str(state_dir), "config", "set", "freshTailCount", "8")
+    assert fixed.code == 0, fixed.stderr
+    out = lcm("--openclaw-dir", str(state_dir), "messages", "tail", "--conversation-id", "1")
+    assert out.code == 0, out.stderr
+    assert out.json["data"]["limits"]["count"] == 8
+    assert "configProblems" not in out.json["meta"]
