@@ -37,6 +37,7 @@ from lcm_cli.engine.config.keys import (
     effective_path_aliases,
 )
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.record import Record
 
 if TYPE_CHECKING:
     from typing import Any
@@ -95,8 +96,19 @@ def js_number(value: float | int) -> int | float | None:
     if not math.isfinite(f):
         return None
     if f.is_integer() and abs(f) < 1e21:
-        return int(f)
+        return int(f) if abs(f) <= 2**53 else _printed_integer(f)
     return f
+
+
+def _printed_integer(f: float) -> int:
+    """The integer JS prints for an integral double: its shortest round-trip digits, then
+    zeros (``12345678901234567000``, where ``int()`` gives ``…567168``). It is the same
+    double, so arithmetic is unchanged; only the printed digits agree with the runtime's."""
+    mantissa, _, exponent = repr(f).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction.rstrip("0")
+    shift = int(exponent or 0) - len(fraction.rstrip("0"))
+    return int(digits) * 10**shift if shift >= 0 else int(f)
 
 
 def _digits_to_float(digits: str, base: int = 10) -> float:
@@ -476,8 +488,12 @@ def bootstrap_default(leaf_chunk_tokens: int | float) -> int | float:
 
 
 def double_leaf_chunk_default(leaf_chunk_tokens: int | float) -> int | float:
-    """``floor(leafChunkTokens * 2)``."""
-    value = js_number(math.floor(float(leaf_chunk_tokens) * 2))
+    """``floor(leafChunkTokens * 2)``; past the largest double, ``leafChunkTokens`` itself
+    (the runtime gets Infinity and prints null: tests/compat/test_config_goldens.py)."""
+    doubled = float(leaf_chunk_tokens) * 2
+    if not math.isfinite(doubled):
+        return leaf_chunk_tokens
+    value = js_number(math.floor(doubled))
     return value if value is not None else leaf_chunk_tokens
 
 
@@ -497,19 +513,36 @@ def static_or_path_default(field: EffectiveField, state_dir: str | None) -> Any:
 
     Returns UNSET for optional fields, MISSING for defaults derived from other fields.
     """
-    default = field.primary.default
+    return _self_contained_default(field.primary, state_dir)
+
+
+def _self_contained_default(key: ConfigKey, state_dir: str | None) -> Any:
+    default = key.default
     if not isinstance(default, Derived):
         return copy_default(default)
     if default.rule == STATE_DIR_FILE:
-        return node_join(effective_state_dir(state_dir), default.arg)
+        root = effective_state_dir(state_dir)
+        joined = _STATE_DIR_FILES.get((root, default.arg))
+        if joined is None:
+            if len(_STATE_DIR_FILES) > 64:  # a long-lived process seeing many state dirs
+                _STATE_DIR_FILES.clear()
+            joined = _STATE_DIR_FILES[(root, default.arg)] = node_join(root, default.arg)
+        return joined
     if default.rule == SYSTEM_TIMEZONE:
         return system_timezone()
     return MISSING
 
 
+_STATE_DIR_FILES: dict[tuple[str, str], str] = {}
+
+
 def derived_default(field: EffectiveField, resolved: Mapping[str, Any]) -> Any:
     """A default computed from already resolved fields (``resolved`` is flat, dot paths)."""
-    default = field.primary.default
+    return _default_from_resolved(field.primary, resolved)
+
+
+def _default_from_resolved(key: ConfigKey, resolved: Mapping[str, Any]) -> Any:
+    default = key.default
     if not isinstance(default, Derived):
         return MISSING
     if default.rule == BOOTSTRAP_TOKENS:
@@ -648,26 +681,140 @@ def validate_runtime(
 # the effective config
 
 
+#: One effective field as the resolver walks it, worked out once from the key table: its
+#: name, its canonical key (None for a mirror), its environment variables and plugin-config
+#: paths (split), winner first, and the field a mirror copies ("" for the others).
+_FieldPlan = tuple[str, "ConfigKey | None", tuple[str, ...], tuple[tuple[str, ...], ...], str]
+
+
+class _Plan(Record):
+    """The key table prepared for :func:`merge_sources` (built once, on first use)."""
+
+    fields: tuple[_FieldPlan, ...]
+    static: dict[str, Any]  # the fields whose default is a constant, with it
+    lists: tuple[str, ...]  # those of them whose default is a list (copied per call)
+    located: tuple[_FieldPlan, ...]  # defaults from the state dir or the system zone
+    by_env: dict[str, tuple[_FieldPlan, ...]]  # a variable -> the fields reading it
+    by_top: dict[str, tuple[_FieldPlan, ...]]  # a top-level plugin key -> the fields under it
+    cross: tuple[_FieldPlan, ...]  # mirrors, defaults from other fields, floors from others
+    order: tuple[str, ...]  # every field, in output order
+
+
+_PLAN: list[_Plan] = []
+
+
+def _plan() -> _Plan:
+    if not _PLAN:
+        fields: list[_FieldPlan] = []
+        static: dict[str, Any] = {}
+        by_env: dict[str, list[_FieldPlan]] = {}
+        by_top: dict[str, list[_FieldPlan]] = {}
+        for f in effective_fields():
+            if f.mirror_of is not None:
+                fields.append((f.name, None, (), (), f.mirror_of))
+                continue
+            step = (f.name, f.primary, f.env, tuple(tuple(k.path.split(".")) for k in f.keys), "")
+            fields.append(step)
+            default = f.primary.default
+            if not isinstance(default, Derived) and default is not UNSET:
+                static[f.name] = default
+            for var in step[2]:
+                by_env.setdefault(var, []).append(step)
+            for top in {segments[0] for segments in step[3]}:
+                by_top.setdefault(top, []).append(step)
+        located = tuple(
+            step
+            for step in fields
+            if step[1] is not None
+            and isinstance(step[1].default, Derived)
+            and step[1].default.rule in (STATE_DIR_FILE, SYSTEM_TIMEZONE)
+        )
+        _PLAN.append(
+            _Plan(
+                tuple(fields),
+                static,
+                tuple(name for name, value in static.items() if isinstance(value, list)),
+                located,
+                {var: tuple(steps) for var, steps in by_env.items()},
+                {top: tuple(steps) for top, steps in by_top.items()},
+                tuple(step for step in fields if _is_cross_field(step)),
+                tuple(step[0] for step in fields),
+            )
+        )
+    return _PLAN[0]
+
+
+def _is_cross_field(step: _FieldPlan) -> bool:
+    key = step[1]
+    if key is None or key.at_least_of is not None:
+        return True
+    return isinstance(key.default, Derived) and key.default.rule not in (STATE_DIR_FILE, SYSTEM_TIMEZONE)
+
+
+def _lookup_segments(obj: Any, segments: tuple[str, ...]) -> Any:
+    current = obj
+    for segment in segments:
+        if not isinstance(current, dict) or segment not in current:
+            return MISSING
+        current = current[segment]
+    return current
+
+
+def _field_value(
+    step: _FieldPlan, plugin: Mapping[str, Any], env: Mapping[str, str], state_dir: str | None
+) -> Any:
+    """One field from env, else plugin config, else its self-contained default (MISSING when
+    derived from other fields, UNSET when optional)."""
+    _, key, env_names, paths, _ = step
+    assert key is not None
+    for var in env_names:
+        raw = env.get(var)
+        if raw is not None:
+            value = coerce_env(key, raw)
+            if value is not MISSING:
+                return value
+    for segments in paths:
+        raw = _lookup_segments(plugin, segments)
+        if raw is not MISSING:
+            value = coerce_plugin(key, raw)
+            if value is not MISSING:
+                return value
+    return _self_contained_default(key, state_dir)
+
+
 def merge_sources(
     plugin_config: Mapping[str, Any] | None, env: Mapping[str, str], state_dir: str | None
 ) -> dict[str, Any]:
     """Each field's value from env, else plugin config, else a self-contained default.
 
     Flat dot paths; optional unset fields, mirrors and defaults derived from other fields
-    are left out (see :func:`finish_flat`).
+    are left out (see :func:`finish_flat`). Every JSON read resolves the config, so the
+    defaults are laid down at once and only the fields an environment variable or a
+    top-level plugin key names are resolved one by one (:func:`value_from_env`, then
+    :func:`value_from_plugin`, then :func:`static_or_path_default`).
     """
+    plan = _plan()
     plugin = plugin_config or {}
-    merged: dict[str, Any] = {}
-    for field in effective_fields():
-        if field.mirror_of is not None:
-            continue
-        value = value_from_env(field, env)
-        if value is MISSING:
-            value = value_from_plugin(field, plugin)
-        if value is MISSING:
-            value = static_or_path_default(field, state_dir)
-        if value is not MISSING and value is not UNSET:
-            merged[field.name] = value
+    merged = dict(plan.static)
+    for name in plan.lists:
+        merged[name] = list(merged[name])
+    for step in plan.located:
+        merged[step[0]] = _self_contained_default(step[1], state_dir)  # type: ignore[arg-type]
+    named: dict[str, _FieldPlan] = {}
+    for var, steps in plan.by_env.items():
+        if var in env:
+            for step in steps:
+                named[step[0]] = step
+    if isinstance(plugin, dict):  # as lookup_path: only a dict has keys to look up
+        for top in plugin:
+            for step in plan.by_top.get(top, ()):
+                named[step[0]] = step
+    for name, step in named.items():
+        value = _field_value(step, plugin, env, state_dir)
+        if value is MISSING or value is UNSET:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
     return merged
 
 
@@ -678,21 +825,21 @@ def finish_flat(values: Mapping[str, Any]) -> dict[str, Any]:
     mirrors (``incrementalMaxDepth``) and raises ``dynamicLeafChunkTokens.max`` to at least
     ``leafChunkTokens``. Fields still without a value (optional, unset) are omitted.
     """
-    out: dict[str, Any] = {}
-    for field in effective_fields():
-        if field.mirror_of is not None:
-            out[field.name] = out[field.mirror_of]
+    plan = _plan()
+    resolved = dict(values)
+    for name, key, _, _, mirror_of in plan.cross:
+        if key is None:
+            resolved[name] = resolved[mirror_of]
             continue
-        value = values.get(field.name, MISSING)
+        value = resolved.get(name, MISSING)
         if value is MISSING:
-            value = derived_default(field, out)
-        if value is MISSING or value is UNSET:
-            continue
-        floor_field = field.primary.at_least_of
-        if floor_field is not None:
-            value = raise_to_at_least(value, out[floor_field])
-        out[field.name] = value
-    return out
+            value = _default_from_resolved(key, resolved)
+            if value is MISSING or value is UNSET:
+                continue
+        if key.at_least_of is not None:
+            value = raise_to_at_least(value, resolved[key.at_least_of])
+        resolved[name] = value
+    return {name: resolved[name] for name in plan.order if name in resolved}
 
 
 def resolve_flat(
@@ -712,15 +859,25 @@ def flatten(effective: Mapping[str, Any]) -> dict[str, Any]:
     return flat
 
 
+_SPLIT_PATHS: dict[str, tuple[tuple[str, ...], str]] = {}
+
+
 def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     """Turn ``{"a.b": 1}`` into ``{"a": {"b": 1}}``, keeping first-seen order."""
     out: dict[str, Any] = {}
     for path, value in flat.items():
-        *parents, leaf = path.split(".")
+        if "." not in path:
+            out[path] = value
+            continue
+        split = _SPLIT_PATHS.get(path)
+        if split is None:
+            *parents, leaf = path.split(".")
+            split = _SPLIT_PATHS[path] = (tuple(parents), leaf)
         node = out
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[leaf] = value
+        for parent in split[0]:
+            child = node.get(parent)
+            node = child if child is not None else node.setdefault(parent, {})
+        node[split[1]] = value
     return out
 
 
