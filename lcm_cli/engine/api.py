@@ -17,7 +17,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
 from lcm_cli.engine.core.record import Record
-from lcm_cli.engine.core.registry import FollowUp, Operation, Result, get_operation
+from lcm_cli.engine.core.registry import ARGUMENTS, FollowUp, Operation, Result, command_words, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
 
 if TYPE_CHECKING:
@@ -77,6 +77,13 @@ def invoke(
     """
     op = get_operation(name)
     spec = op.spec
+    for arg, value in zip(spec.args, args):
+        if value == "" and not ARGUMENTS[arg].blank:
+            words = " ".join(command_words(name, spec))
+            raise LcmError(
+                "INVALID_COMMAND",
+                f"`lcm {words}` needs a non-empty {ARGUMENTS[arg].metavar}; see `lcm {words} --help`.",
+            )
     request = validate_request(
         name,
         spec.options,

@@ -184,6 +184,13 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
 
 # --- per-file reports -----------------------------------------------------------------
 
+#: Why a transcript without entry ids is not imported into a conversation that has messages
+#: (as the reference warns: its messages could not be told apart from the stored ones).
+NO_ENTRY_IDS_WARNING = (
+    "the conversation already has messages and this transcript has no entry ids: "
+    "skipped to avoid duplicates"
+)
+
 # What is read: a JSONL transcript's path, or one session of a host SQLite store.
 Source = Union[str, StoreSource]
 
@@ -434,6 +441,7 @@ def _dry_run_file(conn: sqlite3.Connection | None, transcript: Any, report: dict
     elif existing > 0 and not transcript.all_ids:
         report.update(status="skipped", reason="existing-conversation-without-transcript-entry-ids")
         report["skippedMessages"] = transcript.candidate_count
+        report["warnings"].append(NO_ENTRY_IDS_WARNING)
     else:
         report["status"] = "would-import" if would else "up-to-date"
     report["wouldImportMessages"] = would
@@ -882,9 +890,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
     if existing > 0 and not transcript.all_ids:
         report.update(status="skipped", reason="existing-conversation-without-transcript-entry-ids")
         report["skippedMessages"] = transcript.candidate_count
-        report["warnings"].append(
-            "the conversation already has messages and this transcript has no entry ids"
-        )
+        report["warnings"].append(NO_ENTRY_IDS_WARNING)
         return
 
     if staged:

@@ -199,6 +199,10 @@ def test_legacy_transcript_without_ids_into_a_nonempty_conversation_is_skipped(t
     assert second["files"][0]["status"] == "skipped"
     assert second["files"][0]["reason"] == "existing-conversation-without-transcript-entry-ids"
     assert rows(db, "SELECT COUNT(*) FROM messages")[0][0] == first["importedMessages"]
+    # The dry run says the same, with the reference's warning.
+    dry = lcm("--db", str(db), "migrate-sessions", "--file", str(generated.path)).json["data"]["files"][0]
+    assert dry["reason"] == second["files"][0]["reason"]
+    assert dry["warnings"] == second["files"][0]["warnings"] and "no entry ids" in dry["warnings"][0]
 
 
 def test_session_key_held_by_another_active_conversation_stays_unset(state: Path) -> None:

@@ -60,12 +60,15 @@ class Argument(Record):
     """A positional argument's spelling in help: its metavar and help text.
 
     ``json`` marks a JSON value, which may be a negative number (``-1``) that the CLI
-    must not take for an option.
+    must not take for an option. ``blank`` says the operation itself judges an empty value
+    (a pattern, a prompt, a JSON value); any other empty argument (an id, a path, a name)
+    is a missing one, ``INVALID_COMMAND``, as the reference's `summaries show ""` is.
     """
 
     metavar: str
     help: str
     json: bool = False
+    blank: bool = False
 
 
 def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
@@ -77,12 +80,12 @@ def command_words(name: str, spec: OpSpec) -> tuple[str, ...]:
 ARGUMENTS: dict[str, Argument] = {
     "summary_id": Argument("SUMMARY_ID", "A summary id such as sum_1b2c3d4e5f607182."),
     "path": Argument("PATH", "Dot path, e.g. freshTailCount."),
-    "pattern": Argument("PATTERN", "A regex (default) or full-text words."),
+    "pattern": Argument("PATTERN", "A regex (default) or full-text words.", blank=True),
     "item_id": Argument("ID", "A summary id (sum_…) or file id (file_…)."),
-    "prompt": Argument("PROMPT", "What to answer from the history."),
+    "prompt": Argument("PROMPT", "What to answer from the history.", blank=True),
     "operation": Argument("OPERATION", "Operation name, e.g. messages.tail."),
     "archive": Argument("ARCHIVE", "A .jsonl.gz written by `lcm prune`."),
-    "json_value": Argument("JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'.", json=True),
+    "json_value": Argument("JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'.", json=True, blank=True),
     "name": Argument("NAME", "Template name: system, leaf, condensed-d1, condensed-d2, condensed-d3."),
 }
 
