@@ -187,8 +187,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
 #: Why a transcript without entry ids is not imported into a conversation that has messages
 #: (as the reference warns: its messages could not be told apart from the stored ones).
 NO_ENTRY_IDS_WARNING = (
-    "the conversation already has messages and this transcript has no entry ids: "
-    "skipped to avoid duplicates"
+    "the conversation already has messages and this transcript has no entry ids: skipped to avoid duplicates"
 )
 
 # What is read: a JSONL transcript's path, or one session of a host SQLite store.

@@ -65,12 +65,8 @@ def test_error_details_as_the_reference(db_path: Path, tmp_path: Path) -> None:
     unsupported = lcm("--db", str(db_path), "--pretty", "status", "--kind", "leaf")
     assert unsupported.stderr.count("\n") == 1  # compact despite --pretty
     assert json.loads(unsupported.stderr)["error"]["details"] == {"option": "kind", "command": "status"}
-    empty = lcm("--db", str(db_path), "summaries", "show", "")
-    assert empty.code == 3 and json.loads(empty.stderr)["error"] == {
-        "code": "SUMMARY_NOT_FOUND",
-        "message": json.loads(empty.stderr)["error"]["message"],
-        "details": {"summaryId": ""},
-    }
+    empty = lcm("--db", str(db_path), "summaries", "show", "")  # the reference: no id given
+    assert empty.code == 2 and json.loads(empty.stderr)["error"]["code"] == "INVALID_COMMAND"
     text = tmp_path / "not.db"
     text.write_text("plain text, not SQLite\n" * 10)
     bad = lcm("--db", str(text), "conversations", "list")

@@ -85,7 +85,9 @@ ARGUMENTS: dict[str, Argument] = {
     "prompt": Argument("PROMPT", "What to answer from the history.", blank=True),
     "operation": Argument("OPERATION", "Operation name, e.g. messages.tail."),
     "archive": Argument("ARCHIVE", "A .jsonl.gz written by `lcm prune`."),
-    "json_value": Argument("JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'.", json=True, blank=True),
+    "json_value": Argument(
+        "JSON_VALUE", "The new value as JSON: 32, true, '\"text\"'.", json=True, blank=True
+    ),
     "name": Argument("NAME", "Template name: system, leaf, condensed-d1, condensed-d2, condensed-d3."),
 }
 
