@@ -247,9 +247,16 @@ _CORRUPTION_MARKERS = ("malformed", "not a database", "corrupt")
 
 def _sqlite_text(exc: BaseException) -> str | None:
     """SQLite's message in ``exc``; also from the UnicodeDecodeError Python raises when the
-    message itself quotes damaged schema bytes (``near "CRE\xbeTE": syntax error``)."""
+    message itself quotes damaged schema bytes (``near "CRE\xbeTE": syntax error``).
+
+    Python 3.10 raises a bare ``DatabaseError()`` instead when it cannot decode the message:
+    only a message quoting the file's own damaged bytes does that.
+    """
     if isinstance(exc, sqlite3.Error):
-        return str(exc)
+        text = str(exc)
+        if not text and type(exc) is sqlite3.DatabaseError:
+            return "malformed database schema (SQLite's message quotes bytes that are not UTF-8)"
+        return text
     if isinstance(exc, UnicodeDecodeError) and isinstance(exc.object, bytes):
         text = decode_text(exc.object)
         return text if text.startswith(("malformed database schema", "database disk image")) else None
@@ -285,7 +292,7 @@ def corrupt_database_error(path: str, text: str) -> LcmError:
 
 def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> LcmError:
     """Map an error raised while querying to DATABASE_BUSY, DATABASE_CORRUPT or DATABASE_QUERY_FAILED."""
-    text = str(exc)
+    text = _sqlite_text(exc) or ""
     if "locked" in text or "busy" in text:
         return LcmError(
             "DATABASE_BUSY",

@@ -94,7 +94,7 @@ def sqlite_error(exc: sqlite3.Error, source: str, directory: str, timeout_ms: in
         )
     if "locked" in text or "busy" in text:
         return translate_sqlite_error(exc, source, timeout_ms)
-    if name in _WRITE_IOERRS:
+    if name in _WRITE_IOERRS or (not name and "disk I/O error" in text and _writes_limited()):
         return backup_failed(
             f"Writing the backup in {directory} failed ({text}): the disk may be full or failing, "
             "or a file-size limit (`ulimit -f`) was reached. No partial file was kept; free space "
@@ -106,3 +106,15 @@ def sqlite_error(exc: sqlite3.Error, source: str, directory: str, timeout_ms: in
         "again run `lcm backup --quick` or check the source with `PRAGMA integrity_check`.",
         {"databasePath": source, "directory": directory},
     )
+
+
+def _writes_limited() -> bool:
+    """True when this process may not write files past a size (``ulimit -f``).
+
+    Python 3.10's sqlite3 gives no error name: a "disk I/O error" is then taken for the
+    write side when such a limit is what can make a write fail.
+    """
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return soft != resource.RLIM_INFINITY
