@@ -121,12 +121,16 @@ def test_check_mode_reports_drift_and_rewrite_fixes_it(
         f"intro\n{GEN.HELP_BEGIN}\nold help\n{GEN.HELP_END}\n{errors}middle\n{GEN.CONFIG_BEGIN}\n{GEN.CONFIG_END}\nend\n",
         encoding="utf-8",
     )
-    skill.write_text(f"skill\n{errors}", encoding="utf-8")
+    destructive = f"{GEN.DESTRUCTIVE_BEGIN}\n{GEN.DESTRUCTIVE_END}\n"
+    skill.write_text(f"skill\n{errors}{destructive}", encoding="utf-8")
+    doctor = tmp_path / "doctor.md"
+    doctor.write_text(f"checks\n{GEN.CHECKS_BEGIN}\n{GEN.CHECKS_END}\n", encoding="utf-8")
     manifest, tools = tmp_path / "openclaw.plugin.json", tmp_path / "tools.json"
     manifest.write_text(GEN.MANIFEST.read_text(encoding="utf-8"), encoding="utf-8")
     tools.write_text(GEN.TOOLS.read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.setattr(GEN, "DOC", doc)
     monkeypatch.setattr(GEN, "SKILL", skill)
+    monkeypatch.setattr(GEN, "DOCTOR", doctor)
     monkeypatch.setattr(GEN, "MANIFEST", manifest)
     monkeypatch.setattr(GEN, "TOOLS", tools)
     monkeypatch.setattr(GEN, "REPO", tmp_path)
@@ -134,6 +138,8 @@ def test_check_mode_reports_drift_and_rewrite_fixes_it(
     monkeypatch.setattr(GEN, "generated_config", lambda: "| keys |\n")
     monkeypatch.setattr(GEN, "generated_errors", lambda: "| codes |\n")
     monkeypatch.setattr(GEN, "generated_skill_errors", lambda: "| next steps |\n")
+    monkeypatch.setattr(GEN, "generated_skill_destructive", lambda: "- a fix\n")
+    monkeypatch.setattr(GEN, "generated_checks", lambda: "| checks |\n")
 
     assert GEN.main(["--check"]) == 1
     assert "gen_cli_docs.py" in capsys.readouterr().err
@@ -144,7 +150,9 @@ def test_check_mode_reports_drift_and_rewrite_fixes_it(
     )
     assert (
         skill.read_text(encoding="utf-8") == f"skill\n{GEN.ERRORS_BEGIN}\n| next steps |\n{GEN.ERRORS_END}\n"
+        f"{GEN.DESTRUCTIVE_BEGIN}\n- a fix\n{GEN.DESTRUCTIVE_END}\n"
     )
+    assert doctor.read_text(encoding="utf-8") == f"checks\n{GEN.CHECKS_BEGIN}\n| checks |\n{GEN.CHECKS_END}\n"
     assert GEN.main(["--check"]) == 0
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from lcm_cli.doctor import context as context_checks
 from lcm_cli.doctor import dag, fts, maintenance, pending
+from lcm_cli.doctor.checks import BY_ID
 from lcm_cli.doctor.resummarize import planned as planned_summaries
 from lcm_cli.doctor.resummarize import repair_order, resummarize
 from lcm_cli.doctor.scan import resolve_scope, select_checks
@@ -70,8 +71,10 @@ class Unit:
     transactional: bool = True
 
     def describe(self) -> dict[str, Any]:
-        """The unit's identity in the report."""
-        return {"unit": self.unit, "check": self.check, "conversationId": self.conversation_id}
+        """The unit's identity in the report (``destructive`` when it rewrites history)."""
+        found = {"unit": self.unit, "check": self.check, "conversationId": self.conversation_id}
+        destructive = any(BY_ID[check].destructive for check in self.check.split(","))
+        return {**found, "destructive": True} if destructive else found
 
 
 def _only_conversation(source: ScanInput) -> int | None:

@@ -1,9 +1,11 @@
 """Every check `lcm doctor` runs: stable id, severity, what it looks at, and its fix.
 
 The ids are a contract (scripts pass them to ``--check`` and read them from the report);
-docs/doctor.md documents each one. ``fix`` is the exact `lcm` command that repairs the
-finding (the scan appends the selector it ran with); checks without an automatic repair
-carry ``advice`` instead.
+docs/doctor.md's table of checks is generated from this list. ``fix`` is the exact `lcm`
+command that repairs the finding (the scan appends the selector it ran with); checks without
+an automatic repair carry ``advice`` instead. A fix that deletes or rewrites stored history
+is ``destructive``; an ``info`` check is never wrong data, so it never names a deletion as
+its fix (an optional clean-up is named in its advice, marked as such).
 """
 
 from __future__ import annotations
@@ -30,10 +32,20 @@ class Check(NamedTuple):
     fix: str | None = None
     advice: str | None = None
     scoped: bool = True  # narrows to the selected conversations (False: database-wide)
+    finds: str = ""  # what a finding is, for docs/doctor.md
+    destructive: bool = False  # the fix deletes or rewrites stored history
 
 
 def _apply(check_id: str) -> str:
     return f"lcm doctor apply --check {check_id} --apply"
+
+
+def _optional_clean(conversation_class: str) -> str:
+    return (
+        "Kept on purpose: nothing is wrong. Optional clean-up, which deletes these conversations "
+        "and their messages for good (after a backup; ask the user first): "
+        f"`lcm doctor clean --class {conversation_class} --apply`."
+    )
 
 
 CHECKS: tuple[Check, ...] = (
@@ -43,7 +55,16 @@ CHECKS: tuple[Check, ...] = (
         "Summaries written by a fallback path (truncated, emergency, directive-omitted)",
         markers.check_markers,
         _apply("summaries.markers"),
-        "Re-summarizes each from its sources with the configured summarizer, bottom-up.",
+        "Re-summarizes each from its sources with the configured summarizer, bottom-up (the old "
+        "text is kept only in the backup taken first).",
+        destructive=True,
+        finds=(
+            "Summaries written by a fallback path: every marker shape and rule of the reference's "
+            "classification (directive fallback, old truncation marker, `[Truncated from N tokens]` "
+            "at the end, truncation marker near the end, model `emergency-fallback`, model `unknown` "
+            "with the bare emergency marker). `details.byKind` counts `fallback`, `oldMarker`, "
+            "`truncatedMarker`, `emergency`; `notes` gives each id's kind"
+        ),
     ),
     Check(
         "dag.cross-conversation",
@@ -52,6 +73,7 @@ CHECKS: tuple[Check, ...] = (
         dag.check_cross_conversation,
         None,
         _RESTORE,
+        finds="A summary linked to a message or a source summary of another conversation",
     ),
     Check(
         "dag.missing-sources",
@@ -60,6 +82,10 @@ CHECKS: tuple[Check, ...] = (
         dag.check_missing_sources,
         None,
         _RESTORE,
+        finds=(
+            "A leaf without messages, a condensed summary without sources, a link to a message or "
+            "summary that does not exist, or links of a summary that is gone"
+        ),
     ),
     Check(
         "dag.depth-kind",
@@ -68,6 +94,10 @@ CHECKS: tuple[Check, ...] = (
         dag.check_depth_kind,
         None,
         _RESTORE,
+        finds=(
+            "A leaf not at depth 0, a condensed summary at depth 0, or a condensed summary not "
+            "exactly one above its deepest source"
+        ),
     ),
     Check(
         "dag.cycles",
@@ -76,6 +106,7 @@ CHECKS: tuple[Check, ...] = (
         dag.check_cycles,
         None,
         _RESTORE,
+        finds="Summaries that are (indirectly) their own source",
     ),
     Check(
         "dag.descendant-counts",
@@ -83,6 +114,7 @@ CHECKS: tuple[Check, ...] = (
         "Descendant counts that do not add up over the direct sources",
         dag.check_descendant_counts,
         _apply("dag.descendant-counts"),
+        finds="`descendant_count` / `descendant_token_count` that do not add up over the direct sources",
     ),
     Check(
         "context.ordinals",
@@ -90,6 +122,10 @@ CHECKS: tuple[Check, ...] = (
         "Context ordinals not exactly 0..N-1 (gaps are legal after soft-reset pruning)",
         context.check_ordinals,
         _apply("context.ordinals"),
+        finds=(
+            "A conversation whose context ordinals are not exactly 0..N-1 (gaps are legal after "
+            "soft-reset pruning, so this is informational)"
+        ),
     ),
     Check(
         "context.dangling",
@@ -97,6 +133,10 @@ CHECKS: tuple[Check, ...] = (
         "Context items pointing at a missing row or a row of another conversation",
         context.check_dangling,
         _apply("context.dangling"),
+        finds=(
+            "A context item pointing at a missing message or summary, or at one of another "
+            "conversation (ids `conversation:ordinal`)"
+        ),
     ),
     Check(
         "context.duplicates",
@@ -104,6 +144,7 @@ CHECKS: tuple[Check, ...] = (
         "The same message or summary twice in one context",
         context.check_duplicates,
         _apply("context.duplicates"),
+        finds="The same message or summary twice in one context (the later items are affected)",
     ),
     Check(
         "fts.messages",
@@ -111,6 +152,9 @@ CHECKS: tuple[Check, ...] = (
         "messages_fts out of step with messages",
         fts.check_messages_fts,
         _apply("fts.messages"),
+        finds=(
+            "Messages with non-blank content missing from `messages_fts`, or index rows whose message is gone"
+        ),
     ),
     Check(
         "fts.summaries",
@@ -118,6 +162,7 @@ CHECKS: tuple[Check, ...] = (
         "summaries_fts out of step with summaries",
         fts.check_summaries_fts,
         _apply("fts.summaries"),
+        finds="`summaries_fts` rows missing, stale, duplicated or with other content than the summary",
     ),
     Check(
         "fts.summaries-cjk",
@@ -125,6 +170,7 @@ CHECKS: tuple[Check, ...] = (
         "summaries_fts_cjk out of step with summaries",
         fts.check_summaries_fts_cjk,
         _apply("fts.summaries-cjk"),
+        finds="The same for the trigram table `summaries_fts_cjk`",
     ),
     Check(
         "conversations.orphaned",
@@ -134,27 +180,41 @@ CHECKS: tuple[Check, ...] = (
         "lcm prune --class orphaned --apply",
         "Prunes archived ones (after an archive file). Active ones are the only copy of their "
         "history: keep them, or archive them first with a /reset.",
+        destructive=True,
+        finds=(
+            "Conversations whose recorded source (`conversation_bootstrap_state.session_file_path`) "
+            "is gone: a transcript file that no longer exists and whose session the agent's host "
+            "store (`openclaw-agent.sqlite`, where a host upgrade imports JSONL transcripts before "
+            "archiving them) does not hold, or a `sqlite:<agent>:<session>:<store>` source whose "
+            "store no longer holds the session"
+        ),
     ),
     Check(
         "junk.archived-subagents",
         "info",
         "Archived subagent sessions (every agent id)",
         junk.check_archived_subagents,
-        "lcm doctor clean --class archived_subagents --apply",
+        None,
+        _optional_clean("archived_subagents"),
+        finds="Archived conversations keyed `agent:<id>:subagent:...`, for **every** agent id",
     ),
     Check(
         "junk.cron-sessions",
         "info",
         "Cron sessions (every agent id)",
         junk.check_cron_sessions,
-        "lcm doctor clean --class cron_sessions --apply",
+        None,
+        _optional_clean("cron_sessions"),
+        finds="Conversations keyed `agent:<id>:cron:...` (active or archived), every agent id",
     ),
     Check(
         "junk.null-subagent-context",
         "info",
         "Archived keyless [Subagent Context] conversations",
         junk.check_null_subagent_context,
-        "lcm doctor clean --class null_subagent_context --apply",
+        None,
+        _optional_clean("null_subagent_context"),
+        finds="Archived keyless conversations whose first message starts with `[Subagent Context]`",
     ),
     Check(
         "maintenance.stale",
@@ -162,6 +222,7 @@ CHECKS: tuple[Check, ...] = (
         "Compaction debt left on archived conversations",
         maintenance.check_stale,
         _apply("maintenance.stale"),
+        finds="Compaction debt still pending on an archived conversation (no live drain holds it)",
     ),
     Check(
         "maintenance.stuck",
@@ -170,6 +231,7 @@ CHECKS: tuple[Check, ...] = (
         maintenance.check_stuck,
         _apply("maintenance.stuck"),
         "Clears the running flag; the debt stays pending so the next turn drains it.",
+        finds="A compaction drain marked running for over 30 minutes on an active conversation",
     ),
     Check(
         "maintenance.failed",
@@ -178,6 +240,7 @@ CHECKS: tuple[Check, ...] = (
         maintenance.check_failed,
         None,
         "Read the failure (details); fix the summarizer config (`lcm config show`); the agent retries.",
+        finds="Pending debt whose last drain failed (`notes` has the failure)",
     ),
     Check(
         "pending.open-batches",
@@ -187,6 +250,13 @@ CHECKS: tuple[Check, ...] = (
         _apply("pending.open-batches"),
         "Marks them stale, as 1.0 does (terminal; 1.0 re-plans). Leave them while a live 1.0 still owns "
         "the conversation: it publishes or stales them on the next turn.",
+        finds=(
+            "Lossless-claw 1.0 pending compaction batches still `planning`/`ready`/`publishing` and "
+            "untouched for over 24 hours (ids: batch ids; `notes`: conversation, status, "
+            "`updatedAt`). 1.0 publishes or stales a batch on the conversation's next turn, so an "
+            "idle conversation under a live 1.0 may hold one; one whose 1.0 crashed or was replaced "
+            "is never published"
+        ),
     ),
     Check(
         "pending.dangling",
@@ -195,6 +265,11 @@ CHECKS: tuple[Check, ...] = (
         pending.check_dangling,
         None,
         _RESTORE,
+        finds=(
+            "1.0 pending rows naming something gone: a node's canonical summary, batch or "
+            "conversation, a node-message link's source message, a node-child link's child summary or "
+            "node (ids `node:…`, `node-message:NODE:MESSAGE`, `node-child:NODE:ORDINAL`)"
+        ),
     ),
     Check(
         "turns.orphaned",
@@ -204,6 +279,9 @@ CHECKS: tuple[Check, ...] = (
         None,
         "Harmless: a host retry of such a turn is answered as a duplicate. Nothing to do.",
         scoped=False,
+        finds=(
+            "`turn_advancements` (commitTurn ledger) rows whose session id has no conversation; database-wide"
+        ),
     ),
     Check(
         "epochs.frontier-missing",
@@ -213,6 +291,10 @@ CHECKS: tuple[Check, ...] = (
         None,
         "Messages that 1.0 anchored are gone: restore a backup if that was not intended; "
         "otherwise lossless-claw 1.0 re-anchors the epoch on its next bootstrap.",
+        finds=(
+            "A `conversation_transcript_epochs` row whose `frontier_entry_id` no message of its "
+            "conversation holds"
+        ),
     ),
     Check(
         "rollover.splits",
@@ -222,6 +304,10 @@ CHECKS: tuple[Check, ...] = (
         None,
         "Repair with the plugin's `/lossless doctor apply rollover-splits confirm`; "
         "`safe` says whether it would accept the group.",
+        finds=(
+            "A session key whose history is split over an active and archived conversations that "
+            "still hold data (`notes`: target, sources, `safe`, `unsafeBecause`)"
+        ),
     ),
     Check(
         "storage.quick-check",
@@ -231,6 +317,14 @@ CHECKS: tuple[Check, ...] = (
         None,
         _RESTORE,
         scoped=False,
+        finds=(
+            "Anything `PRAGMA quick_check` reports. A file up to 256 MiB, or any file with "
+            "`--thorough`, gets the whole-file check. A bigger file is checked table by table (each "
+            "with its indexes: the schema, the small tables, those that grow with the summaries, then "
+            "the per-message bulk, `messages` last) until 3 s are spent; `details` then says "
+            "`bounded`, how many tables were checked, which were not (`uncheckedTables`), that the "
+            "free-page list was not walked, and the command of the full pass"
+        ),
     ),
     Check(
         "storage.undecodable-text",
@@ -239,6 +333,13 @@ CHECKS: tuple[Check, ...] = (
         storage.check_undecodable_text,
         _apply("storage.undecodable-text"),
         "Re-encodes each value with U+FFFD in place of the bad bytes, in one transaction, after a backup.",
+        destructive=True,
+        finds=(
+            "`messages.content` or `summaries.content` values that are not valid UTF-8 (written by "
+            "another tool, or damaged); affected ids are `message:<id>` / `summary:<id>`, each note "
+            "names the table, column and first bad byte; `details.rowsByTable` counts them. Every "
+            "command reads such a value with U+FFFD in place of the bad bytes and goes on"
+        ),
     ),
     Check(
         "storage.schema-version",
@@ -248,6 +349,10 @@ CHECKS: tuple[Check, ...] = (
         _apply("storage.schema-version"),
         "A newer schema cannot be fixed here: upgrade lcm.",
         scoped=False,
+        finds=(
+            "Migrations this `lcm` would still apply, or migration steps written by a newer `lcm` "
+            "(`details.newer`)"
+        ),
     ),
     Check(
         "storage.wal-size",
@@ -256,6 +361,7 @@ CHECKS: tuple[Check, ...] = (
         storage.check_wal_size,
         _apply("storage.wal-size"),
         scoped=False,
+        finds="A `-wal` file over 64 MiB",
     ),
     Check(
         "storage.growth",
@@ -263,7 +369,14 @@ CHECKS: tuple[Check, ...] = (
         "Growth per day and forecast (finding: disk full within 90 days)",
         storage.check_growth,
         "lcm prune --before 90d --apply",
+        "Prunes archived conversations older than 90 days (after an archive file they can be "
+        "restored from); `lcm vacuum --apply` first gives back space already freed.",
         scoped=False,
+        destructive=True,
+        finds=(
+            "Growth per day and a 30/90/365-day forecast in `details`; a finding when the disk would "
+            "fill within 90 days at that rate"
+        ),
     ),
 )
 BY_ID: dict[str, Check] = {check.id: check for check in CHECKS}

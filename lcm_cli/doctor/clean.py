@@ -1,17 +1,18 @@
 """`lcm doctor clean`: remove junk conversations by class (compat/operations.md §6).
 
 Scan output per class: matched conversations and messages, and up to 3 examples. With
-``--apply``: a ``doctor-cleaners`` backup, then one transaction deleting every matched
-conversation with everything that hangs off it; ``--vacuum`` then compacts the file.
+``--apply``: a ``doctor-cleaners`` backup, then every matched conversation with everything
+that hangs off it is deleted in batches of about 25 ms of write lock each (as prune does;
+the live agent keeps writing, a rerun finishes an interrupted clean); ``--vacuum`` then
+gives the space back in bounded steps when the file has incremental auto-vacuum.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from typing import Any
 
-from lcm_cli.doctor.writer import backup_first, is_busy, open_writer, unit_of_work
+from lcm_cli.doctor.writer import backup_first, is_busy, open_writer
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.params import APPLY, CONVERSATION_CLASS, NO_BACKUP, VACUUM, Request
@@ -20,6 +21,7 @@ from lcm_cli.engine.db.connection import translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
 from lcm_cli.engine.maintenance.findings import Scope
 from lcm_cli.engine.maintenance.junk import CLASSES, CLEAN_CLASSES, class_conversations, scan_input
+from lcm_cli.engine.maintenance.vacuum import give_back_space
 from lcm_cli.engine.read.conversation_rows import require_lcm_tables
 
 _PREVIEW = 120
@@ -111,22 +113,33 @@ def clean(ctx: Context, req: Request) -> Result:
     try:
         conn = open_writer(ctx.database_path, ctx.timeout_ms)
         try:
-            conn.execute("PRAGMA foreign_keys = OFF")  # explicit deletes; see prune.delete_staged
-            with unit_of_work(conn):
+            conn.execute("PRAGMA temp_store = FILE")  # the staged rowids: on disk, memory bounded
+            conn.execute("BEGIN")  # one read snapshot: the rows to delete
+            try:
                 prune.stage_ids(conn, sorted(matched))
-                deleted = prune.delete_staged(conn)
+                prune.stage_rows(conn)
+                conn.execute("COMMIT")  # a read of the database; it keeps the temp tables staged
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            conn.execute("PRAGMA foreign_keys = OFF")  # explicit deletes; see prune.delete_staged
+            try:
+                deleted = prune.delete_in_batches(
+                    conn, progress=lambda done, total: ctx.report_progress("deleting", done, total)
+                )
+            except prune.BatchError as exc:
+                raise exc.error from None
             conn.execute("PRAGMA foreign_keys = ON")
-            data["deletedConversations"] = deleted["conversations"]
+            deleted.pop("kept", None)  # rows written meanwhile stay (a rerun finds them)
+            data["deletedConversations"] = deleted.get("conversations", 0)
             data["deletedMessages"] = deleted["messages"]
             data["deleted"] = deleted
             if req[VACUUM]:
-                before = os.path.getsize(ctx.database_path)
-                conn.execute("VACUUM")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                data["vacuum"] = {
-                    "fileBytesBefore": before,
-                    "fileBytesAfter": os.path.getsize(ctx.database_path),
-                }
+                data["vacuum"] = give_back_space(
+                    conn,
+                    ctx.database_path,
+                    progress=lambda done, total: ctx.report_progress("vacuum", done, total),
+                )
             data["quickCheck"] = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
         finally:
             conn.close()

@@ -3,6 +3,8 @@ matches kind and sources, no cycles, every source exists, descendant counts add 
 
 from __future__ import annotations
 
+from typing import Any
+
 from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, skipped
 
 _TABLES = ("summaries", "summary_messages", "summary_parents", "messages")
@@ -11,33 +13,48 @@ _TABLES = ("summaries", "summary_messages", "summary_parents", "messages")
 def leaf_link_problems(source: ScanInput) -> dict[str, str]:
     """Leaf links to a missing message, to another conversation's message, or of a missing summary.
 
-    A whole-database scan walks the covering ``(conversation_id, seq)`` index of messages
-    and probes the links from there: joining from the links instead would read each linked
-    message row (wide, with its content) at random.
+    One query per conversation holding summaries: its summaries' links whose message is
+    not among the conversation's own messages (read from the narrow ``(conversation_id,
+    seq)`` index, never a message row). Only those suspects are then looked up, to tell a
+    missing message from one of another conversation. Joining each link to its message
+    instead would read every linked message row (wide, with its content) at random.
     """
     if "leaf_links" in source.memo:
         result: dict[str, str] = source.memo["leaf_links"]
         return result
-    where, params = source.scope.clause("s.conversation_id")
+    narrow = " INDEXED BY messages_conv_seq_idx" if source.probe.has_index("messages_conv_seq_idx") else ""
+    conversations = source.scope.conversation_ids
+    if conversations is None:
+        conversations = [r[0] for r in source.rows("SELECT DISTINCT conversation_id FROM summaries")]
+    suspects: list[str] = []
+    for conversation_id in conversations:
+        suspects += [
+            r[0]
+            for r in source.rows(
+                f"""SELECT DISTINCT s.summary_id FROM summaries s
+                      JOIN summary_messages sm ON sm.summary_id = s.summary_id
+                    WHERE s.conversation_id = ?
+                      AND sm.message_id NOT IN (SELECT message_id FROM messages{narrow} WHERE conversation_id = ?)""",
+                [conversation_id, conversation_id],
+            )
+        ]
+    kinds: dict[str, set[str]] = {}
+    for start in range(0, len(suspects), 500):
+        chunk = suspects[start : start + 500]
+        for summary_id, missing, elsewhere in source.rows(
+            f"""SELECT sm.summary_id, m.message_id IS NULL, m.conversation_id != s.conversation_id
+                FROM summary_messages sm JOIN summaries s ON s.summary_id = sm.summary_id
+                  LEFT JOIN messages m ON m.message_id = sm.message_id
+                WHERE sm.summary_id IN ({",".join("?" for _ in chunk)})""",
+            chunk,
+        ):
+            if missing:
+                kinds.setdefault(summary_id, set()).add("missing-message")
+            elif elsewhere:
+                kinds.setdefault(summary_id, set()).add("message-of-another-conversation")
     problems: dict[str, str] = {}
-    if source.scope.whole and source.probe.has_index("messages_conv_seq_idx"):
-        cross = """SELECT DISTINCT s.summary_id FROM messages m INDEXED BY messages_conv_seq_idx
-                   JOIN summary_messages sm ON sm.message_id = m.message_id
-                   JOIN summaries s ON s.summary_id = sm.summary_id
-                   WHERE s.conversation_id != m.conversation_id"""
-    else:
-        cross = f"""SELECT DISTINCT s.summary_id FROM summaries s
-                    JOIN summary_messages sm ON sm.summary_id = s.summary_id
-                    JOIN messages m ON m.message_id = sm.message_id
-                    WHERE s.conversation_id != m.conversation_id{where}"""
-    for row in source.rows(cross, [] if source.scope.whole else params):
-        problems[row[0]] = "message-of-another-conversation"
-    for row in source.rows(
-        f"""SELECT DISTINCT s.summary_id FROM summary_messages sm JOIN summaries s ON s.summary_id = sm.summary_id
-            WHERE sm.message_id NOT IN (SELECT message_id FROM messages){where}""",
-        params,
-    ):
-        problems[row[0]] = "missing-message"
+    for summary_id, found in kinds.items():  # a missing message outranks one of another conversation
+        problems[summary_id] = "missing-message" if "missing-message" in found else next(iter(found))
     if source.scope.whole:
         for row in source.rows(
             """SELECT DISTINCT summary_id FROM summary_messages
@@ -147,19 +164,54 @@ def check_depth_kind(source: ScanInput) -> Outcome:
 
 
 def check_cycles(source: ScanInput) -> Outcome:
-    """`dag.cycles`: a summary that is (transitively) its own source."""
+    """`dag.cycles`: a summary that is (transitively) its own source.
+
+    Along any cycle the depth cannot fall at every step, so every cycle holds a link whose
+    higher node is not deeper than its source. Only when such links exist is the graph
+    walked, and only from them, loading each node's sources as it is reached: a sound DAG
+    costs one pass over the links and no memory.
+    """
     if not source.has("summaries", "summary_parents"):
         return skipped("summaries or summary_parents missing")
     where, params = source.scope.clause("s.conversation_id")
-    edges: dict[str, list[str]] = {}
-    for row in source.rows(
-        f"""SELECT sp.summary_id, sp.parent_summary_id FROM summary_parents sp
-            JOIN summaries s ON s.summary_id = sp.summary_id WHERE 1 = 1{where}""",
-        params,
-    ):
-        edges.setdefault(row[0], []).append(row[1])
+    starts = [
+        r[0]
+        for r in source.rows(
+            f"""SELECT DISTINCT sp.summary_id FROM summary_parents sp
+                  JOIN summaries s ON s.summary_id = sp.summary_id
+                  JOIN summaries p ON p.summary_id = sp.parent_summary_id
+                WHERE (s.depth > p.depth) IS NOT 1{where}""",
+            params,
+        )
+    ]
+    if not starts:
+        return Outcome()
+    edges = _reachable_edges(source, starts, where, params)
     on_cycle = _nodes_on_cycles(edges)
     return Outcome(affected=sorted(on_cycle))
+
+
+def _reachable_edges(
+    source: ScanInput, starts: list[str], where: str, params: list[Any]
+) -> dict[str, list[str]]:
+    """The links (higher -> sources) of every summary reachable from ``starts``, as the scan's
+    edge set has them (links of in-scope summaries that exist)."""
+    edges: dict[str, list[str]] = {}
+    frontier = list(dict.fromkeys(starts))
+    seen = set(frontier)
+    while frontier:
+        chunk, frontier = frontier[:500], frontier[500:]
+        for higher, lower in source.rows(
+            f"""SELECT sp.summary_id, sp.parent_summary_id FROM summary_parents sp
+                JOIN summaries s ON s.summary_id = sp.summary_id
+                WHERE sp.summary_id IN ({",".join("?" for _ in chunk)}){where}""",
+            [*chunk, *params],
+        ):
+            edges.setdefault(higher, []).append(lower)
+            if lower not in seen:
+                seen.add(lower)
+                frontier.append(lower)
+    return edges
 
 
 def _nodes_on_cycles(edges: dict[str, list[str]]) -> set[str]:

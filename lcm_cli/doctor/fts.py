@@ -20,14 +20,20 @@ SUMMARY_FTS = ("summaries_fts", "summaries_fts_cjk")
 
 
 def message_fts_problems(source: ScanInput) -> dict[int, str]:
-    """Message ids missing from ``messages_fts`` (non-blank content) and index rows without a message."""
+    """Message ids missing from ``messages_fts`` (non-blank content) and index rows without a message.
+
+    The messages are read through the narrow ``(conversation_id, seq)`` index and a row's
+    content is read only when its id is not indexed: the membership test comes first, so
+    the scan reads the index, not every message body.
+    """
     where, params = source.scope.clause("m.conversation_id")
     index = "messages_fts_docsize" if source.has("messages_fts_docsize") else None
     member = f"SELECT id FROM {index}" if index else "SELECT rowid FROM messages_fts"
+    narrow = " INDEXED BY messages_conv_seq_idx" if source.probe.has_index("messages_conv_seq_idx") else ""
     problems: dict[int, str] = {}
     for row in source.rows(
-        f"""SELECT m.message_id FROM messages m
-            WHERE trim(m.content) != '' AND m.message_id NOT IN ({member}){where}""",
+        f"""SELECT m.message_id FROM messages m{narrow}
+            WHERE m.message_id NOT IN ({member}) AND trim(m.content) != ''{where}""",
         params,
     ):
         problems[row[0]] = "missing"
@@ -49,34 +55,83 @@ def check_messages_fts(source: ScanInput) -> Outcome:
     return Outcome(affected=sorted(found), notes=found)
 
 
+def _digest(value: Any) -> bytes:
+    """A fingerprint of one SQL value: equal for values Python compares equal, 16 bytes."""
+    import hashlib  # here: its OpenSSL binding costs a few ms at start-up
+
+    if value is None:
+        return b"null"
+    if isinstance(value, str):
+        raw = b"t" + value.encode("utf-8", "surrogatepass")
+    elif isinstance(value, bytes):
+        raw = b"b" + value
+    elif isinstance(value, float) and value.is_integer():
+        raw = b"n" + str(int(value)).encode()
+    else:
+        raw = b"n" + repr(value).encode()
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    """SQLite's ORDER BY order of a value (NULL, numbers, text, blobs), as a Python key."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)  # code point order is UTF-8 byte order (BINARY collation)
+    return (3, bytes(value))
+
+
 def summary_fts_problems(source: ScanInput, table: str) -> dict[str, str]:
-    """Summary ids missing from ``table``, indexed with other content, indexed twice, or stale."""
-    if "summary_content" not in source.memo:
-        where, params = source.scope.clause("conversation_id")
-        rows = source.rows(f"SELECT summary_id, content FROM summaries WHERE 1 = 1{where}", params)
-        source.memo["summary_content"] = {r[0]: r[1] for r in rows}
-    expected: dict[str, str] = source.memo["summary_content"]
+    """Summary ids missing from ``table``, indexed with other content, indexed twice, or stale.
+
+    Both sides are streamed in summary id order, each content as a 16-byte digest, and
+    merged: memory stays flat however many summaries there are (SQLite sorts the
+    full-text rows, spilling to a temporary file when they outgrow its cache). Of one id's
+    index rows the first (lowest rowid) is the one compared.
+    """
+    where, params = source.scope.clause("conversation_id")
+    conn = source.conn
+    conn.create_function("lcm_digest", 1, _digest, deterministic=True)
+    # ORDER BY +summary_id: one sequential pass and a sort, not a walk of the id index
+    # that reads each wide row at random (twice as slow).
+    expected = conn.execute(
+        f"SELECT summary_id, lcm_digest(content) FROM summaries WHERE 1 = 1{where} ORDER BY +summary_id",
+        params,
+    )
     content_table = f"{table}_content"
     if source.has(content_table):
-        indexed = source.rows(f"SELECT c0, c1 FROM {content_table}")
+        indexed = conn.execute(f"SELECT c0, lcm_digest(c1) FROM {content_table} ORDER BY c0, id")
     else:
-        indexed = source.rows(f"SELECT summary_id, content FROM {table}")
+        indexed = conn.execute(
+            f"SELECT summary_id, lcm_digest(content) FROM {table} ORDER BY summary_id, rowid"
+        )
+    whole = source.scope.whole
     problems: dict[str, str] = {}
-    seen: set[str] = set()
-    for summary_id, content in indexed:
-        if summary_id in seen:
-            if summary_id in expected or source.scope.whole:
-                problems[summary_id] = "duplicate"
+    want: Any = next(expected, None)
+    have: Any = next(indexed, None)
+    while want is not None or have is not None:
+        if have is None or (want is not None and _order(want[0]) < _order(have[0])):
+            problems[want[0]] = "missing"
+            want = next(expected, None)
             continue
-        seen.add(summary_id)
-        if summary_id in expected:
-            if content != expected[summary_id]:
-                problems[summary_id] = "content-differs"
-        elif source.scope.whole:
-            problems[summary_id] = "stale"
-    for summary_id in expected:
-        if summary_id not in seen:
-            problems[summary_id] = "missing"
+        key, first = have[0], have[1]
+        rows = 1
+        have = next(indexed, None)
+        while have is not None and _order(have[0]) == _order(key):
+            rows += 1
+            have = next(indexed, None)
+        listed = want is not None and _order(want[0]) == _order(key)
+        if rows > 1 and (listed or whole):
+            problems[key] = "duplicate"
+        elif listed:
+            if first != want[1]:
+                problems[key] = "content-differs"
+        elif whole:
+            problems[key] = "stale"
+        if listed:
+            want = next(expected, None)
     return problems
 
 

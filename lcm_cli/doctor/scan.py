@@ -18,7 +18,7 @@ from typing import Any
 from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import CHECK, Request
+from lcm_cli.engine.core.params import CHECK, FINDINGS_ONLY, THOROUGH, Request
 from lcm_cli.engine.core.params import FAIL_ON as FAIL_ON_PARAM
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import is_corruption
@@ -141,6 +141,8 @@ def report_check(
     if outcome.notes:
         entry["notes"] = {str(i): outcome.notes[i] for i in page if i in outcome.notes}
     entry["fix"] = _fix_for(check, req, scope) if outcome.count else None
+    if entry["fix"] is not None:
+        entry["destructive"] = check.destructive
     if check.advice and outcome.count:
         entry["advice"] = check.advice
     if outcome.details:
@@ -154,7 +156,7 @@ def report_check(
 _BACKGROUND: tuple[tuple[str, ...], ...] = (
     ("storage.quick-check",),
     ("dag.cross-conversation", "dag.missing-sources"),
-    ("fts.messages",),
+    ("fts.messages", "fts.summaries", "fts.summaries-cjk"),
 )
 
 
@@ -182,7 +184,8 @@ def run_checks(source: ScanInput, checks: list[Check]) -> list[tuple[Check, Outc
             conn = open_read_only(source.database_path)
             conn.row_factory = source.conn.row_factory
             try:
-                mine = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
+                options = {"options": source.memo["options"]} if "options" in source.memo else {}
+                mine = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo=options)
                 for check in group:
                     done[check.id] = timed(check, mine)
             finally:
@@ -244,11 +247,12 @@ def damaged_report(
     counts = {
         s: sum(1 for e in entries if e["status"] == s) for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")
     }
+    exit_status = FINDINGS_EXIT_STATUS if fail_on != "none" else 0
     return {
-        "healthy": False,
+        "healthy": exit_status == 0,
         "status": "FAIL" if failing else "SKIP",
         "failOn": fail_on,
-        "exitStatus": FINDINGS_EXIT_STATUS if fail_on != "none" else 0,
+        "exitStatus": exit_status,
         "scope": {"conversationIds": None, "recencyAfter": None, "agentIds": []},
         "counts": counts,
         "elapsedMs": int((time.perf_counter() - started) * 1000),
@@ -287,6 +291,7 @@ def doctor(ctx: Context, req: Request) -> Result:
     try:
         scope = resolve_scope(ctx, req)
         source = scan_input(ctx, scope)
+        source.memo["options"] = {"thorough": bool(req[THOROUGH])}
         results = run_checks(source, checks)
     except (sqlite3.Error, UnicodeDecodeError, LcmError) as exc:
         if not is_corruption(exc):
@@ -296,22 +301,23 @@ def doctor(ctx: Context, req: Request) -> Result:
         return Result(report, _pagination(req.limit, 0, {}), exit_status=report["exitStatus"])
     entries = []
     more: dict[str, Any] = {}
+    counts = {s: 0 for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")}
     for check, outcome, elapsed in results:
         entry, has_more = report_check(check, outcome, req, scope, after.get(check.id))
         entry["elapsedMs"] = elapsed
+        counts[entry["status"]] += 1
+        if req[FINDINGS_ONLY] and entry["status"] in ("PASS", "SKIP"):
+            continue
         entries.append(entry)
         if has_more:
             more[check.id] = entry["affected"][-1]
-    counts = {s: 0 for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")}
-    for entry in entries:
-        counts[entry["status"]] += 1
     worst = max(
         (severity_rank(c.severity) for c, o, _ in results if o.skipped is None and o.count), default=-1
     )
     failing = fail_on != "none" and worst >= severity_rank(fail_on)
     status = FINDINGS_EXIT_STATUS if failing else 0
     data = {
-        "healthy": worst < 0,
+        "healthy": not failing,
         "status": "FAIL"
         if counts["FAIL"]
         else "WARN"

@@ -22,7 +22,8 @@ def open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA temp_store = MEMORY")
+        # Temporary tables and sorts spill to disk: memory stays bounded on a 10 GB file.
+        conn.execute("PRAGMA temp_store = FILE")
     except sqlite3.Error as exc:
         conn.close()
         raise translate_sqlite_error(exc, path, timeout_ms) from None

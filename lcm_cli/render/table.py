@@ -306,13 +306,14 @@ class _Page:
                 continue
             for record in group:
                 self._loud(tally, record, indent)
-        self.gap()
         parts = []
         for status, word in tally.quiet:
             count = counts.get(status, 0)
             if count:
                 noun = tally.noun if count == 1 else tally.noun + "s"
                 parts.append(f"{count} {noun} {word}")
+        if parts or not loud:
+            self.gap()
         if parts:
             self.line(" " * indent + ", ".join(parts), humane.severity(tally.status, tally.quiet[0][0]))
         elif not loud:

@@ -128,11 +128,9 @@ def test_every_max_tokens_is_a_hard_cap_on_the_answer_printed(tmp_path: Path) ->
     shutil.copytree(EXAMPLE, root)
     for name, args in CAPPED.items():
         fitted = 0
-        for cap in (150, 250, 400, 500, 700, 1000, 1500):
+        for cap in (1, 20, 150, 250, 400, 500, 700, 1000, 1500):
             out = lcm("--openclaw-dir", str(root), *args, "--max-tokens", str(cap))
-            if out.code:
-                assert (out.code, out.error["code"]) == (2, "INVALID_ARGUMENT"), (name, cap, out.stderr)
-                continue
+            assert out.code == 0, (name, cap, out.stderr)  # never an error: the smallest page
             data = out.json["data"]
             budget = data.get("budget") if isinstance(data, dict) else None
             if json_tokens(data) > cap:  # the smallest page, said so

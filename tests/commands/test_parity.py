@@ -102,6 +102,7 @@ CASES: dict[str, list[Case]] = {
     "backup.restore": [ok(path=f"{ROOT}/prepared-backup.db"), bad(path=f"{ROOT}/missing.db")],
     "prune": [ok({"conversation_id": 3, "include_active": True}), bad({"prune_before": "garbage"})],
     "prune.restore": [ok(archive=f"{ROOT}/prepared-prune.jsonl.gz"), bad(archive=f"{ROOT}/missing.gz")],
+    "vacuum": [ok(), ok({"full": True}), BOGUS],
     "control": [ok({"operation": "status", "session_key": KEY}), bad({"operation": "bogus"})],
     "control.capabilities": [ok(), BOGUS],
     "grep": [ok({"all_conversations": True}, pattern="nightly"), bad({"mode": "regex"}, pattern="(")],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from lcm_cli.doctor.checks import CHECKS
 from lcm_cli.doctor.scan import FINDINGS_EXIT_STATUS
 from lcm_cli.engine.maintenance.markers import classify
-from tests.conftest import lcm, lcm_process
+from tests.conftest import REPO, lcm, lcm_process
 from tests.support.doctor_seed import DIRECTIVE, TRUNCATION, build_healthy, build_seeded, write_config
 
 
@@ -258,3 +259,63 @@ def test_older_databases_scan_without_crashing(tmp_path: Path, era: str) -> None
     assert db.read_bytes() == before
     dry = lcm("--db", str(db), "doctor", "apply")
     assert dry.code == 0, dry.stderr
+
+
+@pytest.mark.parametrize("fail_on", ["info", "warn", "error", "none"])
+def test_healthy_is_the_exit_status_verdict(
+    seeded: tuple[list[str], dict[str, set[Any]], Path], fail_on: str
+) -> None:
+    """Issue 28: `healthy` never contradicts the exit status, at every --fail-on."""
+    args, _, _ = seeded
+    out = lcm(*args, "doctor", "--fail-on", fail_on)
+    data = out.json["data"]
+    assert out.code == data["exitStatus"]
+    assert data["healthy"] is (out.code == 0)
+    assert data["status"] == "FAIL"  # the worst finding is reported whatever --fail-on says
+    assert out.code == (0 if fail_on == "none" else FINDINGS_EXIT_STATUS)
+
+
+def test_an_info_finding_leaves_the_example_healthy_and_names_no_deletion(tmp_path: Path) -> None:
+    """The bundled example's cron session is information: healthy, exit 0, and no fix."""
+    example = tmp_path / "openclaw"
+    shutil.copytree(REPO / "examples" / "openclaw", example)
+    out = lcm("--openclaw-dir", str(example), "doctor")
+    assert out.code == 0
+    data = out.json["data"]
+    assert data["healthy"] is True and data["status"] == "INFO"
+    cron = checks_of(out)["junk.cron-sessions"]
+    assert cron["status"] == "INFO" and cron["fix"] is None and "destructive" not in cron
+    assert "Optional clean-up" in cron["advice"] and "ask the user first" in cron["advice"]
+
+
+def test_fixes_that_delete_or_rewrite_history_are_marked_and_never_an_info_fix() -> None:
+    deleting = ("lcm prune", "lcm doctor clean")
+    rewriting = {"summaries.markers", "storage.undecodable-text"}
+    for check in CHECKS:
+        if check.fix is None:
+            assert not check.destructive, check.id
+            continue
+        assert check.destructive == (check.fix.startswith(deleting) or check.id in rewriting), check.id
+        if check.severity == "info":
+            assert not check.destructive, f"{check.id}: an info finding's fix deletes"
+
+
+def test_a_destructive_fix_says_so_in_the_report(seeded: tuple[list[str], dict[str, set[Any]], Path]) -> None:
+    args, _, _ = seeded
+    found = checks_of(lcm(*args, "doctor", "--limit", "500"))
+    markers = found["summaries.markers"]
+    assert markers["fix"] and markers["destructive"] is True
+    fts = found["fts.messages"]
+    assert fts["fix"] and fts["destructive"] is False
+
+
+def test_findings_only_lists_what_was_found_and_counts_everything(
+    seeded: tuple[list[str], dict[str, set[Any]], Path],
+) -> None:
+    args, _, _ = seeded
+    full = lcm(*args, "doctor", "--limit", "500").json["data"]
+    only = lcm(*args, "doctor", "--limit", "500", "--findings-only").json["data"]
+    assert only["counts"] == full["counts"] and only["healthy"] == full["healthy"]
+    assert [c["check"] for c in only["checks"]] == [
+        c["check"] for c in full["checks"] if c["status"] in ("INFO", "WARN", "FAIL")
+    ]

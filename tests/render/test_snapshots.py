@@ -81,6 +81,8 @@ CASES: dict[str, tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]] = {
         (("prune", "--conversation-id", "3", "--include-active", "--out", f"{{dir}}/{ARCHIVE}", "--apply"),),
         ("prune", "restore", f"{{dir}}/{ARCHIVE}"),
     ),
+    "vacuum": ((), ("vacuum",)),
+    "vacuum-full": ((), ("vacuum", "--full")),
     "control": ((), ("control", "--operation", "status", *MAIN)),
     "control-capabilities": ((), ("control", "capabilities")),
     "grep": ((), ("grep", "port", *MAIN)),

@@ -328,8 +328,8 @@ ERRORS: dict[str, ErrorCode] = {
     ),
     "DATABASE_IN_USE": ErrorCode(
         5,
-        "`backup restore --apply` while another process has the database open",
-        "stop the agent host first, or pass `--force` and restart it afterwards",
+        "`backup restore --apply` or `vacuum --full --apply` while another process (the agent host, `lcm serve`) has the database open",
+        "stop the agent host first; `backup restore` also takes `--force` (restart the host afterwards)",
     ),
     "DATABASE_REPLACED": ErrorCode(
         5,

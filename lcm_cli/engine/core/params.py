@@ -293,7 +293,19 @@ BACKUP: Param[str | None] = Param(
 NO_BACKUP: Param[bool] = Param(
     "no_backup", _flag(), "Skip the backup taken before writing (not recommended)."
 )
-VACUUM: Param[bool] = Param("vacuum", _flag(), "VACUUM and checkpoint after deleting.")
+VACUUM: Param[bool] = Param(
+    "vacuum",
+    _flag(),
+    "Afterwards give the freed space back in steps of ~25 ms of write lock (files with incremental "
+    "auto-vacuum; others say to run `lcm vacuum --full --apply` once).",
+)
+FULL_VACUUM: Param[bool] = Param(
+    "full",
+    _flag(),
+    "OFFLINE: rewrite the whole file with incremental auto-vacuum (one VACUUM, temp copy on disk). "
+    "Locks every writer out for about 20 s per GB; refused (DATABASE_IN_USE) while another "
+    "process has the file open.",
+)
 
 # --- migrate-sessions --------------------------------------------------------------------
 FILE: Param[list[str]] = Param("file", _texts(), "Read from PATH; repeatable.", metavar="PATH")
@@ -345,6 +357,17 @@ FAIL_ON: Param[str | None] = Param(
     {"enum": ["info", "warn", "error", "none"], "default": "warn"},
     "Exit 6 when a finding is at or above info, warn (default), error; none never fails.",
     metavar="SEVERITY",
+)
+THOROUGH: Param[bool] = Param(
+    "thorough",
+    _flag(),
+    "Run PRAGMA quick_check over the whole file (reads every page: minutes on a big file); "
+    "by default a big file gets a time-bounded check, table by table.",
+)
+FINDINGS_ONLY: Param[bool] = Param(
+    "findings_only",
+    _flag(),
+    "List only the checks that found something (INFO, WARN, FAIL); counts still cover every check.",
 )
 CONVERSATION_CLASS: Param[list[str]] = Param(
     "conversation_class",

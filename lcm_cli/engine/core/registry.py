@@ -158,7 +158,7 @@ _CHECKS = Tally(
     (("PASS", "passed"), ("SKIP", "skipped")),
     "check",
     "{status} {check}: {title}",
-    ("fix", "count", "affected", "nextCursor"),
+    ("fix", "destructive", "advice", "count", "affected", "nextCursor"),
 )
 _DOCTOR = Render(
     rows=(_FINDINGS, _UNITS, _SUMMARIES, _MESSAGES, _CONVERSATIONS), tallies=(_CHECKS,), first=("checks",)
@@ -428,7 +428,7 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "doctor.scan": OpSpec(
         "lcm_cli.doctor.scan",
-        _SELECTOR + ("recency", "check", "fail_on", "limit", "cursor"),
+        _SELECTOR + ("recency", "check", "fail_on", "thorough", "findings_only", "limit", "cursor"),
         words=("doctor",),
         long_running=True,
         summary="Check lcm.db for every known problem; each finding names its fix (read-only).",
@@ -467,7 +467,8 @@ OPERATIONS: dict[str, OpSpec] = {
         help=(
             "Remove junk conversations by class (archived subagents, cron sessions, keyless subagent "
             "contexts).\n\n"
-            "Dry run by default; --apply backs up first and deletes in one transaction."
+            "Dry run by default; --apply backs up first and deletes in batches of ~25 ms of write "
+            "lock (the agent keeps writing)."
         ),
         example="lcm doctor clean --class cron_sessions --apply --vacuum",
         param_help={
@@ -584,14 +585,34 @@ OPERATIONS: dict[str, OpSpec] = {
         help=(
             "Archive old conversations to a checksummed .jsonl.gz, verify it, then delete them.\n\n"
             "Dry run by default: says which conversations and how many bytes. At least one of "
-            "--before, --max-db-size, --conversation-id, --class is required. Subcommand restore puts "
-            "an archive back."
+            "--before, --max-db-size, --conversation-id, --class is required. --apply deletes in "
+            "batches of ~25 ms of write lock (the agent keeps writing; a rerun finishes an interrupted "
+            "prune). Subcommand restore puts an archive back."
         ),
         example="lcm prune --before 90d --apply --vacuum",
         param_help={
             "out": "Archive file (default: beside the database, timestamped).",
         },
         render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
+    ),
+    "vacuum": OpSpec(
+        "lcm_cli.engine.maintenance.vacuum",
+        ("full", "apply"),
+        long_running=True,
+        writes=True,
+        summary="Give the space of deleted rows back to the disk (online in steps; --full once, offline).",
+        help=(
+            "Give the space of deleted rows back to the disk. Dry run by default: free space, "
+            "auto-vacuum mode and the plan.\n\n"
+            "--apply on a file with incremental auto-vacuum works online, in steps of ~25 ms of write "
+            "lock: the agent keeps writing. A file lossless-claw made has auto_vacuum = NONE; switching "
+            "it takes ONE offline step, --full --apply: a full VACUUM that locks every writer out for "
+            "about 20 s per GB (the dry run estimates it), needs free disk of about twice the data, and "
+            "is refused with DATABASE_IN_USE while another process (the agent host, `lcm serve`) has "
+            "the file open. Stop the host first."
+        ),
+        example="lcm vacuum --apply",
+        param_help={"apply": "Do the plan (dry run otherwise)."},
     ),
     "prune.restore": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -1177,6 +1198,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "backup",
     "doctor",
     "prune",
+    "vacuum",
     "config",
     "prompts",
     "control",

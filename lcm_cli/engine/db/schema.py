@@ -11,7 +11,9 @@ Rules for this module:
   :data:`SCHEMA_MIGRATIONS`.
 - Each migration runs in its own ``BEGIN IMMEDIATE`` transaction, is recorded in
   ``lcm_migration_state`` (step name ``lcm_cli.<function name>``, version 1) in
-  that same transaction, and rolls back completely if it raises.
+  that same transaction, and rolls back completely if it raises. The index builds
+  of an index-only migration (:data:`STEPPED_INDEXES`) run first, one per
+  transaction, so the live writer gets the lock between them.
 - Migrations are "ensure" style, like lossless-claw's own: ``CREATE ... IF NOT
   EXISTS``, probe ``PRAGMA table_info`` and ``ALTER TABLE ... ADD COLUMN`` what
   is missing. So the first migration adopts a database lossless-claw created
@@ -775,6 +777,18 @@ SCHEMA_MIGRATIONS: list[Migration] = [
     m006_add_summary_tokens_index,
 ]
 
+#: Index builds that run one per transaction before their migration (which then finds
+#: them in place and only records itself). SQLite builds an index in one statement that
+#: holds the write lock throughout, and cannot do it in steps; so each build at least
+#: stands alone, with the live writer's turn in between, and the table is read into the
+#: page cache first, outside the lock, so the lock covers the sort and not the disk reads.
+#: Each statement is idempotent: a kill between them leaves built indexes that the next
+#: open skips. (The totals of m005 are counted in steps by ``totals``.)
+STEPPED_INDEXES: dict[str, tuple[tuple[str, str], ...]] = {
+    m003_add_read_path_indexes.__name__: READ_PATH_INDEXES,
+    m006_add_summary_tokens_index.__name__: (SUMMARY_TOKENS_INDEX,),
+}
+
 
 # --------------------------------------------------------------------------
 # Runner
@@ -829,6 +843,9 @@ def _chosen(migrations: Sequence[Migration] | None) -> Sequence[Migration]:
 
 
 def _apply(conn: sqlite3.Connection, migration: Migration) -> bool:
+    for name, target in STEPPED_INDEXES.get(migration.__name__, ()):
+        if not _build_index(conn, migration, name, target):
+            return False
     # Explicit BEGIN IMMEDIATE works whatever isolation_level the caller chose:
     # the sqlite3 module never adds its own BEGIN while a transaction is open.
     conn.execute("BEGIN IMMEDIATE")
@@ -851,6 +868,38 @@ def _apply(conn: sqlite3.Connection, migration: Migration) -> bool:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _build_index(conn: sqlite3.Connection, migration: Migration, name: str, target: str) -> bool:
+    """Build one index of ``migration`` in its own transaction; False when another process
+    recorded the migration meanwhile."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone():
+        return True
+    _read_into_cache(conn, target.split(" ", 1)[0])
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _is_recorded(conn, migration_step_name(migration)):
+            conn.execute("ROLLBACK")
+            return False
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+        conn.execute("COMMIT")
+        return True
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _read_into_cache(conn: sqlite3.Connection, table: str) -> None:
+    """Read every page of ``table`` (its last column: the whole record, overflow pages too)
+    without any lock a writer waits for, so the index build after it reads from memory."""
+    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")]
+    if not columns:
+        return
+    last = _quote(columns[-1])
+    conn.execute(
+        f"SELECT COUNT(*) FROM {_quote(table)} NOT INDEXED WHERE length(quote({last})) < 0"
+    ).fetchone()
 
 
 def _is_recorded(conn: sqlite3.Connection, step: str) -> bool:

@@ -76,7 +76,7 @@ def _lock_holder(path: str, start: int, length: int) -> int | None:
     return None if kind == fcntl.F_UNLCK else int(pid)
 
 
-def _in_use(db_path: str) -> dict[str, Any]:
+def in_use(db_path: str) -> dict[str, Any]:
     """``{inUse, holderPid, detection}`` for the restore target, from SQLite's lock bytes."""
     probes = [(db_path, *_DB_LOCK_RANGE, "database lock")]
     if os.path.exists(db_path + "-shm"):
@@ -102,7 +102,7 @@ def _describe_target(db_path: str) -> dict[str, Any]:
         "isSqlite": (header in (SQLITE_HEADER, b"")) if exists else None,
     }
     if exists:
-        described.update(_in_use(db_path))
+        described.update(in_use(db_path))
     else:
         described.update({"inUse": False, "holderPid": None, "detection": "no file"})
     return described

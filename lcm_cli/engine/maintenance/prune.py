@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -34,10 +35,14 @@ from typing import Any
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, hash_file, private_mode, remove_orphans
 from lcm_cli.engine.core.held_files import open_input, open_input_text
+from lcm_cli.engine.db import steps
 from lcm_cli.engine.db.store.messages import fts_message_text
 
 FORMAT = "lcm-prune-archive"
 VERSION = 1
+
+#: Rows the first delete batch of a table takes; each next one is sized from the last one's time.
+FIRST_BATCH_ROWS = 50
 
 _OF_PRUNED_BATCHES = (
     " OR batch_id IN (SELECT batch_id FROM pending_compaction_batches WHERE conversation_id IN "
@@ -366,31 +371,252 @@ def verify_archive(path: str) -> dict[str, Any]:
     }
 
 
-def delete_staged(conn: sqlite3.Connection) -> dict[str, int]:
-    """Delete the staged conversations and every row that hangs off them (caller's transaction).
+# A parent row is deleted only when no row references it any more: rows added after the
+# snapshot (never archived, so never deleted) keep their parent. Each check is an index
+# probe: (child table, its column, the parent's key column).
+_PARENT_GUARDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "messages": (
+        ("message_parts", "message_id", "message_id"),
+        ("summary_messages", "message_id", "message_id"),
+    ),
+    "summaries": (
+        ("summary_messages", "summary_id", "summary_id"),
+        ("summary_parents", "summary_id", "summary_id"),
+        ("summary_parents", "parent_summary_id", "summary_id"),
+    ),
+    "conversations": (
+        ("messages", "conversation_id", "conversation_id"),
+        ("summaries", "conversation_id", "conversation_id"),
+        ("context_items", "conversation_id", "conversation_id"),
+    ),
+}
+# The FTS rows that go with a base row, deleted in the same transaction as it.
+_FTS_OF: dict[str, tuple[str, ...]] = {"messages": ("messages_fts",), "summaries": _SUMMARY_FTS}
 
-    Every table is deleted from explicitly, children first, so the result does not depend
-    on ``foreign_keys`` being on. Callers turn foreign keys off for the transaction:
-    ``context_items.message_id`` has no index, so with enforcement on each deleted message
-    would scan the whole context table (minutes for a large prune).
+
+def stage_rows(conn: sqlite3.Connection) -> dict[str, int]:
+    """Record the rowid of every row :func:`write_archive` writes, and of their FTS rows.
+
+    Call it after :func:`stage_ids`, in the same read snapshot as the archive, so the rows
+    :func:`delete_staged` deletes are exactly the archived ones: a row added meanwhile
+    has no staged rowid and is never deleted. Temp tables: ``prune_rows (tbl, rid)`` in
+    deletion order (``ord``), ``prune_fts (fts, owner, rid)`` with the base row's rowid.
     """
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS prune_rows (ord INTEGER NOT NULL, tbl TEXT NOT NULL,"
+        " rid INTEGER NOT NULL, PRIMARY KEY (ord, rid)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS prune_fts (fts TEXT NOT NULL, owner INTEGER NOT NULL,"
+        " rid INTEGER NOT NULL, PRIMARY KEY (fts, owner, rid)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS prune_unstaged (ord INTEGER PRIMARY KEY, tbl TEXT NOT NULL)"
+    )
+    for table in ("prune_rows", "prune_fts", "prune_unstaged"):
+        conn.execute(f"DELETE FROM temp.{table}")
     present = _tables(conn)
-    deleted: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    # Children first, as the rows are deleted: every commit leaves no reference dangling.
+    for order, (table, where) in enumerate(reversed(archived_tables(conn))):
+        try:
+            cursor = conn.execute(
+                f"INSERT INTO temp.prune_rows (ord, tbl, rid) SELECT ?, ?, rowid FROM {table} WHERE {where}",
+                (order, table),
+            )
+        except sqlite3.OperationalError:
+            # A WITHOUT ROWID table (a newer schema's): deleted by its selection, in one step.
+            conn.execute("INSERT INTO temp.prune_unstaged (ord, tbl) VALUES (?, ?)", (order, table))
+            continue
+        counts[table] = cursor.rowcount
     if "messages_fts" in present:
-        deleted["messages_fts"] = conn.execute(
-            "DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM temp.prune_msgs)"
+        conn.execute(
+            "INSERT INTO temp.prune_fts (fts, owner, rid) SELECT 'messages_fts', rowid, rowid FROM messages_fts"
+            " WHERE rowid IN (SELECT id FROM temp.prune_msgs)"
+        )
+    for fts in _SUMMARY_FTS:
+        if fts in present:
+            conn.execute(
+                f"""INSERT OR IGNORE INTO temp.prune_fts (fts, owner, rid)
+                    SELECT ?, s.rowid, f.rowid FROM {fts} f JOIN summaries s ON s.summary_id = f.summary_id
+                    WHERE f.summary_id IN (SELECT id FROM temp.prune_sums)""",
+                (fts,),
+            )
+    return counts
+
+
+def staged_row_count(conn: sqlite3.Connection) -> int:
+    """Rows :func:`delete_staged` has still to go through."""
+    return int(conn.execute("SELECT COUNT(*) FROM temp.prune_rows").fetchone()[0])
+
+
+def delete_staged(conn: sqlite3.Connection, limit: int | None = None) -> dict[str, int]:
+    """Delete staged rows in the caller's transaction: all of them, or (``limit``) the next
+    ``limit`` rows of one table (rows of different tables cost very different times, so
+    a bounded batch never mixes them).
+
+    Rows go in the order :func:`stage_rows` recorded (children before the rows they
+    reference, a table at a time), each base row with its FTS rows, so any commit between
+    two calls leaves the database consistent: a kill loses nothing the archive lacks and
+    leaves no reference dangling; the rows not yet deleted are still whole conversations'
+    remains, which a new prune selects again. A staged row is deleted only while it still
+    belongs to the pruned conversations and, for a parent, while nothing references it.
+    Every table is deleted from explicitly, so the result does not depend on
+    ``foreign_keys``; callers turn foreign keys off for the transaction:
+    ``context_items.message_id`` has no index, so with enforcement on each deleted message
+    would scan the whole context table. Returns ``{table: rows deleted}`` plus ``kept``:
+    staged rows left in place because they changed meanwhile.
+    """
+    deleted: dict[str, int] = {}
+    where_of = dict(archived_tables(conn))
+    present = _tables(conn)
+    while True:
+        head = conn.execute("SELECT ord, tbl FROM temp.prune_rows ORDER BY ord, rid LIMIT 1").fetchone()
+        if head is None:
+            break
+        order, table = int(head[0]), str(head[1])
+        for unstaged_order, unstaged in conn.execute(
+            "SELECT ord, tbl FROM temp.prune_unstaged WHERE ord < ? ORDER BY ord", (order,)
+        ).fetchall():
+            deleted[unstaged] = deleted.get(unstaged, 0) + _delete_unstaged(conn, unstaged, where_of)
+            conn.execute("DELETE FROM temp.prune_unstaged WHERE ord = ?", (unstaged_order,))
+        take = -1 if limit is None else max(1, limit)
+        bounds = conn.execute(
+            "SELECT MIN(rid), MAX(rid), COUNT(*) FROM (SELECT rid FROM temp.prune_rows WHERE ord = ?"
+            " ORDER BY rid LIMIT ?)",
+            (order, take),
+        ).fetchone()
+        low, high, count = int(bounds[0]), int(bounds[1]), int(bounds[2])
+        guards = "".join(
+            f" AND NOT EXISTS (SELECT 1 FROM {child} c WHERE c.{column} = {table}.{key})"
+            for child, column, key in _PARENT_GUARDS.get(table, ())
+            if child in present
+        )
+        staged = "SELECT rid FROM temp.prune_rows WHERE ord = ? AND rid BETWEEN ? AND ?"
+        gone = conn.execute(
+            f"DELETE FROM {table} WHERE rowid IN ({staged}) AND ({where_of.get(table, '1')}){guards}",
+            (order, low, high),
         ).rowcount
-    for table in _SUMMARY_FTS:
-        if table in present:
-            deleted[table] = conn.execute(
-                f"DELETE FROM {table} WHERE summary_id IN (SELECT id FROM temp.prune_sums)"
-            ).rowcount
-    for table, where in reversed(archived_tables(conn)):
-        if table in present:
-            deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {where}").rowcount
-    deleted["messages"] = deleted.get("messages", 0)
-    deleted["summaries"] = deleted.get("summaries", 0)
+        deleted[table] = deleted.get(table, 0) + gone
+        for fts in _FTS_OF.get(table, ()):
+            if fts in present:
+                # Only the FTS rows whose base row is gone: a kept row keeps its text indexed.
+                deleted[fts] = (
+                    deleted.get(fts, 0)
+                    + conn.execute(
+                        f"""DELETE FROM {fts} WHERE rowid IN (SELECT rid FROM temp.prune_fts
+                              WHERE fts = ? AND owner BETWEEN ? AND ?
+                                AND NOT EXISTS (SELECT 1 FROM {table} WHERE rowid = owner))""",
+                        (fts, low, high),
+                    ).rowcount
+                )
+        if gone < count:
+            kept = conn.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE rowid IN ({staged})", (order, low, high)
+            ).fetchone()[0]
+            if kept:
+                deleted["kept"] = deleted.get("kept", 0) + int(kept)
+        conn.execute("DELETE FROM temp.prune_rows WHERE ord = ? AND rid BETWEEN ? AND ?", (order, low, high))
+        if limit is not None:
+            return deleted
+    if limit is None or not conn.execute("SELECT 1 FROM temp.prune_rows LIMIT 1").fetchone():
+        for unstaged_order, unstaged in conn.execute(
+            "SELECT ord, tbl FROM temp.prune_unstaged ORDER BY ord"
+        ).fetchall():
+            deleted[unstaged] = deleted.get(unstaged, 0) + _delete_unstaged(conn, unstaged, where_of)
+            conn.execute("DELETE FROM temp.prune_unstaged WHERE ord = ?", (unstaged_order,))
     return deleted
+
+
+def _delete_unstaged(conn: sqlite3.Connection, table: str, where_of: dict[str, str]) -> int:
+    return int(conn.execute(f"DELETE FROM {table} WHERE {where_of[table]}").rowcount)
+
+
+def delete_in_batches(
+    conn: sqlite3.Connection,
+    *,
+    step_seconds: float = steps.STEP_SECONDS,
+    progress: Callable[[int, int], None] | None = None,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, int]:
+    """Delete every staged row in bounded ``BEGIN IMMEDIATE`` transactions (see :func:`delete_staged`).
+
+    Each transaction is sized from the last one's time to hold the write lock about
+    ``step_seconds`` and followed by a pause as long (``steps``), so the live writer
+    waits at most one batch. ``progress(done, total)``
+    after each batch. Raises what SQLite raises (busy after the busy timeout); the rows
+    deleted until then are in :attr:`BatchError.deleted`.
+    """
+    total = staged_row_count(conn)
+    rows = FIRST_BATCH_ROWS
+    table = _next_table(conn)
+    deleted: dict[str, int] = {}
+    # Checkpoints run between batches, not inside a COMMIT: the time measured is the lock's.
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    try:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                started = time.perf_counter()  # the lock is held from here
+                try:
+                    batch = delete_staged(conn, rows)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                held = time.perf_counter() - started
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as exc:
+                raise BatchError(exc, deleted) from exc
+            for name, n in batch.items():
+                deleted[name] = deleted.get(name, 0) + n
+            remaining = staged_row_count(conn)
+            if on_batch is not None:
+                on_batch({"table": table, "rows": rows, "seconds": held, "remaining": remaining})
+            if progress is not None:
+                progress(total - remaining, total)
+            if remaining == 0 and not conn.execute("SELECT 1 FROM temp.prune_unstaged LIMIT 1").fetchone():
+                break
+            steps.yield_to_writers(held)
+            upcoming = _next_table(conn)
+            # Rows of another table cost something else: start that table small again.
+            same = upcoming == table
+            rows = (
+                steps.next_step_size(rows, held, step_seconds, floor=10, ceiling=20_000)
+                if same
+                else FIRST_BATCH_ROWS
+            )
+            table = upcoming
+    finally:
+        conn.execute("PRAGMA wal_autocheckpoint = 1000")
+    return _every_table(conn, deleted)
+
+
+def _every_table(conn: sqlite3.Connection, deleted: dict[str, int]) -> dict[str, int]:
+    """``deleted`` with a count for every table a prune deletes from, in deletion order."""
+    present = _tables(conn)
+    names = [t for t in ("messages_fts", *_SUMMARY_FTS) if t in present]
+    names += [t for t, _ in reversed(archived_tables(conn))]
+    out = {name: deleted.get(name, 0) for name in names}
+    out.update({k: v for k, v in deleted.items() if k not in out})
+    out.setdefault("messages", 0)
+    out.setdefault("summaries", 0)
+    return out
+
+
+def _next_table(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT tbl FROM temp.prune_rows ORDER BY ord, rid LIMIT 1").fetchone()
+    return None if row is None else str(row[0])
+
+
+class BatchError(Exception):
+    """An SQLite error part-way through :func:`delete_in_batches`, with what was deleted before it."""
+
+    def __init__(self, error: sqlite3.Error, deleted: dict[str, int]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.deleted = dict(deleted)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

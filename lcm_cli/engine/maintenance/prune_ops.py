@@ -1,9 +1,11 @@
 """`lcm prune` and `lcm prune restore`: shrink lcm.db safely, and undo it.
 
 Prune picks conversations (by age, class, id, or oldest-first until a size fits), writes
-them to a checksummed archive from one read snapshot, verifies the archive, then deletes
-them in one ``BEGIN IMMEDIATE`` transaction after checking nothing changed since the
-snapshot; optionally ``VACUUM`` and a truncating checkpoint. Dry run by default.
+them to a checksummed archive from one read snapshot, verifies the archive, checks nothing
+changed since the snapshot, then deletes exactly the archived rows in batches of about
+25 ms of write lock each (``prune.delete_in_batches``), so the live agent never waits
+long; ``--vacuum`` then gives the freed pages back in bounded steps when the file has
+incremental auto-vacuum (``vacuum.py``). Dry run by default.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.timefilter import parse_when, to_iso_ms
 from lcm_cli.engine.db.connection import connect, require_sqlite_file, translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
+from lcm_cli.engine.maintenance.vacuum import give_back_space
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
 CLASSES = ("archived_subagents", "cron_sessions", "null_subagent_context", "orphaned")
@@ -192,7 +195,8 @@ def _open_writer(path: str, timeout_ms: int) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA temp_store = MEMORY")
+    # Staged ids and rowids live in temp tables: on disk, so memory stays bounded at any size.
+    conn.execute("PRAGMA temp_store = FILE")
     conn.execute("PRAGMA cache_size = -65536")
     return conn
 
@@ -207,7 +211,7 @@ def _fingerprint(conn: sqlite3.Connection) -> dict[str, int]:
 
 @operation("prune")
 def prune_conversations(ctx: Context, req: Request) -> Result:
-    """Select, archive, verify, delete in one transaction, optionally VACUUM."""
+    """Select, archive, verify, delete in bounded batches, optionally give the space back."""
     now_ms = int(time.time() * 1000)
     candidates, facts = select_candidates(ctx, req, now_ms)
     ids = [c["conversationId"] for c in candidates]
@@ -231,9 +235,11 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         conn = _open_writer(ctx.database_path, ctx.timeout_ms)
     except sqlite3.Error as exc:
         raise translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms) from None
+    deleted: dict[str, int] = {}
     try:
         before_used = prune.used_bytes(conn)
-        # 1. Archive from one read snapshot (the live writer is not blocked meanwhile).
+        # 1. Archive from one read snapshot (the live writer is not blocked meanwhile), and
+        #    note the rowid of every row archived: those, and only those, are deleted.
         conn.execute("BEGIN")
         try:
             prune.stage_ids(conn, ids)
@@ -246,6 +252,8 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
                 database_path=ctx.database_path,
                 progress=lambda n: ctx.report_progress("archiving", n, data["messageCount"]),
             )
+            prune.stage_rows(conn)
+            conn.execute("COMMIT")  # a read of the database; it keeps the temp tables staged
         finally:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -253,47 +261,65 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         # 2. Verify what is on disk before deleting anything.
         verified = prune.verify_archive(path)
         verified_at = time.perf_counter()
-        # 3. Delete in one transaction, only if nothing changed since the snapshot.
-        ctx.report_progress("deleting", 0, 1)
-        conn.execute("PRAGMA foreign_keys = OFF")  # see prune.delete_staged
-        conn.execute("BEGIN IMMEDIATE")
+        # 3. Nothing changed since the snapshot (a read: no lock taken)...
+        conn.execute("BEGIN")
         try:
-            prune.stage_ids(conn, ids)
-            if _fingerprint(conn) != snapshot:
-                raise LcmError(
-                    "STATE_CHANGED",
-                    "The selected conversations changed while they were being archived; nothing was "
-                    f"deleted. Run `lcm prune` again (the archive {path} can be removed).",
-                    {"archivePath": path},
-                )
-            deleted = prune.delete_staged(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            changed = _fingerprint(conn) != snapshot
+        finally:
+            conn.execute("ROLLBACK")
+        if changed:
+            raise _changed(
+                path,
+                "The selected conversations changed while they were being archived; nothing was deleted.",
+            )
+        # 4. ...then delete in batches of about 25 ms of write lock each (with pauses), children first.
+        conn.execute("PRAGMA foreign_keys = OFF")  # see prune.delete_staged
+        batches: list[dict[str, Any]] = []
+        try:
+            deleted = prune.delete_in_batches(
+                conn,
+                progress=lambda done, total: ctx.report_progress("deleting", done, total),
+                on_batch=batches.append,
+            )
+        except prune.BatchError as exc:
+            deleted = exc.deleted
+            raise exc.error from None
         conn.execute("PRAGMA foreign_keys = ON")
+        kept = deleted.pop("kept", 0)
+        if kept:
+            raise _changed(
+                path,
+                f"{kept} rows of the selected conversations changed while they were being deleted and were "
+                "kept; everything deleted is in the archive.",
+                deleted,
+            )
         deleted_at = time.perf_counter()
         after_used = prune.used_bytes(conn)
         vacuum: dict[str, Any] | None = None
         if req[VACUUM]:
-            size_before = os.path.getsize(ctx.database_path)
-            conn.execute("VACUUM")
-            row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            vacuum = {
-                "fileBytesBefore": size_before,
-                "fileBytesAfter": os.path.getsize(ctx.database_path),
-                "checkpoint": {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]},
-            }
+            vacuum = give_back_space(
+                conn,
+                ctx.database_path,
+                progress=lambda done, total: ctx.report_progress("vacuum", done, total),
+            )
     except sqlite3.Error as exc:
         err = translate_sqlite_error(exc, ctx.database_path, ctx.timeout_ms)
         if os.path.exists(path) and isinstance(err.details, dict):
-            # Nothing was deleted; the archive already written stays valid and says so.
-            err = LcmError(
-                err.code,
-                err.message + f" Nothing was deleted; the archive {path} was written and can be removed.",
-                {**err.details, "archivePath": path, "deleted": False},
-            )
+            if deleted:
+                # Part was deleted (all of it is in the archive); a rerun deletes the rest.
+                err = LcmError(
+                    err.code,
+                    err.message + f" Part of the selection was deleted (every deleted row is in the archive "
+                    f"{path}); run the same prune again to finish.",
+                    {**err.details, "archivePath": path, "deleted": deleted},
+                )
+            else:
+                # Nothing was deleted; the archive already written stays valid and says so.
+                err = LcmError(
+                    err.code,
+                    err.message + f" Nothing was deleted; the archive {path} was written and can be removed.",
+                    {**err.details, "archivePath": path, "deleted": False},
+                )
         raise err from None
     finally:
         conn.close()
@@ -302,17 +328,28 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         archive={k: archive[k] for k in ("archivePath", "manifestPath", "bytes", "sha256", "rows")},
         verified=verified["ok"],
         deleted=deleted,
+        deleteBatches=len(batches),
         reclaimedBytes=max(0, before_used - after_used),
         vacuum=vacuum,
         timingsMs={
             "archive": int((archived_at - started) * 1000),
             "verify": int((verified_at - archived_at) * 1000),
             "delete": int((deleted_at - verified_at) * 1000),
+            "longestDeleteBatch": int(max((b["seconds"] for b in batches), default=0.0) * 1000),
             "total": int((time.perf_counter() - started) * 1000),
         },
     )
     data.pop("message", None)
     return Result(data)
+
+
+def _changed(path: str, what: str, deleted: dict[str, int] | None = None) -> LcmError:
+    return LcmError(
+        "STATE_CHANGED",
+        f"{what} Run `lcm prune` again (the archive {path} "
+        + ("holds every deleted row)." if deleted else "can be removed)."),
+        {"archivePath": path, "deleted": deleted or False},
+    )
 
 
 @operation("prune.restore")

@@ -21,6 +21,9 @@ from lcm_cli.engine.core.tokens import estimate_tokens
 #: What a budget report with its continuation cursors costs, at most: reserved up front so
 #: that --max-tokens caps everything printed, not only the items.
 REPORT_TOKENS = 70
+# The least text a capped page shows (about a sentence) when the cap leaves no room at all:
+# the smallest useful page, marked over budget, rather than an error.
+MIN_TEXT_TOKENS = 20
 
 
 def json_tokens(value: Any) -> int:

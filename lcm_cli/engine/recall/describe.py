@@ -95,13 +95,7 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
     )
     largest_page = tb.token_page(len(content), tb.encode_offset_cursor("describe", item_id, len(content)))
     room = max_tokens - tb.json_tokens(data) - tb.json_tokens({"pagination": largest_page}) - 2
-    shown = tb.cut_text(rest, room)
-    if rest and shown == 0:
-        raise invalid_argument(
-            f"--max-tokens {max_tokens} leaves no room for content after the metadata; "
-            f"use at least {max_tokens - room + 20}.",
-            {"value": max_tokens},
-        )
+    shown = tb.cut_text(rest, max(room, tb.MIN_TEXT_TOKENS))  # the smallest useful page, over the cap
     holder["content"] = rest[:shown]
     end = offset + shown
     cursor = tb.encode_offset_cursor("describe", item_id, end) if end < len(content) else None
@@ -125,18 +119,20 @@ def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> dict[str, 
         raise not_in_scope("summary", summary_id, scope)
     summary = summary_items(ctx, [row], include_content=True)[0]
     link = "s.summary_id, s.kind, s.depth, s.token_count"
+    # CROSS JOIN: start from the summary's own links. Left to choose, without statistics
+    # SQLite may start from the conversation's summaries (every one of them) instead.
     parents = ctx.query(
-        f"""SELECT {link} FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.summary_id
+        f"""SELECT {link} FROM summary_parents sp CROSS JOIN summaries s ON s.summary_id = sp.summary_id
             WHERE sp.parent_summary_id = ? AND s.conversation_id = ? ORDER BY s.depth, s.summary_id""",
         (summary_id, cid),
     )
     children = ctx.query(
-        f"""SELECT {link} FROM summary_parents sp JOIN summaries s ON s.summary_id = sp.parent_summary_id
+        f"""SELECT {link} FROM summary_parents sp CROSS JOIN summaries s ON s.summary_id = sp.parent_summary_id
             WHERE sp.summary_id = ? AND s.conversation_id = ? ORDER BY sp.ordinal""",
         (summary_id, cid),
     )
     nodes = subtree(ctx, summary_id, cid)
-    messages = source_messages(ctx, summary_id, cid)
+    messages = source_messages(ctx, summary_id, cid, nodes)
     own = summary["tokenCount"] + summary["descendantTokenCount"]
     return {
         "type": "summary",

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import MAX_TOKENS, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
@@ -71,8 +70,9 @@ def expand_messages(
             used += cost
             continue
         if not shown:
-            # One message alone is over the cap: show what fits and continue inside it.
-            room = cap - tb.json_tokens({**item, "content": ""}) - 8
+            # One message alone is over the cap: show what fits (at least a sentence: the
+            # smallest useful page) and continue inside it.
+            room = max(cap - tb.json_tokens({**item, "content": ""}) - 8, tb.MIN_TEXT_TOKENS)
             keep = tb.cut_text(item["content"], room)
             item["content"] = item["content"][:keep]
             item["contentOffset"] = start
@@ -80,12 +80,6 @@ def expand_messages(
             shown.append(item)
             used += tb.json_tokens(item)
             next_offset, next_char = offset + index, start + keep
-            if keep == 0 and room <= 0:
-                raise LcmError(
-                    "INVALID_ARGUMENT",
-                    f"--max-tokens {cap} is too small to show any message text; use at least 100.",
-                    {"value": cap},
-                )
         else:
             next_offset = offset + index
         break
@@ -126,13 +120,8 @@ def expand(ctx: Context, req: Request) -> Result:
     if req[MAX_TOKENS]:
         # --max-tokens caps everything printed: the messages get what the rest leaves.
         # (The configured maxExpandTokens budgets the messages alone, as in the reference.)
-        room = cap - tb.json_tokens({"summary": summary}) - tb.REPORT_TOKENS - 10  # 10: rounding
-        if room < 60:
-            raise invalid_argument(
-                f"--max-tokens {cap} leaves no room for message text after the summary and the "
-                f"budget report; use at least {cap - room + 60}.",
-                {"value": cap},
-            )
+        # Too small a cap still gets the smallest useful page (one cut message), marked over budget.
+        room = max(cap - tb.json_tokens({"summary": summary}) - tb.REPORT_TOKENS - 10, 60)  # 10: rounding
     body = expand_messages(ctx, summary_id, row["conversation_id"], room, offset, char)
     body["budget"]["maxTokens"] = cap
     pagination = body.pop("pagination")

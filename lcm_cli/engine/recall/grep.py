@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import heapq
+import itertools
 import json
 import re
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
@@ -432,16 +434,10 @@ def _messages_fts(q: Query, pos: dict[str, Any]) -> Page:
             params + kparams + [q.limit + 1],
         )
     page, next_pos = _page_rows(rows, q.limit, lambda r: [r["score"], r["jd"], r["message_id"]])
-    snippets: dict[int, str] = {}
-    if page:
-        marks = ",".join("?" for _ in page)
-        for rowid, text in _run(
-            q,
-            f"""SELECT rowid, snippet(messages_fts, 0, '', '', '...', 32) FROM messages_fts
-                WHERE messages_fts MATCH ? AND rowid IN ({marks})""",
-            [match] + [r["message_id"] for r in page],
-        ):
-            snippets[rowid] = _flatten(text)
+    snippets = {
+        rowid: _flatten(text)
+        for rowid, text in _fts_snippets(q, "messages_fts", 0, match, [r["message_id"] for r in page])
+    }
     hits = [_message_hit(r, snippets.get(r["message_id"], ""), r["score"] if score else None) for r in page]
     if next_pos is not None:
         next_pos["path"] = "fts5"
@@ -449,79 +445,109 @@ def _messages_fts(q: Query, pos: dict[str, Any]) -> Page:
 
 
 NEWEST_MIN_MATCHES = 2_000  # below this, reading every match's time is cheap enough
-NEWEST_MAX_CONVERSATIONS = 2_000
+STEP_ROWS = 2_048  # messages one step of the newest-first walk reads, at most
+FIRST_STEP_ROWS = 32  # a conversation's first step; each further step doubles, to STEP_ROWS
+RUN_GAP = 256  # ids further apart than this are probed in the full-text index separately
+SNIPPET_CHUNK = 50  # rowids per snippet query: FTS5 seeks each value of an IN list anew
+
+
+def _walk_messages(
+    q: Query, pos: dict[str, Any], keep: Callable[[list[int]], set[int]] | None = None
+) -> Generator[tuple[float, int], None, None]:
+    """Messages in scope after ``pos``, newest first: ``(julianday, message_id)``.
+
+    Each conversation is read through the ``(conversation_id, julianday(created_at),
+    message_id)`` read-path index in steps (:data:`FIRST_STEP_ROWS`, doubling up to
+    :data:`STEP_ROWS` rows), and the conversations are merged: a heap holds, per
+    conversation, either its next row (exact) or an upper bound on its unread rows (its
+    newest time; then the last row read). A bound on top is read one step further; a row
+    on top is newer than anything left anywhere, so it comes next. ``keep`` filters each
+    step (the ids to keep), so a filter that drops most rows still reads in bounded steps.
+    The caller stops when it has enough; nothing beyond the current steps is read.
+    """
+    bounds: list[str] = []
+    bound_params: list[Any] = []
+    at = pos.get("at")
+    if at:
+        bounds += ["julianday(m.created_at) <= ?", "(julianday(m.created_at) < ? OR m.message_id < ?)"]
+        bound_params += [at[1], at[1], at[2]]
+    tw, tp = _time_clause(MSG_TIME, q)
+    where = "".join(" AND " + b for b in bounds + tw)
+    bound_params += tp
+    convs = q.scope.conversation_ids
+    if convs is None:
+        convs = [r[0] for r in _run(q, "SELECT conversation_id FROM conversations", [])]
+    index = "messages m INDEXED BY lcm_messages_conv_julian_idx"
+    order = "ORDER BY julianday(m.created_at) DESC, m.message_id DESC"
+    # Each conversation's newest time in bounds: one index seek per conversation.
+    heads = _run(
+        q,
+        f"""SELECT c.id, (SELECT julianday(m.created_at) FROM {index} WHERE m.conversation_id = c.id{where}
+                          {order} LIMIT 1)
+            FROM (SELECT value AS id FROM json_each(?)) c""",
+        bound_params + [json.dumps(list(convs))],
+    )
+    step_sql = f"""SELECT julianday(m.created_at), m.message_id FROM {index}
+                   WHERE m.conversation_id = ? AND julianday(m.created_at) <= ?
+                     AND (julianday(m.created_at) < ? OR m.message_id <= ?){where}
+                   {order} LIMIT ?"""
+    beyond = (1 << 63) - 1  # above every rowid: a head bound takes the whole newest instant
+    heap: list[tuple[float, int, int, int]] = []  # (-time, -id, 0 bound / 1 row, conversation)
+    step_size: dict[int, int] = {}
+    pending: dict[int, list[tuple[float, int]]] = {}  # per conversation, rows read, oldest first
+    for conv, head in heads:
+        if head is not None:
+            heap.append((-head, -beyond, 0, conv))
+            step_size[conv] = min(FIRST_STEP_ROWS, STEP_ROWS)
+    heapq.heapify(heap)
+    while heap:
+        neg_time, neg_id, kind, conv = heapq.heappop(heap)
+        if kind == 1:
+            yield -neg_time, -neg_id
+            queue = pending[conv]
+            if queue:
+                jd, mid = queue.pop()
+                heapq.heappush(heap, (-jd, -mid, 1, conv))
+            continue
+        if q.deadline.expired():
+            raise DeadlineExceeded()
+        size = step_size[conv]
+        step_size[conv] = min(size * 2, STEP_ROWS)
+        rows = _run(q, step_sql, [conv, -neg_time, -neg_time, -neg_id] + bound_params + [size])
+        kept = keep([r[1] for r in rows]) if keep is not None else None
+        queue = [(r[0], r[1]) for r in reversed(rows) if kept is None or r[1] in kept]
+        pending[conv] = queue
+        if queue:
+            jd, mid = queue.pop()
+            heapq.heappush(heap, (-jd, -mid, 1, conv))
+        if len(rows) == size:  # more may follow: the last row read bounds them
+            last_time, last_id = rows[-1]
+            heapq.heappush(heap, (-last_time, -(last_id - 1), 0, conv))
 
 
 def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | None:
     """The newest ``limit + 1`` matches after ``pos``, or None to use the plain join.
 
     Ordering every match by time means reading every matching row (its ``created_at``
-    sits after the content). For a frequent word that is thousands of random reads.
-    Instead: take the match set from the index alone (rowids), then walk time windows
-    backwards from the newest message in scope through the ``(conversation_id,
-    julianday(created_at), message_id)`` read-path index, widening the window until it
-    holds ``limit + 1`` matches. Exact: every message in the walked windows is checked,
-    and any match older than the window is older than the ``limit + 1`` found.
+    sits after the content): for a frequent word, hundreds of thousands of random reads.
+    Instead the messages in scope are walked newest first in bounded steps
+    (:func:`_walk_messages`); each step asks the full-text index which of its messages
+    match (by rowid ranges), and the walk stops as soon as ``limit + 1`` matches are found.
+    Exact: the walk is in (time, id) order. A word with fewer than
+    :data:`NEWEST_MIN_MATCHES` matches uses the join (reading them is cheaper).
     """
-    ctx = q.ctx
-    if not ctx.probe.has_index("lcm_messages_conv_julian_idx"):
+    if not q.ctx.probe.has_index("lcm_messages_conv_julian_idx"):
         return None
-    matched_ids = [
-        r[0] for r in _run(q, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [match])
-    ]
-    if len(matched_ids) < NEWEST_MIN_MATCHES:
-        return None
-    matched = set(matched_ids)
-    convs = q.scope.conversation_ids
-    if convs is None:
-        convs = [r[0] for r in _run(q, "SELECT conversation_id FROM conversations", [])]
-    if len(convs) > NEWEST_MAX_CONVERSATIONS:
-        return None  # two index seeks per conversation stop paying off
-    # One statement, two index seeks per conversation (a GROUP BY would read every row).
-    marks = ",".join("?" for _ in convs)
-    hi, lo = _run(
+    counted = _run(
         q,
-        """SELECT MAX((SELECT MAX(julianday(created_at)) FROM messages WHERE conversation_id = c.id)),
-                   MIN((SELECT MIN(julianday(created_at)) FROM messages WHERE conversation_id = c.id))
-            FROM (SELECT value AS id FROM json_each(?)) c""",
-        [json.dumps(list(convs))],
-    )[0]
-    if hi is None or lo is None:
-        return []
-    bounds: list[str] = []
-    bound_params: list[Any] = []
-    at = pos.get("at")
-    if at:
-        hi = min(hi, at[1])
-        bounds.append("(julianday(m.created_at) < ? OR (julianday(m.created_at) = ? AND m.message_id < ?))")
-        bound_params += [at[1], at[1], at[2]]
-    tw, tp = _time_clause(MSG_TIME, q)
-    bounds += tw
-    bound_params += tp
-    want = q.limit + 1
-    window = max((hi - lo) * 2 * want / len(matched_ids), 1e-6)
-    upper, first = hi, True
-    found: list[tuple[int, float]] = []
-    scanned = 0
-    while True:
-        floor = upper - window
-        rows = _run(
-            q,
-            f"""SELECT m.message_id, julianday(m.created_at) FROM messages m
-                WHERE m.conversation_id IN ({marks}) AND julianday(m.created_at) >= ?
-                  AND julianday(m.created_at) {"<=" if first else "<"} ?
-                  {"".join(" AND " + b for b in bounds)}""",
-            list(convs) + [floor, upper] + bound_params,
-        )
-        scanned += len(rows)
-        found += [(r[0], r[1]) for r in rows if r[0] in matched]
-        if len(found) >= want or floor <= lo:
-            break
-        if scanned > 4 * len(matched_ids):
-            return None  # the windows cost more than reading every match: use the join
-        upper, first, window = floor, False, window * 4
-    found.sort(key=lambda item: (-item[1], -item[0]))
-    top_ids = [message_id for message_id, _ in found[:want]]
+        "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+        [match, NEWEST_MIN_MATCHES],
+    )[0][0]
+    if counted < NEWEST_MIN_MATCHES:
+        return None
+    walk = _walk_messages(q, pos, keep=lambda ids: _matching_ids(q, match, ids))
+    top_ids = [message_id for _, message_id in itertools.islice(walk, q.limit + 1)]
+    walk.close()
     if not top_ids:
         return []
     id_marks = ",".join("?" for _ in top_ids)
@@ -534,6 +560,50 @@ def _newest_matches(q: Query, pos: dict[str, Any], match: str) -> list[Any] | No
         )
     }
     return [by_id[i] for i in top_ids if i in by_id]
+
+
+def _matching_ids(q: Query, match: str, message_ids: list[int], table: str = "messages_fts") -> set[int]:
+    """Which of ``message_ids`` (rowids of ``table``) the full-text index matches.
+
+    One probe per run of close ids: FTS5 seeks a rowid range once (an IN list it seeks
+    value by value, far slower), and SQLite keeps only the ids asked for, so a probe
+    returns at most as many rows as it was given (the range's other matches stay in C).
+    """
+    if not message_ids:
+        return set()
+    ordered = sorted(set(message_ids))
+    runs: list[list[int]] = [[ordered[0]]]
+    for message_id in ordered[1:]:
+        if message_id - runs[-1][-1] > RUN_GAP:
+            runs.append([])
+        runs[-1].append(message_id)
+    matched: set[int] = set()
+    for run in runs:
+        matched.update(
+            r[0]
+            for r in _run(
+                q,
+                f"""SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?
+                    AND +rowid IN (SELECT value FROM json_each(?))""",
+                [match, run[0], run[-1], json.dumps(run)],
+            )
+        )
+    return matched
+
+
+def _fts_snippets(q: Query, table: str, column: int, match: str, rowids: list[int]) -> list[Any]:
+    """``(rowid, snippet)`` of the given full-text rows, a few rowids per query."""
+    out: list[Any] = []
+    ordered = sorted(set(rowids))
+    for start in range(0, len(ordered), SNIPPET_CHUNK):
+        chunk = ordered[start : start + SNIPPET_CHUNK]
+        out += _run(
+            q,
+            f"""SELECT rowid, snippet({table}, {column}, '', '', '...', 32) FROM {table}
+                WHERE {table} MATCH ? AND rowid IN ({",".join("?" for _ in chunk)})""",
+            [match, *chunk],
+        )
+    return out
 
 
 def _messages_like(q: Query, pos: dict[str, Any]) -> Page:
@@ -632,29 +702,28 @@ def _summaries_fts(q: Query, pos: dict[str, Any], *, trigram: bool) -> Page:
         params += values
     score = _score_expr(q, f"{table}.rank", f"julianday({SUM_TIME})")
     inner_score = f", {score} AS score" if score else ", NULL AS score"
-    inner = f"""SELECT {_SUM_COLS}{inner_score} FROM {table}
+    inner = f"""SELECT {_SUM_COLS}{inner_score}, {table}.rowid AS fts_rowid FROM {table}
                 JOIN summaries s ON s.summary_id = {table}.summary_id WHERE {" AND ".join(where)}"""
     keyset, kparams = _keyset(pos, "score" if score else None, "jd", "summary_id")
     order = ("score ASC, " if score else "") + "jd DESC, summary_id DESC"
     outer_where = f"WHERE {' AND '.join(keyset)}" if keyset else ""
-    rows = None if score or latin else _newest_summary_matches(q, pos, table, match)
-    if rows is None:
+    newest = None if score or latin else _newest_summary_matches(q, pos, table, match)
+    if newest is None:
         rows = _run(
             q,
             f"SELECT * FROM ({inner}) {outer_where} ORDER BY {order} LIMIT ?",
             params + kparams + [q.limit + 1],
         )
+        fts_rowids = {r["fts_rowid"]: r["summary_id"] for r in rows}
+    else:
+        rows, fts_rowids = newest
     page, next_pos = _page_rows(rows, q.limit, lambda r: [r["score"], r["jd"], r["summary_id"]])
+    # Snippets by the full-text rowid: FTS5 cannot look up its UNINDEXED summary_id column.
+    shown = {r["summary_id"] for r in page}
     snippets: dict[str, str] = {}
-    if page:
-        marks = ",".join("?" for _ in page)
-        for sid, text in _run(
-            q,
-            f"""SELECT summary_id, snippet({table}, 1, '', '', '...', 32) FROM {table}
-                WHERE {table} MATCH ? AND summary_id IN ({marks})""",
-            [match] + [r["summary_id"] for r in page],
-        ):
-            snippets[sid] = _flatten(text)
+    wanted = [rowid for rowid, sid in fts_rowids.items() if sid in shown]
+    for rowid, text in _fts_snippets(q, table, 1, match, wanted):
+        snippets.setdefault(fts_rowids[rowid], _flatten(text))
     path = "trigram" if trigram else "fts5"
     hits = [_summary_hit(r, snippets.get(r["summary_id"], ""), r["score"] if score else None) for r in page]
     if next_pos is not None:
@@ -665,51 +734,114 @@ def _summaries_fts(q: Query, pos: dict[str, Any], *, trigram: bool) -> Page:
 NEWEST_MIN_SUMMARY_MATCHES = 500
 
 
-def _newest_summary_matches(q: Query, pos: dict[str, Any], table: str, match: str) -> list[Any] | None:
-    """The newest ``limit + 1`` matching summaries in every conversation, or None for the join.
+def _newest_summary_matches(
+    q: Query, pos: dict[str, Any], table: str, match: str
+) -> tuple[list[Any], dict[int, str]] | None:
+    """The newest ``limit + 1`` matching summaries in every conversation and the full-text
+    rowid of each match (rowid -> summary id), or None for the join.
 
-    The match set comes from the full-text table alone; then the global coverage-time
-    index is walked newest first until enough of them are met -- no summary row is read
-    except the ones shown. Scoped searches use the join (their summaries are few).
+    The global coverage-time index is walked newest first in bounded steps (as the
+    messages are, :func:`_walk_messages`), each step probing the full-text index by rowid
+    ranges, until enough matches are met. That needs each summary's full-text rowid: lcm
+    and lossless-claw index a summary right after writing it, so it is the summary's own
+    rowid, and each step checks so (the index row there names the summary). Where it does
+    not (an index rebuilt or repaired), the match set is read from the index instead and
+    the walk tests membership in it. Scoped searches use the join (their summaries are few).
     """
     if q.scope.conversation_ids is not None or not q.ctx.probe.has_index("lcm_summaries_coverage_idx"):
         return None
-    matched = {r[0] for r in _run(q, f"SELECT summary_id FROM {table} WHERE {table} MATCH ?", [match])}
-    if len(matched) < NEWEST_MIN_SUMMARY_MATCHES:
+    counted = _run(
+        q,
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+        [match, NEWEST_MIN_SUMMARY_MATCHES],
+    )[0][0]
+    if counted < NEWEST_MIN_SUMMARY_MATCHES:
         return None  # few matches: reading them is cheaper than walking the index to them
-    where, params = _time_clause(SUM_TIME, q)
-    keyset, kparams = _keyset(pos, None, f"julianday({SUM_TIME})", "s.summary_id")
-    where += keyset
-    params += kparams
-    want = q.limit + 1
-    found: list[str] = []
-    with q.deadline.bound_sqlite(q.ctx.db):
-        cursor = q.ctx.db.execute(
-            f"""SELECT s.summary_id FROM summaries s INDEXED BY lcm_summaries_coverage_idx
-                {"WHERE " + " AND ".join(where) if where else ""}
-                ORDER BY julianday({SUM_TIME}) DESC, s.summary_id DESC""",
-            params,
-        )
-        while len(found) < want:
-            batch = cursor.fetchmany(1_000)
-            if not batch:
-                break
-            for (summary_id,) in batch:
-                if summary_id in matched:
-                    found.append(summary_id)
-                    if len(found) >= want:
-                        break
-        cursor.close()
+    found: list[tuple[str, int]] | None = None
+    if q.ctx.probe.has_table(f"{table}_content"):
+        found = _walk_summaries(q, pos, lambda step: _matching_summaries(q, table, match, step))
+    if found is None:
+        fts_rowids: dict[int, str] = {
+            r[0]: r[1]
+            for r in _run(q, f"SELECT rowid, summary_id FROM {table} WHERE {table} MATCH ?", [match])
+        }
+        by_summary = {summary_id: rowid for rowid, summary_id in fts_rowids.items()}
+        found = _walk_summaries(q, pos, lambda step: [(s, by_summary[s]) for s, _ in step if s in by_summary])
+    assert found is not None
     if not found:
-        return []
-    marks = ",".join("?" for _ in found)
+        return [], {}
+    ids = [summary_id for summary_id, _ in found]
+    marks = ",".join("?" for _ in ids)
     by_id = {
         r["summary_id"]: r
         for r in _run(
-            q, f"SELECT {_SUM_COLS}, NULL AS score FROM summaries s WHERE s.summary_id IN ({marks})", found
+            q, f"SELECT {_SUM_COLS}, NULL AS score FROM summaries s WHERE s.summary_id IN ({marks})", ids
         )
     }
-    return [by_id[i] for i in found if i in by_id]
+    return [by_id[i] for i in ids if i in by_id], {rowid: summary_id for summary_id, rowid in found}
+
+
+def _walk_summaries(
+    q: Query,
+    pos: dict[str, Any],
+    keep: Callable[[list[tuple[str, int]]], list[tuple[str, int]] | None],
+) -> list[tuple[str, int]] | None:
+    """The first ``limit + 1`` summaries ``keep`` keeps, walking every summary after ``pos``
+    newest first through the coverage-time index in steps (doubling to :data:`STEP_ROWS`).
+    ``keep`` gets a step's ``(summary_id, rowid)`` and returns the kept ones in order, each
+    with its full-text rowid, or None to give up (then so does the walk)."""
+    where, params = _time_clause(SUM_TIME, q)
+    jd = f"julianday({SUM_TIME})"
+    want = q.limit + 1
+    found: list[tuple[str, int]] = []
+    size = min(FIRST_STEP_ROWS, STEP_ROWS)
+    at = pos.get("at")
+    last: tuple[float, str] | None = (at[1], at[2]) if at else None  # where the walk resumes
+    while len(found) < want:
+        if q.deadline.expired():
+            raise DeadlineExceeded()
+        step_where = list(where)
+        step_params = list(params)
+        if last is not None:
+            step_where += [f"{jd} <= ?", f"({jd} < ? OR s.summary_id < ?)"]
+            step_params += [last[0], last[0], last[1]]
+        rows = _run(
+            q,
+            f"""SELECT s.summary_id, s.rowid, {jd} FROM summaries s INDEXED BY lcm_summaries_coverage_idx
+                {"WHERE " + " AND ".join(step_where) if step_where else ""}
+                ORDER BY {jd} DESC, s.summary_id DESC LIMIT ?""",
+            step_params + [size],
+        )
+        kept = keep([(r[0], r[1]) for r in rows])
+        if kept is None:
+            return None
+        found += kept[: want - len(found)]
+        if len(rows) < size:
+            break
+        last = (rows[-1][2], rows[-1][0])
+        size = min(size * 2, STEP_ROWS)
+    return found
+
+
+def _matching_summaries(
+    q: Query, table: str, match: str, step: list[tuple[str, int]]
+) -> list[tuple[str, int]] | None:
+    """The summaries of ``step`` that ``table`` matches, with their full-text rowids, in step
+    order; None when some summary's full-text row is not at its own rowid."""
+    if not step:
+        return []
+    named: dict[int, Any] = {
+        r[0]: r[1]
+        for r in _run(
+            q,
+            f"SELECT id, c0 FROM {table}_content WHERE id IN (SELECT value FROM json_each(?))",
+            [json.dumps([rowid for _, rowid in step])],
+        )
+    }
+    if any(named.get(rowid) != summary_id for summary_id, rowid in step):
+        return None
+    matched = _matching_ids(q, match, [rowid for _, rowid in step], table)
+    return [(summary_id, rowid) for summary_id, rowid in step if rowid in matched]
 
 
 def _summaries_like(q: Query, pos: dict[str, Any], *, cjk: bool) -> Page:
@@ -746,8 +878,9 @@ def _summaries_like(q: Query, pos: dict[str, Any], *, cjk: bool) -> Page:
 def _regex_scan(q: Query, pos: dict[str, Any], source: str) -> Page:
     """Python regex over the newest-first candidates after ``pos``, at most REGEX_SCAN_ROWS.
 
-    Two steps: one query orders the candidates' ``(julianday, id)`` -- answered from the
-    lcm read-path indexes without touching message bodies -- then contents are read in
+    Two steps: the candidates' ``(julianday, id)`` come first, newest first -- messages
+    from the merged per-conversation walk (:func:`_walk_messages`, bounded steps),
+    summaries from one query over the coverage-time indexes -- then contents are read in
     batches by id. (Ordering full rows batch by batch would sort the scope every time.)
     """
     assert q.regex is not None
@@ -779,14 +912,20 @@ def _regex_scan(q: Query, pos: dict[str, Any], source: str) -> Page:
     truncated_by: str | None = None
     current: sqlite3.Row | None = None
     info: dict[str, Any] = {}
+    candidates: list[Any]
     try:
-        candidates = _run(
-            q,
-            f"""SELECT {id_col} AS id, julianday({time_expr}) AS jd FROM {table}
-                {"WHERE " + " AND ".join(where) if where else ""}
-                ORDER BY julianday({time_expr}) DESC, {id_col} DESC LIMIT ?""",
-            params + [REGEX_SCAN_ROWS + 1],
-        )
+        if source == "messages" and q.ctx.probe.has_index("lcm_messages_conv_julian_idx"):
+            walk = _walk_messages(q, pos)
+            candidates = [(i, jd) for jd, i in itertools.islice(walk, REGEX_SCAN_ROWS + 1)]
+            walk.close()
+        else:
+            candidates = _run(
+                q,
+                f"""SELECT {id_col} AS id, julianday({time_expr}) AS jd FROM {table}
+                    {"WHERE " + " AND ".join(where) if where else ""}
+                    ORDER BY julianday({time_expr}) DESC, {id_col} DESC LIMIT ?""",
+                params + [REGEX_SCAN_ROWS + 1],
+            )
         more_than_cap = len(candidates) > REGEX_SCAN_ROWS
         candidates = candidates[:REGEX_SCAN_ROWS]
         for start in range(0, len(candidates), REGEX_BATCH):

@@ -204,8 +204,8 @@ KILL_MID_DELETE = """
 import sys, time
 import lcm_cli.engine.maintenance.prune as prune
 original = prune.delete_staged
-def slow(conn):
-    result = original(conn)
+def slow(conn, *args, **kwargs):  # the first batch's transaction: killed before it commits
+    result = original(conn, *args, **kwargs)
     print("inside", flush=True)
     time.sleep(30)
     return result

@@ -484,7 +484,7 @@ def random_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ids=["all", "family", "one", "before", "between"],
 )
 @pytest.mark.parametrize("word", ["alpha", "omega sigma"])
-def test_newest_matches_window_walk_equals_the_plain_join(
+def test_newest_matches_walk_equals_the_plain_join(
     random_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], word: str
 ) -> None:
     import lcm_cli.engine.recall.grep as grep_module
@@ -568,3 +568,196 @@ def test_a_broken_fts_table_falls_back_to_like_and_says_so(
     body = grep(root, "billing", "--mode", "full_text", "--scope", "messages", *FAMILY)
     assert body["meta"]["searchPath"] == {"messages": "like"}
     assert ids(body, "message") == [2, 1, 9]
+
+
+@pytest.fixture(scope="module")
+def half_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """6,000 messages in 8 interleaved conversations; ``common`` in every other one."""
+    from lcm_cli.engine.db.store import Store
+
+    db = tmp_path_factory.mktemp("recall-half") / "lcm.db"
+    with Store.open(db) as store:
+        convs = [store.create_conversation(f"h{c}", session_key=f"agent:h{c}") for c in range(8)]
+        for chunk in range(30):  # ids of one conversation interleave with the others'
+            for c, cid in enumerate(convs):
+                rows = []
+                for i in range(25):
+                    n = (chunk * 25 + i) * 8 + c
+                    word = "common" if n % 2 == 0 else "other"
+                    minute = n // 3  # ties: three messages a minute
+                    rows.append(
+                        {"role": "user", "content": f"{word} text {n}", "created_at": _minute_stamp(minute)}
+                    )
+                store.add_messages(cid, rows)
+    return db
+
+
+def _minute_stamp(minute: int) -> str:
+    from datetime import datetime, timedelta, timezone
+
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minute)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+class _Reads:
+    """Every search query of one call, with how many rows it fetched."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import lcm_cli.engine.recall.grep as grep_module
+
+        self.fetched: list[tuple[str, int]] = []
+        real = grep_module._run
+
+        def spy(q: Any, sql: str, params: list[Any]) -> Any:
+            rows = real(q, sql, params)
+            self.fetched.append((" ".join(sql.split()), len(rows)))
+            return rows
+
+        monkeypatch.setattr(grep_module, "_run", spy)
+
+    def largest(self, skip: str = "json_each") -> int:
+        """The most rows one query fetched (the per-conversation heads excepted)."""
+        return max(n for sql, n in self.fetched if skip not in sql)
+
+    def total(self) -> int:
+        return sum(n for _, n in self.fetched)
+
+
+def test_full_text_common_word_reads_in_bounded_steps_and_stops_when_the_page_is_full(
+    half_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3,000 matches: the page of 20 reads a few hundred rows, never the match set."""
+    import lcm_cli.engine.recall.grep as grep_module
+
+    reads = _Reads(monkeypatch)
+    monkeypatch.setattr(grep_module, "STEP_ROWS", 64)
+    args = ["--db", str(half_corpus), "grep", "common", "--mode", "full_text", "--all-conversations"]
+    out = lcm(*args, "--scope", "messages", "--limit", "20")
+    assert out.code == 0, out.stderr
+    hits = out.json["data"]["hits"]
+    assert len(hits) == 20 and out.json["meta"]["complete"] is False
+    assert [h["snippet"].split()[0] for h in hits] == ["common"] * 20
+    assert reads.largest() <= 64  # no step fetches more than STEP_ROWS rows
+    assert reads.total() < 600  # of 6,000 messages, 3,000 matching
+    # The same page as the plain join (which reads every match).
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
+    joined = lcm(*args, "--scope", "messages", "--limit", "20")
+    assert [h["id"] for h in joined.json["data"]["hits"]] == [h["id"] for h in hits]
+    assert joined.json["pagination"]["hasMore"] is out.json["pagination"]["hasMore"] is True
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--all-conversations"],
+        ["--conversation-id", "3"],
+        ["--all-conversations", "--between", "2026-01-01T10:00:00Z..2026-01-02T02:00:00Z"],
+    ],
+    ids=["all", "one", "between"],
+)
+def test_tiny_steps_and_probe_runs_page_exactly_as_the_join(
+    half_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
+) -> None:
+    """Steps of 2-8 rows and one full-text probe per id: every page as the plain join's."""
+    import lcm_cli.engine.recall.grep as grep_module
+
+    args = ["--db", str(half_corpus), "grep", "common", "--mode", "full_text", "--scope", "messages"]
+    args += ["--limit", "400", *extra]
+
+    def walk_ids() -> list[int]:
+        seen: list[int] = []
+        cursor = None
+        for _ in range(40):
+            out = lcm(*args, *(["--cursor", cursor] if cursor else []))
+            assert out.code == 0, out.stderr
+            seen += [h["id"] for h in out.json["data"]["hits"]]
+            cursor = out.json["pagination"]["nextCursor"]
+            if cursor is None:
+                break
+        return seen
+
+    monkeypatch.setattr(grep_module, "STEP_ROWS", 8)
+    monkeypatch.setattr(grep_module, "FIRST_STEP_ROWS", 2)
+    monkeypatch.setattr(grep_module, "RUN_GAP", 0)
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 1)
+    walked = walk_ids()
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
+    joined = walk_ids()
+    assert walked == joined and len(walked) == len(set(walked)) and walked
+
+
+def test_regex_candidates_come_in_bounded_steps(half_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regex over every conversation: the newest-first candidates are read in steps, not
+    by sorting the whole table; the answer is unchanged."""
+    import lcm_cli.engine.recall.grep as grep_module
+
+    args = ["--db", str(half_corpus), "grep", "comm[o]n", "--all-conversations", "--scope", "messages"]
+    args += ["--limit", "30"]
+    baseline = lcm(*args).json
+    reads = _Reads(monkeypatch)
+    monkeypatch.setattr(grep_module, "STEP_ROWS", 16)
+    monkeypatch.setattr(grep_module, "REGEX_SCAN_ROWS", 200)
+    monkeypatch.setattr(grep_module, "REGEX_BATCH", 16)
+    out = lcm(*args)
+    assert out.code == 0, out.stderr
+    assert [h["id"] for h in out.json["data"]["hits"]] == [h["id"] for h in baseline["data"]["hits"]]
+    assert reads.largest() <= 16 and reads.total() < 600
+
+
+@pytest.mark.parametrize("index", ["aligned", "repaired"])
+@pytest.mark.parametrize("extra", [[], ["--before", "2026-09-05T00:00:00Z"]], ids=["all", "before"])
+def test_summary_walk_in_tiny_steps_pages_as_the_join(
+    random_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index: str, extra: list[str]
+) -> None:
+    """The summary walk probes the index at each summary's own rowid; where a repair moved
+    rows elsewhere it reads the match set instead. Either way: the join's pages."""
+    import sqlite3
+
+    import lcm_cli.engine.recall.grep as grep_module
+
+    db = tmp_path / "lcm.db"
+    shutil.copy(random_corpus, db)
+    if index == "repaired":  # re-indexed rows get new rowids, as `doctor apply` gives them
+        conn = sqlite3.connect(db)
+        for table in ("summaries_fts", "summaries_fts_cjk"):
+            ids = [r[0] for r in conn.execute(f"SELECT summary_id FROM {table} ORDER BY rowid LIMIT 5")]
+            for summary_id in ids:
+                conn.execute(f"DELETE FROM {table} WHERE summary_id = ?", (summary_id,))
+                conn.execute(
+                    f"INSERT INTO {table} (summary_id, content) SELECT summary_id, content FROM summaries "
+                    "WHERE summary_id = ?",
+                    (summary_id,),
+                )
+        conn.commit()
+        conn.close()
+    args = ["--db", str(db), "grep", "alpha", "--mode", "full_text", "--scope", "summaries"]
+    args += ["--all-conversations", "--limit", "4", *extra]
+    walked_with: list[str] = []
+    real_walk = grep_module._walk_summaries
+
+    def spy(q: Any, pos: Any, keep: Any) -> Any:
+        found = real_walk(q, pos, keep)
+        walked_with.append("probes" if found is not None else "gave up")
+        return found
+
+    def walk_ids() -> list[str]:
+        seen: list[str] = []
+        cursor = None
+        while True:
+            out = lcm(*args, *(["--cursor", cursor] if cursor else []))
+            assert out.code == 0, out.stderr
+            seen += [h["id"] for h in out.json["data"]["hits"]]
+            assert all(h["snippet"] for h in out.json["data"]["hits"])
+            cursor = out.json["pagination"]["nextCursor"]
+            if cursor is None:
+                return seen
+
+    monkeypatch.setattr(grep_module, "STEP_ROWS", 4)
+    monkeypatch.setattr(grep_module, "FIRST_STEP_ROWS", 2)
+    monkeypatch.setattr(grep_module, "NEWEST_MIN_SUMMARY_MATCHES", 1)
+    monkeypatch.setattr(grep_module, "_walk_summaries", spy)
+    walked = walk_ids()
+    assert walked_with and ("gave up" in walked_with) is (index == "repaired" and not extra)
+    monkeypatch.setattr(grep_module, "_newest_summary_matches", lambda *a: None)
+    joined = walk_ids()
+    assert walked == joined and len(walked) == len(set(walked)) and len(walked) > 8

@@ -110,10 +110,10 @@ class StoreBase:
         """Close the connection (rolling back anything left open)."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        # An optimisation hint, as lossless-claw gives on close; never a reason
-        # to fail closing.
+        # An optimisation hint, as lossless-claw gives on close, bounded (see
+        # refresh_statistics); never a reason to fail closing.
         with contextlib.suppress(sqlite3.Error):
-            self.conn.execute("PRAGMA optimize")
+            refresh_statistics(self.conn)
         self.conn.close()
 
     def __enter__(self: _StoreT) -> _StoreT:
@@ -237,6 +237,92 @@ class StoreBase:
                 (conversation_id,),
             )
         )
+
+
+#: Rows ANALYZE reads per index (SQLite's recommendation with ``PRAGMA optimize``): a few
+#: milliseconds at any size, where an unbounded ANALYZE of ``messages`` reads every row.
+ANALYSIS_LIMIT = 400
+#: How long closing waits for the write lock to store statistics; they can wait for the
+#: next close, the live writer should not wait for them.
+_STATISTICS_BUSY_MS = 100
+
+
+def refresh_statistics(conn: sqlite3.Connection) -> None:
+    """``PRAGMA optimize`` at a bounded cost, with statistics that do not flip query plans.
+
+    Three things make the plain pragma (what lossless-claw runs on close) a full ANALYZE
+    of ``messages`` under the write lock, at every close, on a large file: no
+    ``analysis_limit``; an index with no ``sqlite_stat1`` row, which makes ``optimize``
+    analyze its table every time, and an EMPTY partial index (``messages_stable_event_key_unique``
+    or ``messages_conv_entry_unique_idx`` on files whose rows never set the key) never
+    gets one, since ANALYZE writes no row for an empty index; and plans that depend on
+    whether a table (``summaries``) happened to be analyzed by the last program that
+    closed the file. So, before ``optimize``:
+
+    - a table with indexes and rows but no statistics at all is analyzed (bounded);
+    - an empty index of an analyzed table gets the row ANALYZE would write for one entry
+      (``1 1 …``), so ``optimize`` leaves that table alone until it grows 25-fold;
+
+    and ``analysis_limit`` bounds whatever ``optimize`` still analyzes. Statistics an
+    unbounded ANALYZE wrote (lossless-claw's) are kept, not replaced by estimates.
+    """
+    conn.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
+    conn.execute(f"PRAGMA busy_timeout = {_STATISTICS_BUSY_MS}")
+    has_stat1 = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_stat1'"
+    ).fetchone()
+    unanalyzed = _unanalyzed_tables(conn, bool(has_stat1))
+    if unanalyzed:
+        for table in unanalyzed:
+            conn.execute(f'ANALYZE "{table}"')
+        has_stat1 = (1,)
+    pins = _empty_index_pins(conn) if has_stat1 else []
+    if pins:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", pins)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    if unanalyzed or pins:
+        conn.execute("ANALYZE sqlite_master")  # load what was written into this connection
+    conn.execute("PRAGMA optimize")
+
+
+def _unanalyzed_tables(conn: sqlite3.Connection, has_stat1: bool) -> list[str]:
+    """Tables with an index and at least one row, and not one ``sqlite_stat1`` row."""
+    analyzed = "AND NOT EXISTS (SELECT 1 FROM sqlite_stat1 s WHERE s.tbl = t.name)" if has_stat1 else ""
+    names = [
+        row[0]
+        for row in conn.execute(
+            f"""SELECT t.name FROM sqlite_master t
+                WHERE t.type = 'table' AND t.name NOT LIKE 'sqlite_%' AND t.sql NOT LIKE 'CREATE VIRTUAL%'
+                  AND EXISTS (SELECT 1 FROM sqlite_master i WHERE i.type = 'index' AND i.tbl_name = t.name)
+                  {analyzed}"""
+        )
+    ]
+    return [name for name in names if conn.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone()]
+
+
+def _empty_index_pins(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """The one-entry statistics row for each empty index of an analyzed table that has none."""
+    rows = conn.execute(
+        """SELECT i.name, i.tbl_name, i.sql FROM sqlite_master i
+           WHERE i.type = 'index' AND i.sql IS NOT NULL
+             AND EXISTS (SELECT 1 FROM sqlite_stat1 s WHERE s.tbl = i.tbl_name)
+             AND NOT EXISTS (SELECT 1 FROM sqlite_stat1 s WHERE s.idx = i.name)"""
+    ).fetchall()
+    pins = []
+    for name, table, sql in rows:
+        where = sql.upper().rfind(" WHERE ")
+        condition = sql[where + 7 :] if where >= 0 else "1"
+        if conn.execute(f'SELECT 1 FROM "{table}" WHERE {condition} LIMIT 1').fetchone():
+            continue  # not empty: optimize analyzes it (bounded)
+        columns = len(conn.execute(f'PRAGMA index_info("{name}")').fetchall())
+        pins.append((table, name, " ".join(["1"] * (columns + 1))))
+    return pins
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:
