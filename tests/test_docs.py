@@ -266,7 +266,8 @@ def parse_command_line(tokens: list[str], *, naming: bool = False) -> tuple[tupl
             continue
         words.append(token)
 
-    command, path = ROOT, ()
+    command = ROOT
+    path: tuple[str, ...] = ()
     for word in words:
         if _is_group(command) and word in command.commands:
             command = command.commands[word]
