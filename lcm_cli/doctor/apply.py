@@ -47,7 +47,10 @@ REPAIRABLE = (
     "storage.undecodable-text",
     "storage.schema-version",
     "storage.wal-size",
+    "storage.read-indexes",
 )
+#: Repairs that lock writers out for seconds on a big file: run only when named by --check.
+NAMED_ONLY = ("storage.read-indexes",)
 _FTS_TABLES = {
     "fts.messages": "messages_fts",
     "fts.summaries": "summaries_fts",
@@ -337,6 +340,21 @@ def _schema_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> No
         change["applied"] = schema.migrate(conn)
 
 
+def _indexes_plan(source: ScanInput) -> list[dict[str, Any]]:
+    from lcm_cli.engine.db import schema
+
+    return [{"action": "build-index", "index": name} for name, _ in schema.deferred_indexes(source.conn)]
+
+
+def _indexes_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+    from lcm_cli.engine.db import schema
+
+    targets = dict(schema.deferred_indexes(conn))
+    for change in changes:
+        if change["index"] in targets:
+            schema.build_index(conn, change["index"], targets[change["index"]])
+
+
 def _wal_plan(source: ScanInput) -> list[dict[str, Any]]:
     from lcm_cli.doctor.storage import WAL_WARN_BYTES, _size
 
@@ -404,6 +422,10 @@ def plan_units(source: ScanInput, check_ids: list[str]) -> list[Unit]:
         units.append(
             Unit("schema", "storage.schema-version", None, _schema_plan, _schema_write, transactional=False)
         )
+    if "storage.read-indexes" in chosen:
+        units.append(
+            Unit("indexes", "storage.read-indexes", None, _indexes_plan, _indexes_write, transactional=False)
+        )
     context_ids = set(chosen) & {"context.dangling", "context.duplicates", "context.ordinals"}
     if context_ids and source.has("context_items"):
         conversations: set[int] = set()
@@ -470,7 +492,11 @@ def _unit_input(source: ScanInput, unit: Unit) -> ScanInput:
 def apply_repairs(ctx: Context, req: Request) -> Result:
     """Plan every repair; with ``--apply`` back up, then commit each unit in its own transaction."""
     requested = req[CHECK]
-    checks = [c.id for c in select_checks(requested)] if requested else list(REPAIRABLE)
+    checks = (
+        [c.id for c in select_checks(requested)]
+        if requested
+        else [c for c in REPAIRABLE if c not in NAMED_ONLY]
+    )
     not_repairable = [c for c in checks if c not in REPAIRABLE]
     if requested and not_repairable and len(not_repairable) == len(checks):
         raise invalid_argument(

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from lcm_cli.doctor import context, dag, fts, maintenance, pending, rollover, storage
+from lcm_cli.engine.db.schema import DEFERRED_INDEX_ROWS
 from lcm_cli.engine.maintenance import junk, markers
 from lcm_cli.engine.maintenance.findings import Outcome, ScanInput
 
@@ -352,6 +353,22 @@ CHECKS: tuple[Check, ...] = (
         finds=(
             "Migrations this `lcm` would still apply, or migration steps written by a newer `lcm` "
             "(`details.newer`)"
+        ),
+    ),
+    Check(
+        "storage.read-indexes",
+        "info",
+        "lcm's read-path indexes not built on this big file (building one locks writers out)",
+        storage.check_read_indexes,
+        "lcm doctor apply --check storage.read-indexes --apply",
+        "Builds each index in one transaction: the agent's writes wait for it (about a second per "
+        "million rows). Run it when the agent is idle; reads work without them, only slower.",
+        scoped=False,
+        finds=(
+            "Read-path indexes (list, tail, coverage and token sums) that lcm leaves unbuilt when it "
+            f"first opens a table of over {DEFERRED_INDEX_ROWS:,} rows, since SQLite builds an index in one statement "
+            "that holds the write lock throughout. Only `--check storage.read-indexes` builds them: "
+            "a bare `lcm doctor apply` does not"
         ),
     ),
     Check(

@@ -141,6 +141,16 @@ def check_schema_version(source: ScanInput) -> Outcome:
     )
 
 
+def check_read_indexes(source: ScanInput) -> Outcome:
+    """`storage.read-indexes`: lcm's read-path indexes left unbuilt on a big table."""
+    deferred = schema.deferred_indexes(source.conn)
+    return Outcome(
+        affected=[name for name, _ in deferred],
+        notes={name: f"ON {target}" for name, target in deferred},
+        details={"deferredAboveRows": schema.DEFERRED_INDEX_ROWS},
+    )
+
+
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)

@@ -13,7 +13,10 @@ Rules for this module:
   ``lcm_migration_state`` (step name ``lcm_cli.<function name>``, version 1) in
   that same transaction, and rolls back completely if it raises. The index builds
   of an index-only migration (:data:`STEPPED_INDEXES`) run first, one per
-  transaction, so the live writer gets the lock between them.
+  transaction, so the live writer gets the lock between them. On a big table
+  (over :data:`DEFERRED_INDEX_ROWS` rows) the build is deferred: the migration is
+  recorded without it, reads work without it, and `lcm doctor` names it with the
+  command that builds it when the user chooses (:func:`deferred_indexes`).
 - Migrations are "ensure" style, like lossless-claw's own: ``CREATE ... IF NOT
   EXISTS``, probe ``PRAGMA table_info`` and ``ALTER TABLE ... ADD COLUMN`` what
   is missing. So the first migration adopts a database lossless-claw created
@@ -789,6 +792,11 @@ STEPPED_INDEXES: dict[str, tuple[tuple[str, str], ...]] = {
     m006_add_summary_tokens_index.__name__: (SUMMARY_TOKENS_INDEX,),
 }
 
+#: Over this many rows a table's index is not built on open: SQLite builds an index in
+#: one statement (about 1 us a row here: 100 ms at this size) and the live writer waits
+#: for all of it. Such a build waits for `lcm doctor apply --check storage.read-indexes`.
+DEFERRED_INDEX_ROWS = 100_000
+
 
 # --------------------------------------------------------------------------
 # Runner
@@ -843,7 +851,10 @@ def _chosen(migrations: Sequence[Migration] | None) -> Sequence[Migration]:
 
 
 def _apply(conn: sqlite3.Connection, migration: Migration) -> bool:
+    stepped = migration.__name__ in STEPPED_INDEXES
     for name, target in STEPPED_INDEXES.get(migration.__name__, ()):
+        if _rows_over(conn, _table_of(target), DEFERRED_INDEX_ROWS):
+            continue  # deferred: see DEFERRED_INDEX_ROWS
         if not _build_index(conn, migration, name, target):
             return False
     # Explicit BEGIN IMMEDIATE works whatever isolation_level the caller chose:
@@ -855,7 +866,8 @@ def _apply(conn: sqlite3.Connection, migration: Migration) -> bool:
             # Another process applied it between our read and our lock.
             conn.execute("ROLLBACK")
             return False
-        migration(conn)
+        if not stepped:  # a stepped migration's work is its indexes, built (or deferred) above
+            migration(conn)
         conn.execute(_MIGRATION_STATE_DDL)
         conn.execute(
             "INSERT INTO lcm_migration_state (step_name, algorithm_version, completed_at)"
@@ -870,12 +882,56 @@ def _apply(conn: sqlite3.Connection, migration: Migration) -> bool:
         raise
 
 
+def _table_of(target: str) -> str:
+    return target.split(" ", 1)[0]
+
+
+def _rows_over(conn: sqlite3.Connection, table: str, limit: int) -> bool:
+    """True when ``table`` has more than ``limit`` rows (its largest rowid: one b-tree descent)."""
+    if not table_exists(conn, table):
+        return False
+    return int(conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {_quote(table)}").fetchone()[0]) > limit
+
+
+def _index_exists(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone()
+        is not None
+    )
+
+
+def deferred_indexes(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """The ``(name, target)`` of each index whose migration is recorded but which was not
+    built (deferred on a big table, see :data:`DEFERRED_INDEX_ROWS`)."""
+    done = applied_migrations(conn)
+    return [
+        (name, target)
+        for migration, indexes in STEPPED_INDEXES.items()
+        if migration in done
+        for name, target in indexes
+        if not _index_exists(conn, name) and table_exists(conn, _table_of(target))
+    ]
+
+
+def build_index(conn: sqlite3.Connection, name: str, target: str) -> None:
+    """Build one deferred index in its own transaction (the writer waits for the whole build)."""
+    _read_into_cache(conn, _table_of(target))
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def _build_index(conn: sqlite3.Connection, migration: Migration, name: str, target: str) -> bool:
     """Build one index of ``migration`` in its own transaction; False when another process
     recorded the migration meanwhile."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone():
+    if _index_exists(conn, name):
         return True
-    _read_into_cache(conn, target.split(" ", 1)[0])
+    _read_into_cache(conn, _table_of(target))
     conn.execute("BEGIN IMMEDIATE")
     try:
         if _is_recorded(conn, migration_step_name(migration)):

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lcm_cli.engine.db import schema
 from lcm_cli.engine.db.store import Store
 from tests.engine.db.scale_file import build_file, forget_lcm
@@ -80,3 +82,40 @@ def test_a_kill_between_index_builds_is_finished_by_the_next_open(tmp_path: Path
     Store.open(path).close()
     assert set(_LCM_INDEXES) <= _indexes(path)
     assert schema.pending_migrations(sqlite3.connect(str(path))) == []
+
+
+def test_a_big_table_defers_its_index_to_the_named_doctor_repair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over DEFERRED_INDEX_ROWS the first open builds no index of that table (the live writer
+    would wait for the whole build); doctor names them; only `--check storage.read-indexes`
+    builds them."""
+    from lcm_cli.engine import api
+
+    path = tmp_path / "lcm.db"
+    build_file(path, conversations=4, messages=200, archived=1)  # 800 messages, fewer summaries
+    forget_lcm(path)
+    monkeypatch.setattr(schema, "DEFERRED_INDEX_ROWS", 300)
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    schema.migrate(conn)
+    assert schema.pending_migrations(conn) == []  # recorded, so later migrations went on
+    deferred = {name for name, _ in schema.deferred_indexes(conn)}
+    conn.close()
+    on_messages = {name for name, target in schema.READ_PATH_INDEXES if target.startswith("messages ")}
+    assert on_messages <= deferred and not deferred & _indexes(path)
+
+    scan = api.call("doctor.scan", {"check": ["storage.read-indexes"]}, db=str(path))["data"]
+    finding = scan["checks"][0]
+    assert finding["status"] == "INFO" and set(finding["affected"]) == deferred
+    assert scan["healthy"] is True  # information: reads work without them
+    bare = api.call("doctor.apply", {"apply": True, "no_backup": True}, db=str(path))["data"]
+    assert "storage.read-indexes" not in bare["checks"] and not deferred & _indexes(path)
+    named = api.call(
+        "doctor.apply", {"check": ["storage.read-indexes"], "apply": True, "no_backup": True}, db=str(path)
+    )["data"]
+    assert named["applied"] is True and deferred <= _indexes(path)
+    conn = sqlite3.connect(str(path))
+    assert (
+        schema.deferred_indexes(conn) == [] and conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    )
+    conn.close()
