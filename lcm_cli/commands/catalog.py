@@ -145,6 +145,10 @@ def build_inventory() -> dict[str, Any]:
             "options": [_describe_option(PARAMS[f], option_help(spec, f), node.name) for f in spec.options],
             "example": spec.example,
         }
+        for option, field in zip(entry["options"], spec.options):
+            if spec.outputs and field in spec.outputs:
+                # The path lcm writes ("file", or "directory" of files): never the database or config.
+                option["output"] = spec.outputs[field]
         if is_operation:
             entry["needsSelector"] = spec.needs_selector
             entry["readsDatabase"] = spec.opens_db

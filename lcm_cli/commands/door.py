@@ -23,7 +23,7 @@ from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.registry import OPERATIONS
 
 if TYPE_CHECKING:
-    from typing import IO, Any
+    from typing import IO, Any, TextIO
 
 
 def cli_stdin(name: str, params: Mapping[str, Any], stdin: IO[bytes] | None = None) -> bytes | None:
@@ -142,13 +142,25 @@ def run_cli(
             openclaw_dir=openclaw_dir,
             output_format=output_format,
             progress=progress,
-            stream=sys.stdout,
+            stream=_document_stream(),
             stdin=cli_stdin(name, params),
         )
     finally:
         if progress is not None:
             progress.close()
     return deliver(outcome, output)
+
+
+def _document_stream() -> TextIO:
+    """Where a document-producing operation streams: stdout, with its control characters
+    shown escaped when stdout is a terminal (a person reads it there; a pipe gets it exact)."""
+    if not sys.stdout.isatty():
+        return sys.stdout
+    from typing import cast  # only here: a JSON run never loads typing
+
+    from lcm_cli.render.visible import VisibleWriter
+
+    return cast("TextIO", VisibleWriter(sys.stdout))
 
 
 def run_all(parsed: Parsed, output: Any) -> int:

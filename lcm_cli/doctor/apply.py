@@ -1,9 +1,11 @@
 """`lcm doctor apply`: repair what the scan found, dry run by default.
 
 Each repair is a *unit* (one conversation's context, one FTS table, one conversation's
-debt, ...). The plan is computed from the read-only scan; with ``--apply`` a backup is
-taken first, then every unit re-computes its changes inside its own ``BEGIN IMMEDIATE``
-transaction (so a write that raced the scan is seen) and commits or rolls back alone.
+debt, ...). The plan is computed from the read-only scan; with ``--apply`` every unit
+re-computes its changes inside its own ``BEGIN IMMEDIATE`` transaction (so a write that
+raced the scan is seen) and commits or rolls back alone, under a change backup of the rows
+the units change (``--backup full``: a copy of the whole database first; a schema
+migration, which no row change undoes, always takes the copy).
 The report lists every change, per unit.
 """
 
@@ -25,10 +27,11 @@ from lcm_cli.doctor.scan import resolve_scope, select_checks
 from lcm_cli.doctor.writer import backup_first, busy_error, is_busy, open_writer, unit_of_work
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import APPLY, CHECK, NO_BACKUP, Request
+from lcm_cli.engine.core.params import APPLY, BACKUP, CHECK, NO_BACKUP, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches, stale_batches
 from lcm_cli.engine.db.probe import SchemaProbe
+from lcm_cli.engine.maintenance.backup_changes import capture_changes, choose_mode
 from lcm_cli.engine.maintenance.findings import ScanInput, Scope
 from lcm_cli.engine.maintenance.junk import scan_input
 
@@ -48,6 +51,7 @@ REPAIRABLE = (
     "storage.schema-version",
     "storage.wal-size",
     "storage.read-indexes",
+    "storage.change-log",
 )
 #: Repairs that lock writers out for seconds on a big file: run only when named by --check.
 NAMED_ONLY = ("storage.read-indexes",)
@@ -355,6 +359,34 @@ def _indexes_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> N
             schema.build_index(conn, change["index"], targets[change["index"]])
 
 
+def _change_log_plan(source: ScanInput) -> list[dict[str, Any]]:
+    from lcm_cli.engine.maintenance.backup_changes import leftover_runs
+
+    if not source.has("lcm_change_log"):
+        return []
+    return [
+        {
+            "action": "export",
+            "run": r["header"]["run"],
+            "changes": r["changes"],
+            "backupPath": r["header"].get("path"),
+        }
+        for r in leftover_runs(source.conn)
+    ]
+
+
+def _change_log_write(database_path: str) -> Write:
+    def write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
+        from lcm_cli.engine.maintenance.backup_changes import export_leftovers
+
+        if changes:
+            written = {d["backupPath"] for d in export_leftovers(conn, database_path)}
+            for change in changes:
+                change["written"] = change["backupPath"] in written
+
+    return write
+
+
 def _wal_plan(source: ScanInput) -> list[dict[str, Any]]:
     from lcm_cli.doctor.storage import WAL_WARN_BYTES, _size
 
@@ -477,6 +509,17 @@ def plan_units(source: ScanInput, check_ids: list[str]) -> list[Unit]:
                     _open_batches_write,
                 )
             )
+    if "storage.change-log" in chosen and source.has("lcm_change_log"):
+        units.append(
+            Unit(
+                "change-log",
+                "storage.change-log",
+                None,
+                _change_log_plan,
+                _change_log_write(source.database_path),
+                transactional=False,
+            )
+        )
     if "storage.wal-size" in chosen:
         units.append(Unit("wal", "storage.wal-size", None, _wal_plan, _wal_write, transactional=False))
     return units
@@ -533,61 +576,93 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
     if not req[APPLY]:
         data["message"] = "Dry run: nothing was written. Re-run with --apply to make these changes."
         return Result(data)
+    mode = choose_mode(req[BACKUP], no_backup=req[NO_BACKUP])
+    if mode == "changes" and any(u.unit == "schema" for u, _ in planned):
+        mode = "full"  # a migration changes the schema, which no row change undoes
+        data["backupNote"] = (
+            "A schema migration is planned: a full copy was taken instead of a change backup."
+        )
     ctx.close()  # the read handle must not pin an old snapshot while we write
     data["applied"] = True
     data["backup"] = None
-    if (planned or targets) and not req[NO_BACKUP]:
-        data["backup"] = backup_first(ctx.database_path, "doctor-repair")
-    data["units"] = _write_units(ctx, [u for u, _ in planned], source, targets)
+    data["backupKind"] = None
+    if (planned or targets) and mode == "full":
+        data["backup"] = {**backup_first(ctx.database_path, "doctor-repair"), "kind": "full"}
+        data["backupKind"] = "full"
+    capture = mode == "changes" and bool(planned or targets)
+    data["units"], made = _write_units(ctx, [u for u, _ in planned], source, targets, capture=capture)
+    if made is not None:
+        data["backup"], data["backupKind"] = made, "changes"
     return Result(data)
 
 
 def _write_units(
-    ctx: Context, units: list[Unit], source: ScanInput, targets: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    ctx: Context, units: list[Unit], source: ScanInput, targets: list[dict[str, Any]], *, capture: bool
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Write every unit (the re-summarized targets first); with ``capture``, under a change backup."""
     conn = open_writer(ctx.database_path, ctx.timeout_ms)
-    results: list[dict[str, Any]] = []
     try:
-        if targets:
-            try:
-                results += resummarize(
-                    conn,
-                    targets,
-                    effective=ctx.effective,
-                    env=ctx.env,
-                    progress=lambda done, total: ctx.report_progress("re-summarizing", done, total),
-                )
-            except sqlite3.Error as exc:
-                if is_busy(exc):
-                    raise busy_error(ctx.database_path, ctx.timeout_ms, []) from None
-                raise
-        writer_source = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
-        for index, unit in enumerate(units):
-            ctx.report_progress("repairing", index, len(units))
-            entry = unit.describe()
-            try:
-                if unit.transactional:
-                    with unit_of_work(conn):
-                        changes = unit.plan(_unit_input(writer_source, unit))
-                        unit.write(conn, changes)
-                else:
-                    changes = unit.plan(_unit_input(writer_source, unit))
-                    unit.write(conn, changes)
-                entry.update(status="applied" if changes else "unchanged", changes=changes)
-            except LcmError as exc:
-                entry.update(status="failed", error=exc.to_dict(), changes=[])
-            except sqlite3.Error as exc:
-                if is_busy(exc):
-                    raise busy_error(
-                        ctx.database_path,
-                        ctx.timeout_ms,
-                        [r["unit"] for r in results if r["status"] == "applied"],
-                    ) from None
-                entry.update(
-                    status="failed", error={"code": "DATABASE_QUERY_FAILED", "message": str(exc)}, changes=[]
-                )
-            results.append(entry)
-        ctx.report_progress("done", len(units), len(units))
+        if not capture:
+            return _write_all(ctx, conn, units, source, targets), None
+        with capture_changes(conn, ctx.database_path, label="doctor-repair", command="doctor apply") as taken:
+            results = _write_all(ctx, conn, units, source, targets, exported=taken.leftovers)
+        return results, taken.result
     finally:
         conn.close()
+
+
+def _write_all(
+    ctx: Context,
+    conn: sqlite3.Connection,
+    units: list[Unit],
+    source: ScanInput,
+    targets: list[dict[str, Any]],
+    exported: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    if targets:
+        try:
+            results += resummarize(
+                conn,
+                targets,
+                effective=ctx.effective,
+                env=ctx.env,
+                progress=lambda done, total: ctx.report_progress("re-summarizing", done, total),
+            )
+        except sqlite3.Error as exc:
+            if is_busy(exc):
+                raise busy_error(ctx.database_path, ctx.timeout_ms, []) from None
+            raise
+    writer_source = dataclasses.replace(source, conn=conn, probe=SchemaProbe(conn), memo={})
+    for index, unit in enumerate(units):
+        ctx.report_progress("repairing", index, len(units))
+        entry = unit.describe()
+        try:
+            if unit.unit == "change-log" and exported is not None:
+                # Taking this run's change backup wrote them already.
+                changes = [
+                    {"action": "export", "backupPath": d["backupPath"], "written": True} for d in exported
+                ]
+            elif unit.transactional:
+                with unit_of_work(conn):
+                    changes = unit.plan(_unit_input(writer_source, unit))
+                    unit.write(conn, changes)
+            else:
+                changes = unit.plan(_unit_input(writer_source, unit))
+                unit.write(conn, changes)
+            entry.update(status="applied" if changes else "unchanged", changes=changes)
+        except LcmError as exc:
+            entry.update(status="failed", error=exc.to_dict(), changes=[])
+        except sqlite3.Error as exc:
+            if is_busy(exc):
+                raise busy_error(
+                    ctx.database_path,
+                    ctx.timeout_ms,
+                    [r["unit"] for r in results if r["status"] == "applied"],
+                ) from None
+            entry.update(
+                status="failed", error={"code": "DATABASE_QUERY_FAILED", "message": str(exc)}, changes=[]
+            )
+        results.append(entry)
+    ctx.report_progress("done", len(units), len(units))
     return results

@@ -372,6 +372,22 @@ CHECKS: tuple[Check, ...] = (
         ),
     ),
     Check(
+        "storage.change-log",
+        "warn",
+        "Change records a killed command left in lcm.db, not yet written to its change backup",
+        storage.check_change_log,
+        _apply("storage.change-log"),
+        "Writes each killed run's records to the change backup it named "
+        "(`<db>.<label>-<stamp>-<rand>.changes.jsonl.gz`), then removes them from lcm.db; the next "
+        "command that takes a change backup does the same.",
+        scoped=False,
+        finds=(
+            "Rows of `lcm_change_log` whose command was killed (its pid is gone) before it wrote them "
+            "to its change backup (ids: the run, `<label>-<stamp>-<rand>`; `notes`: command, start, "
+            "changes and file; `details.changes`). Until they are written, that command cannot be undone"
+        ),
+    ),
+    Check(
         "storage.wal-size",
         "warn",
         "Write-ahead log over 64 MiB",

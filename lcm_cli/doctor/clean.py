@@ -1,24 +1,27 @@
 """`lcm doctor clean`: remove junk conversations by class (compat/operations.md §6).
 
 Scan output per class: matched conversations and messages, and up to 3 examples. With
-``--apply``: a ``doctor-cleaners`` backup, then every matched conversation with everything
-that hangs off it is deleted in batches of about 25 ms of write lock each (as prune does;
-the live agent keeps writing, a rerun finishes an interrupted clean); ``--vacuum`` then
+``--apply``: every matched conversation with everything that hangs off it is deleted in
+batches of about 25 ms of write lock each (as prune does; the live agent keeps writing, a
+rerun finishes an interrupted clean), under a ``doctor-cleaners`` change backup of the
+deleted rows (``--backup full``: a copy of the whole database first); ``--vacuum`` then
 gives the space back in bounded steps when the file has incremental auto-vacuum.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from typing import Any
 
 from lcm_cli.doctor.writer import backup_first, is_busy, open_writer
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
-from lcm_cli.engine.core.params import APPLY, CONVERSATION_CLASS, NO_BACKUP, VACUUM, Request
+from lcm_cli.engine.core.params import APPLY, BACKUP, CONVERSATION_CLASS, NO_BACKUP, VACUUM, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
+from lcm_cli.engine.maintenance.backup_changes import capture_changes, choose_mode
 from lcm_cli.engine.maintenance.findings import Scope
 from lcm_cli.engine.maintenance.junk import CLASSES, CLEAN_CLASSES, class_conversations, scan_input
 from lcm_cli.engine.maintenance.vacuum import give_back_space
@@ -68,6 +71,7 @@ def clean(ctx: Context, req: Request) -> Result:
                 f"Invalid --class value {name!r}: expected one of {', '.join(CLEAN_CLASSES)}{hint}.",
                 {"value": name},
             )
+    mode = choose_mode(req[BACKUP], no_backup=req[NO_BACKUP])
     require_lcm_tables(ctx)
     source = scan_input(ctx, Scope())
     filters = []
@@ -104,12 +108,15 @@ def clean(ctx: Context, req: Request) -> Result:
     if not req[APPLY]:
         data["message"] = "Dry run: nothing was deleted. Re-run with --apply (backup first) to delete these."
         return Result(data)
-    data.update(applied=True, backup=None, deletedConversations=0, deletedMessages=0, vacuum=None)
+    data.update(
+        applied=True, backup=None, backupKind=None, deletedConversations=0, deletedMessages=0, vacuum=None
+    )
     if not matched:
         return Result(data)
     ctx.close()
-    if not req[NO_BACKUP]:
-        data["backup"] = backup_first(ctx.database_path, "doctor-cleaners")
+    if mode == "full":
+        data["backup"] = {**backup_first(ctx.database_path, "doctor-cleaners"), "kind": "full"}
+        data["backupKind"] = "full"
     try:
         conn = open_writer(ctx.database_path, ctx.timeout_ms)
         try:
@@ -123,12 +130,20 @@ def clean(ctx: Context, req: Request) -> Result:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
             conn.execute("PRAGMA foreign_keys = OFF")  # explicit deletes; see prune.delete_staged
-            try:
-                deleted = prune.delete_in_batches(
-                    conn, progress=lambda done, total: ctx.report_progress("deleting", done, total)
-                )
-            except prune.BatchError as exc:
-                raise exc.error from None
+            protect = (
+                capture_changes(conn, ctx.database_path, label="doctor-cleaners", command="doctor clean")
+                if mode == "changes"
+                else contextlib.nullcontext()
+            )
+            with protect as taken:
+                try:
+                    deleted = prune.delete_in_batches(
+                        conn, progress=lambda done, total: ctx.report_progress("deleting", done, total)
+                    )
+                except prune.BatchError as exc:
+                    raise exc.error from None
+            if taken is not None and taken.result is not None:
+                data["backup"], data["backupKind"] = taken.result, "changes"
             conn.execute("PRAGMA foreign_keys = ON")
             deleted.pop("kept", None)  # rows written meanwhile stay (a rerun finds them)
             data["deletedConversations"] = deleted.get("conversations", 0)

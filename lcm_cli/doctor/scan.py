@@ -7,8 +7,6 @@ exit status is the same, so every door (CLI, hook, serve) reports it, so scripts
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 import sqlite3
@@ -71,8 +69,9 @@ def resolve_scope(ctx: Context, req: Request) -> Scope:
 
 def encode_cursor(after: dict[str, Any]) -> str:
     """An opaque cursor continuing each check's affected ids after the last one shown."""
-    raw = json.dumps({"v": 2, "after": after}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    from lcm_cli.engine.core.cursor import pack
+
+    return pack({"v": 2, "after": after})
 
 
 def decode_cursor(text: str) -> dict[str, Any]:
@@ -80,15 +79,17 @@ def decode_cursor(text: str) -> dict[str, Any]:
 
     A one-check cursor of the earlier form ``{"check", "after"}`` is still read.
     """
+    from lcm_cli.engine.core.cursor import unpack
+
     try:
-        body = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        body = unpack(text)
         after = body["after"] if body.get("v") == 2 else {body["check"]: body["after"]}
         if not isinstance(after, dict) or not after:
             raise ValueError
         for check_id, last in after.items():
             if check_id not in BY_ID or not isinstance(last, (int, str)) or isinstance(last, bool):
                 raise ValueError
-    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise LcmError(
             "INVALID_CURSOR",
             "This --cursor was not printed by `lcm doctor`; pass its pagination.nextCursor unchanged.",

@@ -168,6 +168,25 @@ def check_wal_size(source: ScanInput) -> Outcome:
     )
 
 
+def check_change_log(source: ScanInput) -> Outcome:
+    """`storage.change-log`: change records a killed command left in lcm.db, not yet in their change backup."""
+    from lcm_cli.engine.maintenance.backup_changes import leftover_runs
+
+    if not source.has("lcm_change_log"):
+        return Outcome()
+    runs = leftover_runs(source.conn)
+    notes = {
+        item["header"]["run"]: (
+            f"`lcm {item['header'].get('command')}` (pid {item['header'].get('pid')}, gone) started "
+            f"{item['header'].get('startedAt')}: {item['changes']} changes for {item['header'].get('path')}"
+        )
+        for item in runs
+    }
+    return Outcome(
+        affected=sorted(notes), notes=notes, details={"changes": sum(item["changes"] for item in runs)}
+    )
+
+
 def growth_facts(source: ScanInput) -> dict[str, Any]:
     """Messages per day over the last 30 days, bytes per message, and a size forecast."""
     db = _size(source.database_path)

@@ -86,6 +86,25 @@ class Context:
             self._flags[0], self.env, self.plugin_config, self.state_dir
         )
 
+    def protected_files(self) -> list[tuple[str, str]]:
+        """The files no output may name (:func:`~lcm_cli.engine.core.outputs.protected_files`).
+
+        An operation that resolves no paths (`prompts export`) still gets them: resolved
+        here, a config that cannot be read counting as one without a ``dbPath``.
+        """
+        from lcm_cli.engine.core.outputs import protected_files
+
+        if self.database_path:
+            return protected_files(self.database_path, self.config_path)
+        db_flag, config_flag, dir_flag = self._flags
+        state_dir = path_rules.resolve_state_dir(dir_flag, self.env)
+        config = path_rules.resolve_config_path(config_flag, self.env, state_dir)
+        try:
+            plugin = plugin_config_of(read_config_root(config), config)
+        except LcmError:
+            plugin = {}
+        return protected_files(path_rules.resolve_database_path(db_flag, self.env, plugin, state_dir), config)
+
     def warm_copy(self) -> Context:
         """A new context sharing this one's resolved paths and config, with its own connections.
 

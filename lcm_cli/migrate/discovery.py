@@ -22,7 +22,6 @@ imports JSONL into its store on upgrade: the store's copy is read), archived tra
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -30,6 +29,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.core.collation import sort_key
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.held_files import open_input_text
+from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.transcript import host_store
 
 SESSIONS_INDEX = "sessions.json"
@@ -297,7 +297,7 @@ def session_keys(state_dir: str, sessions_dirs: Iterable[str] = ()) -> dict[str,
     for index in indexes:
         try:
             with open_input_text(index) as handle:
-                store = json.load(handle)
+                store = loads_bounded(handle.read())
         except (OSError, ValueError):
             continue
         if not isinstance(store, dict):

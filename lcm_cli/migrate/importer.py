@@ -1,7 +1,8 @@
 """`lcm migrate-sessions`: backfill OpenClaw session transcripts into lcm.db, exactly once.
 
 Three modes over the same discovery: a dry run (default, read-only: what each file would
-add), ``--apply`` (back up, then one transaction per file) and ``--verify`` (read-only:
+add), ``--apply`` (one transaction per file, under a change backup of the rows added:
+``--backup full`` copies the whole database first) and ``--verify`` (read-only:
 is every transcript entry in the database?). Rows are written as lossless-claw's own
 importer writes them (compat/migrate-sessions.md): the conversation is the newest active
 one for the session id or a new one, entries already present (by transcript entry id) or
@@ -25,6 +26,7 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
     APPLY,
+    BACKUP,
     FILE,
     KEEP,
     MAX_FILES,
@@ -55,8 +57,8 @@ APPLY_READERS = 2
 # through small files while the other is on a large one.
 STAGING_AHEAD_MIB = 64
 _STAGE_SCHEMA = "stage"
-# Backups --apply takes are `<db>.migrate-sessions-<stamp>.bak`; --keep prunes this label
-# with lcm backup's retention.
+# Backups --apply takes are `<db>.migrate-sessions-<stamp>-<rand>.changes.jsonl.gz` (--backup
+# full: `<db>.migrate-sessions-<stamp>.bak`); --keep prunes this label with lcm backup's retention.
 MIGRATE_BACKUP_LABEL = "migrate-sessions"
 # Sessions the runtime would not store (SessionPolicy): skipped, with this reason.
 EXCLUSION_REASONS = ("ignored-session", "stateless-session")
@@ -107,6 +109,9 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
     from lcm_cli.engine.db.sessions import SessionPolicy
 
     policy = SessionPolicy.from_config(ctx.effective)
+    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+
+    backup_mode = choose_mode(req[BACKUP])
     keep = req[KEEP]
     if keep is not None and not apply:
         raise invalid_argument(
@@ -114,6 +119,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         )
     mode = "apply" if apply else "verify" if verify else "dry-run"
     backup_path = None
+    backup_kind = None
     pruned: list[str] = []
     snapshot_dir = None
     files: list[Source] = []
@@ -128,7 +134,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
                 snapshot_dir = make_stage_dir()
             files.append(StoreSource(source, snapshot_dir))
         if apply:
-            reports, backup_path = _apply(ctx, files, keys, policy)
+            reports, backup_path, backup_kind = _apply(ctx, files, keys, policy, backup_mode)
             # Retention applies on every --apply run, also one with nothing to import.
             if keep is not None:
                 from lcm_cli.engine.maintenance.backup_catalog import prune_backups
@@ -149,6 +155,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         "dbPath": ctx.database_path,
         "stateDir": ctx.state_dir,
         "backupPath": backup_path,
+        "backupKind": backup_kind,
         "scannedFiles": len(reports),
         "importedFiles": by_status["imported"],
         "skippedFiles": by_status["skipped"] + by_status["up-to-date"],
@@ -158,7 +165,11 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
     }
     if apply:
         data["backupSkippedReason"] = (
-            None if backup_path is not None or not os.path.exists(ctx.database_path) else "nothing-to-write"
+            None
+            if backup_path is not None or not os.path.exists(ctx.database_path)
+            else "not-requested"
+            if backup_mode == "none"
+            else "nothing-to-write"
         )
         if keep is not None:
             data["prunedBackups"] = pruned
@@ -251,10 +262,9 @@ def _scan(
     which is what is scanned; :func:`_forget` deletes it once the session is done.
     """
     from lcm_cli.engine.transcript.reader import scan_transcript
-    from lcm_cli.engine.transcript.records import SkippedLine
 
     if isinstance(source, StoreSource):
-        from lcm_cli.engine.transcript.host_store import snapshot
+        from lcm_cli.engine.transcript.host_store import SkippedEvent, snapshot
 
         try:
             snap = snapshot(source.session.store, source.session.session_id, source.stage_dir)
@@ -271,7 +281,7 @@ def _scan(
         seqs = snap.seqs
         transcript.seqs = seqs
         skipped = [
-            SkippedLine(seqs[s.line - 1], snap.errors.get(seqs[s.line - 1], s.reason))
+            SkippedEvent(seqs[s.line - 1], snap.errors.get(seqs[s.line - 1], s.reason))
             if 0 < s.line <= len(seqs)
             else s
             for s in transcript.skipped
@@ -496,28 +506,39 @@ def _verify_file(conn: sqlite3.Connection | None, transcript: Any, report: dict[
 
 
 def _apply(
-    ctx: Context, files: list[Source], keys: dict[str, str], policy: SessionPolicy | None = None
-) -> tuple[list[dict[str, Any]], str | None]:
+    ctx: Context,
+    files: list[Source],
+    keys: dict[str, str],
+    policy: SessionPolicy | None = None,
+    backup_mode: str = "changes",
+) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """Import every file; ``(reports, backup path, backup kind)``."""
     from lcm_cli.engine.db.store import Store
+    from lcm_cli.engine.maintenance.backup_changes import capture_changes
 
     backup_path = None
-    if files and os.path.exists(ctx.database_path):
+    existed = os.path.exists(ctx.database_path)  # a new file has nothing to back up
+    if files and existed:
+        from lcm_cli.engine.db.connection import require_sqlite_file
+
+        require_sqlite_file(ctx.database_path)  # not SQLite: refused before anything is written
         # A dry run first: when no file would import a message, nothing is written and no
         # backup is taken (a re-run would otherwise copy the whole database every time).
         preview = _read_only(ctx, files, keys, policy, verify=False) if _readable(ctx) else None
         if preview is not None and not any(r["status"] == "would-import" for r in preview):
             for report in preview:
                 report.pop("wouldImportMessages", None)
-            return preview, None
-        from lcm_cli.engine.config.file import backup_stamp
-        from lcm_cli.engine.maintenance.backup_create import create_backup
+            return preview, None, None
+        if backup_mode == "full":
+            from lcm_cli.engine.config.file import backup_stamp
+            from lcm_cli.engine.maintenance.backup_create import create_backup
 
-        # The reference importer's name, through lcm backup's online copy and checks.
-        out = f"{ctx.database_path}.{MIGRATE_BACKUP_LABEL}-{backup_stamp()}.bak"
-        backup_path = create_backup(ctx.database_path, out=out)["backupPath"]
+            # The reference importer's name, through lcm backup's online copy and checks.
+            out = f"{ctx.database_path}.{MIGRATE_BACKUP_LABEL}-{backup_stamp()}.bak"
+            backup_path = create_backup(ctx.database_path, out=out)["backupPath"]
     reports: list[dict[str, Any]] = []
     if not files:
-        return reports, backup_path
+        return reports, backup_path, "full" if backup_path else None
     from lcm_cli.migrate import staging
     from lcm_cli.migrate.pipeline import Feed, Reader, ReaderDied, worker_count
 
@@ -569,47 +590,55 @@ def _apply(
     # A bounded page cache keeps peak memory flat however large the transcripts are
     # (the writer default of 64 MiB would fill up with one big file's pages).
     store.conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
+    protect = (
+        capture_changes(store.conn, ctx.database_path, label=MIGRATE_BACKUP_LABEL, command="migrate-sessions")
+        if backup_mode == "changes" and existed
+        else contextlib.nullcontext()
+    )
     try:
-        for index, path in enumerate(files):
-            ctx.report_progress("importing", index, len(files))
-            try:
-                handoff: _Handoff | None = feed.take(index) if feed is not None else None
-            except ReaderDied as died:
-                reports.append(_fail(_report(path), "import-failed", _died_message(died)))
-                continue
-            if handoff is None:  # no reader, or its reader is gone: read it here
-                report = _report(path)
-                scanned = _scan(path, report, keys, building=True, policy=policy)
+        with protect as taken:
+            for index, path in enumerate(files):
+                ctx.report_progress("importing", index, len(files))
                 try:
-                    reports.append(_write_file(store, scanned, report))
-                finally:
-                    _forget(_snapshot_of(path, scanned))
-                continue
-            try:
-                report = _write_file(store, handoff.transcript, handoff.report, handoff)
-            except _SessionAppeared:
-                # Its conversation was created since the readers started (a live host):
-                # read the file here, against what the database now holds.
-                report = _report(path)
-                rescanned = _scan(path, report, keys, building=True, policy=policy)
+                    handoff: _Handoff | None = feed.take(index) if feed is not None else None
+                except ReaderDied as died:
+                    reports.append(_fail(_report(path), "import-failed", _died_message(died)))
+                    continue
+                if handoff is None:  # no reader, or its reader is gone: read it here
+                    report = _report(path)
+                    scanned = _scan(path, report, keys, building=True, policy=policy)
+                    try:
+                        reports.append(_write_file(store, scanned, report))
+                    finally:
+                        _forget(_snapshot_of(path, scanned))
+                    continue
                 try:
-                    report = _write_file(store, rescanned, report)
+                    report = _write_file(store, handoff.transcript, handoff.report, handoff)
+                except _SessionAppeared:
+                    # Its conversation was created since the readers started (a live host):
+                    # read the file here, against what the database now holds.
+                    report = _report(path)
+                    rescanned = _scan(path, report, keys, building=True, policy=policy)
+                    try:
+                        report = _write_file(store, rescanned, report)
+                    finally:
+                        _forget(_snapshot_of(path, rescanned))
                 finally:
-                    _forget(_snapshot_of(path, rescanned))
-            finally:
-                if handoff.staged:
-                    staging.discard(handoff.staged)
-                _forget(_snapshot_of(path, handoff.transcript))
-                if feed is not None:
-                    feed.release(index, handoff.credits)
-            reports.append(report)
-        ctx.report_progress("done", len(files), len(files))
+                    if handoff.staged:
+                        staging.discard(handoff.staged)
+                    _forget(_snapshot_of(path, handoff.transcript))
+                    if feed is not None:
+                        feed.release(index, handoff.credits)
+                reports.append(report)
+            ctx.report_progress("done", len(files), len(files))
     finally:
         if feed is not None:
             feed.close()
         store.close()
         staging.remove_stage_dir(stage_dir)
-    return reports, backup_path
+    if taken is not None and taken.result is not None:
+        return reports, taken.result["backupPath"], "changes"
+    return reports, backup_path, "full" if backup_path else None
 
 
 def _readable(ctx: Context) -> bool:

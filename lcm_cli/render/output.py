@@ -82,6 +82,13 @@ def to_ndjson(envelope: dict[str, Any], *, continuation: bool = True) -> str:
     return "".join(lines)
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a stand-in without isatty, or a closed stream
+        return False
+
+
 class Output:
     """Writes one envelope or one error; chooses the renderer from ``--format``."""
 
@@ -108,7 +115,7 @@ class Output:
         elif self.format == "tsv":
             from lcm_cli.render.tsv import render_tsv
 
-            self.stdout.write(render_tsv(js_numbers(envelope)))
+            self.stdout.write(render_tsv(js_numbers(envelope), inert=_is_terminal(self.stdout)))
         elif self.format == "ndjson":
             self.stdout.write(to_ndjson(envelope))
         else:

@@ -10,7 +10,8 @@ document read whole, a transcript, labels), and everything else from generic rul
 - values a person copies (ids, paths, hashes, cursors, fixes) are never cut or
   word-wrapped: they move to their own line, folded only past the terminal's width;
 - sizes and durations are in human units, timestamps in local time without milliseconds;
-- status-like values are coloured by severity (plain when not a terminal or NO_COLOR).
+- status-like values are coloured by severity (plain when not a terminal or NO_COLOR);
+- control characters in stored text are shown escaped (:func:`~lcm_cli.render.visible.visible`).
 
 Imported only for table output, so JSON runs never load rich.
 """
@@ -26,6 +27,7 @@ from typing import Any, TextIO
 import lcm_cli.render.humane as humane
 from lcm_cli.engine.core.render_hints import Render, Rows, Tally, Text, Transcript
 from lcm_cli.engine.core.tokens import serialized_tokens
+from lcm_cli.render.visible import visible
 
 _INDENT = 2
 _GROUP = 5  # more rows than this with one status and reason are listed, one line each
@@ -46,9 +48,10 @@ def _fill(pattern: str, record: Mapping[str, Any], **extra: Any) -> str:
 
 
 def _fold(text: str, width: int) -> list[str]:
-    """Cut ``text`` into pieces of at most ``width`` characters (a copied value is never wrapped at spaces)."""
+    """Cut each line of ``text`` into pieces of at most ``width`` characters (a copied value
+    is never wrapped at spaces)."""
     width = max(width, 1)
-    return [text[i : i + width] for i in range(0, len(text), width)] or [""]
+    return [line[i : i + width] for line in text.split("\n") for i in range(0, len(line), width) or [0]]
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -77,7 +80,8 @@ class _Page:
     def line(self, text: str = "", style: str | None = None) -> None:
         from rich.text import Text as RichText
 
-        self.console.print(RichText(text, style=style or ""), overflow="fold", crop=False)
+        # Callers escape before measuring; this is the backstop (escaping twice changes nothing).
+        self.console.print(RichText(visible(text), style=style or ""), overflow="fold", crop=False)
         self.last = "blank" if not text else "line"
 
     def gap(self) -> None:
@@ -86,15 +90,15 @@ class _Page:
             self.line()
 
     def heading(self, text: str, indent: int) -> None:
-        for piece in _wrap(text, self.width - indent):
+        for piece in _wrap(visible(text), self.width - indent):
             self.line(" " * indent + piece, "bold")
         self.last = "heading"
 
     def label(self, key: str, header: bool = False) -> str:
-        return humane.label(key, self.labels, self.verbatim, header)
+        return visible(humane.label(key, self.labels, self.verbatim, header))
 
     def value(self, key: str, value: Any) -> str:
-        return humane.scalar(key, value, self.verbatim, self.unit)
+        return visible(humane.scalar(key, value, self.verbatim, self.unit))
 
     def field(self, key: str, value: Any, indent: int, width: int) -> None:
         """One ``Label  value`` line; a long value wraps under itself, a copied one moves down."""
@@ -119,8 +123,8 @@ class _Page:
     def _styled(self, prefix: str, text: str, style: str | None) -> None:
         from rich.text import Text as RichText
 
-        line = RichText(prefix)
-        line.append(text, style=style or "")
+        line = RichText(visible(prefix))
+        line.append(visible(text), style=style or "")
         self.console.print(line, overflow="fold", crop=False)
         self.last = "line"
 
@@ -253,7 +257,7 @@ class _Page:
             )
         if least > self.width - indent:
             return None
-        for row in cells:
+        for row in cells:  # each cell's text is a value(), already made visible
             table.add_row(*(RichText(text, style=style or "") for text, style in row))
         return table
 
@@ -282,7 +286,7 @@ class _Page:
             facts = [f"{self.label(c, header=True)} {self.value(c, record.get(c))}" for c in shown]
             for piece in _wrap(" · ".join(facts), self.width - indent):
                 self.line(" " * indent + piece, "bold")
-            for piece in _wrap(str(record.get(text) or humane.NONE), self.width - indent - _INDENT):
+            for piece in _wrap(visible(str(record.get(text) or humane.NONE)), self.width - indent - _INDENT):
                 self.line(" " * (indent + _INDENT) + piece)
 
     def tally(self, tally: Tally, records: list[dict[str, Any]], indent: int) -> None:
@@ -323,7 +327,7 @@ class _Page:
         """One row that needs attention: its heading, then its fields one per line."""
         self.gap()
         style = humane.severity(tally.status, record.get(tally.status))
-        for piece in _wrap(_fill(tally.heading, record), self.width - indent):
+        for piece in _wrap(visible(_fill(tally.heading, record)), self.width - indent):
             self.line(" " * indent + piece, style)
         shown = [f for f in tally.fields if record.get(f) not in (None, [], {}, "")]
         width = self._label_width(shown, indent + _INDENT)
@@ -341,11 +345,11 @@ class _Page:
         noun = tally.noun if len(group) == 1 else tally.noun + "s"
         style = humane.severity(tally.status, status)
         for piece in _wrap(
-            f"{len(group)} {noun} {status}" + (f": {reason}" if reason else ""), self.width - indent
+            visible(f"{len(group)} {noun} {status}" + (f": {reason}" if reason else "")), self.width - indent
         ):
             self.line(" " * indent + piece, style)
         inner = indent + _INDENT
-        values = [str(record.get(tally.listed)) for record in group[:_LISTED]]
+        values = [visible(str(record.get(tally.listed))) for record in group[:_LISTED]]
         folders = {os.path.dirname(v) for v in values}
         if len(folders) == 1 and "" not in folders:  # one folder: named once, then file names
             for piece in _fold(f"in {folders.pop()}{os.sep}", self.width - indent):
@@ -369,7 +373,7 @@ class _Page:
         self.gap()
         if pagination.get("hasMore") and pagination.get("nextCursor"):
             self.line(f"{shown}; more with --cursor:".lstrip("; "), "bold")
-            for piece in _fold(str(pagination["nextCursor"]), self.width):
+            for piece in _fold(visible(str(pagination["nextCursor"])), self.width):
                 self.line(piece)
         else:
             self.line(f"{shown}; no more pages".lstrip("; "), "dim")
@@ -413,14 +417,15 @@ def _draw(page: _Page, envelope: dict[str, Any]) -> None:
 
 
 def _text(stream: TextIO, text: Text, data: dict[str, Any]) -> None:
-    """A heading line, then the document itself, exactly as it is (a person copies it whole)."""
+    """A heading line, then the document itself as it is (a person copies it whole), but
+    for its control characters, shown escaped; ``--format json`` has it exact."""
     where = None
     for key in text.where:  # the first set field, as an `or` chain picks it
         where = data.get(key)
         if where:
             break
-    stream.write(_fill(text.heading, data, where=where) + "\n")
-    stream.write(data.get(text.field) or text.empty)
+    stream.write(visible(_fill(text.heading, data, where=where)) + "\n")
+    stream.write(visible(data.get(text.field) or text.empty))
 
 
 def _path(data: Mapping[str, Any], path: str) -> Any:
@@ -475,7 +480,7 @@ def _transcript(page: _Page, transcript: Transcript, command: str, data: dict[st
     for index, (role, text, message) in enumerate(_folded(transcript, data.get(transcript.field) or [])):
         page.line()
         page.line(f"#{index} {role} · {serialized_tokens(message)} tokens", "bold")
-        for piece in _wrap(text, page.width - _INDENT):
+        for piece in _wrap(visible(text), page.width - _INDENT):
             page.line(" " * _INDENT + piece)
     totals = {label: _path(data, path) for label, path in transcript.totals}
     if transcript.spread:

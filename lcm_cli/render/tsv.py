@@ -1,7 +1,8 @@
 """The reference's `--format tsv` layout: TAB-separated lines, one fact per line.
 
 The layout is the same for every command (it is the reference's contract), so it needs
-no rendering hint, and it never loads rich.
+no rendering hint, and it never loads rich. Piped, the values are exact (but for their
+line breaks); on a terminal their control characters are shown escaped.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ def cell(value: Any) -> str:
     return _BREAKS.sub(" ", text)
 
 
-def render_tsv(envelope: dict[str, Any]) -> str:
-    """The reference `lcm --format table` layout: TAB-separated lines, one fact per line."""
+def render_tsv(envelope: dict[str, Any], *, inert: bool = False) -> str:
+    """The reference `lcm --format table` layout: TAB-separated lines, one fact per line.
+
+    ``inert`` (stdout is a terminal): control characters are shown escaped.
+    """
     lines = [f"command\t{envelope['command']}"]
     data = envelope.get("data")
     if isinstance(data, dict) and isinstance(data.get("items"), list):
@@ -54,4 +58,9 @@ def render_tsv(envelope: dict[str, Any]) -> str:
         lines.append(f"pagination.{key}\t{cell(value)}")
     for key, value in (envelope.get("meta") or {}).items():
         lines.append(f"meta.{key}\t{cell(value)}")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if inert:
+        from lcm_cli.render.visible import visible
+
+        return visible(text)  # cells hold no TAB or LF, so only the layout's own survive
+    return text

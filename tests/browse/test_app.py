@@ -398,6 +398,6 @@ def test_real_dissolve_from_the_tree_backs_up_and_leaves_doctor_clean(example_di
         assert "applied" in screen_text(app)
 
     drive(make_app(example_dir, conversation_id=2), script)
-    assert list(example_dir.glob("lcm.db.*dissolve*.bak"))
+    assert list(example_dir.glob("lcm.db.*dissolve*.changes.jsonl.gz"))  # its change backup
     report = Source(openclaw_dir=str(example_dir)).doctor(2)
     assert report["counts"]["FAIL"] == 0 and report["counts"]["WARN"] == 0

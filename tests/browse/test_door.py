@@ -58,7 +58,12 @@ def test_commands_inventory_marks_it_interactive() -> None:
     out = lcm("commands")
     entry = next(e for e in out.json["data"]["commands"] if e["command"] == "browse")
     assert entry["interactive"] is True and entry["operation"] is None
-    assert [o["name"] for o in entry["options"]] == ["--conversation-id", "--session-key", "--screenshot"]
+    assert [o["name"] for o in entry["options"]] == [
+        "--conversation-id",
+        "--session-key",
+        "--screenshot",
+        "--force",
+    ]
 
 
 def test_help_goes_through_typer() -> None:

@@ -207,7 +207,7 @@ def test_lcm_commands_types_each_option() -> None:
         "help": by_name["messages list"]["--role"]["help"],
     }
     assert by_name["ingest"]["--messages"]["type"] == "json"
-    assert by_name["rotate"]["--backup"]["enum"] == ["latest", "full", "none"]
+    assert by_name["rotate"]["--backup"]["enum"] == ["changes", "full", "latest", "none"]
     # the reference's grammar on its commands, lcm's one grammar ("when") on ours
     assert by_name["messages list"]["--after"]["format"] == "date-time"
     assert by_name["grep"]["--after"]["format"] == by_name["prune"]["--before"]["format"] == "when"

@@ -39,7 +39,12 @@ def _migrate(state: Path, *args: str) -> dict[str, Any]:
 
 
 def _backups(state: Path) -> list[Path]:
-    return sorted(state.glob("lcm.db.migrate-sessions-*.bak"))
+    return sorted(
+        [
+            *state.glob("lcm.db.migrate-sessions-*.bak"),
+            *state.glob("lcm.db.migrate-sessions-*.changes.jsonl.gz"),
+        ]
+    )
 
 
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -428,3 +428,100 @@ def test_only_the_current_session_of_a_key_carries_the_key(tmp_path: Path) -> No
     ]
     keys = rows(state / "lcm.db", "SELECT session_id, session_key FROM conversations ORDER BY session_id")
     assert keys == [("new-window", key), ("old-window", None)]
+
+
+# --- a store built to hurt: memory stays bounded, bad rows are skipped by seq -------------
+
+
+@pytest.fixture
+def hostile_state(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A state dir whose store holds compression bombs, events at the host's cap, an
+    over-cap value, and rows with a non-numeric seq, a NULL payload, wrong-typed columns."""
+    pytest.importorskip("zstandard")
+    from tests.support.host_store import hostile_store
+
+    transcript = tmp_path / "good.jsonl"
+    write_transcript(transcript, session_id="h1", messages=20, seed=1)
+    root = tmp_path / "hostile"
+    named = hostile_store(
+        host_store.store_path(str(root), "main"), jsonl_events(transcript), at_cap=12, plain_at_cap=5
+    )
+    return root, named
+
+
+def test_a_hostile_store_imports_within_256_mib(
+    hostile_state: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """`--apply` as a subprocess of a fresh small launcher (its RUSAGE_CHILDREN peak is the
+    import's, not pytest's): bombs unpacked to their header's 1 GiB used to take ~1 GiB."""
+    root, named = hostile_state
+    store = host_store.store_path(str(root), "main")
+    assert os.path.getsize(store) < 64 * 1024 * 1024  # the bombs are KBs; the plain cap rows most of it
+    exe = Path(sys.executable).with_name("lcm")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "lcm_cli"]
+    launcher = Path(__file__).resolve().parents[1] / "support" / "peak_rss.py"
+    result = tmp_path / "peak.json"
+    db = tmp_path / "lcm.db"
+    subprocess.run(
+        [
+            sys.executable,
+            str(launcher),
+            str(result),
+            *command,
+            "--db",
+            str(db),
+            "migrate-sessions",
+            "--store",
+            store,
+            "--apply",
+        ],
+        check=True,
+        timeout=600,
+    )
+    measured = json.loads(result.read_text())
+    assert measured["code"] == 0, measured["stderr"]
+    assert "Traceback" not in measured["stderr"]
+    assert measured["peakKiB"] < 256 * 1024, measured["peakKiB"]
+    (report,) = json.loads(measured["stdout"])["data"]["files"]
+    assert report["status"] == "imported"
+    listed = {entry["seq"]: entry["reason"] for entry in report["skippedLines"]["lines"]}
+    assert listed[named["bomb-header"]] == "size_mismatch"  # the header's 1 GiB, never allocated
+    assert listed[named["bomb-declared"]] == "too_large"
+    assert listed[named["bomb-stream"]] == "zstd_corrupt"  # stopped at the declared 4 MiB
+    assert listed[named["plain-over"]] == "too_large"
+    # The big events and the row after every bad one are imported, each of the cap's size.
+    sizes = rows(db, "SELECT length(content) FROM messages WHERE content LIKE 'a long paste%'")
+    assert len(sizes) == 12 + 5 and all(size[0] > 4_000_000 for size in sizes)
+    assert rows(db, "SELECT COUNT(*) FROM messages WHERE content = 'the row after the bad ones'") == [(1,)]
+
+
+def test_bad_rows_are_skipped_by_seq_and_the_rest_imported(
+    hostile_state: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    root, named = hostile_state
+    db = tmp_path / "lcm.db"
+    data = migrate("--db", str(db), "--store", host_store.store_path(str(root), "main"), "--apply")
+    assert data["errorFiles"] == 0 and data["importedFiles"] == 1
+    (report,) = data["files"]
+    skipped = report["skippedLines"]
+    listed = {entry["seq"]: entry["reason"] for entry in skipped["lines"]}
+    assert listed[named["null-payload"]] == "empty_event"
+    assert listed[named["zstd-as-text"]] == "wrong_type"
+    assert listed[named["json-as-blob"]] == "wrong_type"
+    assert listed[named["size-as-text"]] == "wrong_type"
+    # Rows whose seq is not an integer come last, named by their value when it is short.
+    assert listed["seven"] == "bad_seq" and listed[2.5] == "bad_seq" and listed[None] == "bad_seq"
+    assert skipped["byReason"]["bad_seq"] == 3
+    # A second run finds everything in place: the advice to run --apply again can work.
+    again = migrate("--db", str(db), "--store", host_store.store_path(str(root), "main"), "--apply")
+    assert again["files"][0]["status"] == "up-to-date"
+    verify = migrate("--db", str(db), "--store", host_store.store_path(str(root), "main"), "--verify")
+    assert verify["files"][0]["status"] == "complete"
+
+
+def test_pages_are_cut_by_bytes_and_lose_no_row(
+    store_state: Path, jsonl_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = jsonl_events(jsonl_dir / "s0.jsonl")
+    monkeypatch.setattr(host_store, "PAGE_BYTES", 2000)  # a few events a page
+    assert list(host_store.iter_events(store_of(store_state), "s0")) == list(enumerate(events))

@@ -106,6 +106,8 @@ CASES: dict[str, tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]] = {
 
 _ENVELOPES: dict[str, dict[str, Any]] = {}
 _STAMP = re.compile(r"\d{8}T\d{6,9}Z")
+# A change backup's name ends in 6 random characters: fixed like the stamp before them.
+_CHANGES = re.compile(r"-[0-9a-z]{6}(?=\.changes\.jsonl\.gz)")
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?Z?")
 _FIXED_NOW = "2026-07-10T12:34:56.789Z"
 
@@ -132,6 +134,7 @@ def _steady(value: Any, key: str, paths: list[tuple[str, str]]) -> Any:
         for real, shown in paths:
             value = value.replace(real, shown)
         value = _STAMP.sub("20260710T123456789Z", value)
+        value = _CHANGES.sub("-k3x9q2", value)
         if _TIME.fullmatch(value) and _recent(value):
             return _FIXED_NOW
     return value
@@ -156,8 +159,9 @@ def _envelope(case: str, root: Path) -> dict[str, Any]:
         assert done.code in (0, 6), done.stderr
         paths = [(str(state), "~/.openclaw"), (str(REPO), "<repo>"), (os.environ["HOME"], "~")]
         envelope = _steady(done.json, "", paths)
-        if "archive" in (envelope.get("data") or {}):  # an archive's hash covers its creation time
+        if "archive" in (envelope.get("data") or {}):  # an archive's hash and size cover its creation time
             envelope["data"]["archive"]["sha256"] = "5f3e" * 16
+            envelope["data"]["archive"]["bytes"] = 2400
         _ENVELOPES[case] = envelope
     return _ENVELOPES[case]
 

@@ -14,6 +14,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 HOST_DDL = (
     """CREATE TABLE IF NOT EXISTS session_nodes (
@@ -144,3 +145,108 @@ def store_from_jsonl(
     finally:
         conn.close()
     return Path(store)
+
+
+# --- stores built to hurt the reader ------------------------------------------------------
+
+CAP = 4 * 1024 * 1024  # the host's cap on one event's UTF-8 bytes
+GIB = 1 << 30
+
+
+def zstd_bomb(size: int, *, content_size: bool = True) -> bytes:
+    """A zstd frame of ``size`` bytes of ``a`` (a few KB per GiB), built in 1 MiB steps."""
+    import io
+
+    import zstandard
+
+    out = io.BytesIO()
+    compressor = zstandard.ZstdCompressor(level=1, write_content_size=content_size)
+    with compressor.stream_writer(out, size=size if content_size else -1, closefd=False) as writer:
+        chunk = b"a" * (1 << 20)
+        for _ in range(size >> 20):
+            writer.write(chunk)
+    return out.getvalue()
+
+
+def at_cap_event(number: int, parent: str | None) -> str:
+    """A user message event of exactly :data:`CAP` UTF-8 bytes (ASCII, nothing escaped)."""
+    head = {
+        "type": "message",
+        "id": f"cap{number:05d}",
+        "parentId": parent,
+        "timestamp": "2026-03-01T10:00:00.000Z",
+        "message": {"role": "user", "content": ""},
+    }
+    room = CAP - len(json.dumps(head, separators=(",", ":")))
+    head["message"] = {"role": "user", "content": ("a long paste " * (room // 13 + 1))[:room]}
+    return json.dumps(head, separators=(",", ":"))
+
+
+def hostile_store(
+    path: str | Path, good: list[str], *, at_cap: int = 24, plain_at_cap: int = 6
+) -> dict[str, Any]:
+    """A store (its events table not STRICT, as a broken or hostile file may be) whose
+    session ``h1`` holds the ``good`` events (seq 0 up), then:
+
+    - ``bomb-header``: a frame whose header claims 1 GiB, ``event_utf8_bytes`` 100;
+    - ``bomb-declared``: the same frame, ``event_utf8_bytes`` 1 GiB;
+    - ``bomb-stream``: 1 GiB without a content size, ``event_utf8_bytes`` at the cap;
+    - ``at_cap`` compressed and ``plain_at_cap`` plain events of the cap's size each;
+    - ``plain-over``: plain ``event_json`` of twice the cap;
+    - rows with a non-numeric seq, a NULL payload and wrong-typed columns.
+
+    Returns the seq (or stored seq value) of each named row.
+    """
+    conn = create_store(path)
+    conn.execute("DROP TABLE transcript_events")
+    conn.execute(HOST_DDL[2].replace(") STRICT", ")").replace("seq INTEGER NOT NULL", "seq INTEGER"))
+    add_session(conn, "h1", good, compress_at=200)
+    seq = len(good)
+    named: dict[str, Any] = {}
+
+    def put(name: str, event_json: Any, frame: Any, size: Any, *, at: Any = None) -> None:
+        nonlocal seq
+        where = seq if at is None else at
+        conn.execute(
+            "INSERT INTO transcript_events VALUES ('h1', ?, ?, 0, ?, ?, NULL)",
+            (where, event_json, frame, size),
+        )
+        named[name] = where
+        if at is None:
+            seq += 1
+
+    bomb = zstd_bomb(GIB)
+    put("bomb-header", None, bomb, 100)
+    put("bomb-declared", None, bomb, GIB)
+    put("bomb-stream", None, zstd_bomb(GIB, content_size=False), CAP)
+    parent = json.loads(good[-1])["id"]  # the big events continue the active branch
+    for number in range(at_cap):
+        text = at_cap_event(number, parent)
+        put(f"cap-{number}", None, compress(text.encode()), len(text.encode()))
+        parent = f"cap{number:05d}"
+    for number in range(plain_at_cap):
+        put(f"plain-cap-{number}", at_cap_event(1000 + number, parent), None, None)
+        parent = f"cap{1000 + number:05d}"
+    put("plain-over", "x" * (2 * CAP), None, None)
+    put("null-payload", None, None, None)
+    put("zstd-as-text", None, "not a frame", 11)
+    put("json-as-blob", b'{"type":"message"}', None, None)
+    put("size-as-text", None, compress(good[-1].encode()), "many")
+    put("seq-text", good[-1], None, None, at="seven")
+    put("seq-null", good[-1], None, None, at=None)
+    conn.execute("UPDATE transcript_events SET seq = NULL WHERE seq = ?", (named["seq-null"],))
+    named["seq-null"] = None
+    put("seq-real", good[-1], None, None, at=2.5)
+    last = {
+        "type": "message",
+        "id": "after0001",
+        "parentId": parent,
+        "timestamp": "2026-03-01T11:00:00.000Z",
+        "message": {"role": "user", "content": "the row after the bad ones"},
+    }
+    conn.execute(
+        "INSERT INTO transcript_events VALUES ('h1', ?, ?, 0, NULL, NULL, NULL)", (seq, json.dumps(last))
+    )
+    named["after"] = seq  # a good row after every bad one
+    conn.close()
+    return named

@@ -25,17 +25,30 @@ def textual_installed() -> bool:
 
 def main_browse(params: dict[str, Any], globals_: dict[str, Any]) -> int:
     """Validate `lcm browse`'s options, then run the app (or draw one screen); the exit status."""
-    from lcm_cli.engine.core.params import SCREENSHOT, validate_request
+    from lcm_cli.engine.core.params import FORCE, SCREENSHOT, validate_request
     from lcm_cli.engine.core.registry import DOOR_COMMANDS
 
     request = validate_request("browse", DOOR_COMMANDS["browse"].options, params)
+    screenshot = request[SCREENSHOT]
+    target = None
+    if screenshot is not None:  # checked first: a refused path is said even without Textual
+        from lcm_cli.engine.context import Context
+        from lcm_cli.engine.core.outputs import output_target
+
+        context = Context(
+            db=globals_.get("--db"),
+            config=globals_.get("--config"),
+            openclaw_dir=globals_.get("--openclaw-dir"),
+        )
+        target = output_target(
+            str(screenshot), protected=context.protected_files(), force=request[FORCE], option="--screenshot"
+        )
     if not textual_installed():
         raise LcmError(
             "EXTRA_NOT_INSTALLED",
             f"`lcm browse` needs Textual, an optional dependency: install it with `{INSTALL_HINT}`.",
             {"extra": "browse", "install": INSTALL_HINT},
         )
-    screenshot = request[SCREENSHOT]
     if screenshot is None and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise LcmError(
             "NOT_A_TERMINAL",
@@ -53,7 +66,7 @@ def main_browse(params: dict[str, Any], globals_: dict[str, Any]) -> int:
         field = "conversation_id" if request.selector.kind == "conversationId" else "session_key"
         start[field] = request.selector.value
     app = BrowseApp(source, start=start)
-    if screenshot is not None:
-        return app.draw_once(str(screenshot), SCREENSHOT_SIZE)
+    if target is not None:
+        return app.draw_once(target, SCREENSHOT_SIZE)
     app.run()
     return app.return_code or 0

@@ -3,6 +3,10 @@ DAG, assembled context and large files, the doctor panel, search, and summary su
 
 Each screen asks :class:`~lcm_cli.commands.browse.data.Source` for its rows when it is
 shown or refreshed; nothing keeps a database handle between two key presses.
+
+Stored text reaches a widget only through :func:`cell`, :func:`plain` or
+:func:`one_line`, which show its control characters escaped
+(:func:`~lcm_cli.render.visible.visible`) and never read it as markup.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
@@ -24,7 +29,9 @@ from textual.widgets.tree import TreeNode
 
 from lcm_cli.commands.browse.data import Source, agent_of
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.outputs import OutputTarget
 from lcm_cli.engine.core.tokens import serialized_tokens
+from lcm_cli.render.visible import visible
 
 ROLE_STYLES = {"user": "bold cyan", "assistant": "green", "tool": "yellow", "system": "magenta"}
 STATUS_STYLES = {"PASS": "green", "INFO": "cyan", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim"}
@@ -43,9 +50,29 @@ _TAB_FOCUS = {
 
 
 def one_line(text: Any, width: int = 200) -> str:
-    """``text`` on one line with runs of whitespace collapsed, cut to ``width`` characters."""
-    flat = _SPACES.sub(" ", text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)).strip()
+    """``text`` on one line with runs of whitespace collapsed, cut to ``width`` characters.
+
+    Control characters are escaped first, so a CR or a form feed shows rather than folds.
+    """
+    raw = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    flat = _SPACES.sub(" ", visible(raw)).strip()
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def plain(text: Any, style: str = "") -> Text:
+    """Stored text for a panel or a label: control characters escaped, never markup."""
+    return Text(visible(str(text)), style=style)
+
+
+def cell(value: Any) -> Any:
+    """A table cell: a str as :func:`plain` shows it (DataTable reads a str as markup);
+    a rich ``Text`` is the caller's own and passes as it is."""
+    return escape(visible(value)) if isinstance(value, str) else value
+
+
+def cells(*values: Any) -> list[Any]:
+    """A table row of :func:`cell` values."""
+    return [cell(value) for value in values]
 
 
 def when(stamp: str | None) -> str:
@@ -55,7 +82,7 @@ def when(stamp: str | None) -> str:
 
 def role_text(role: str) -> Text:
     """The role, coloured."""
-    return Text(role, style=ROLE_STYLES.get(role, ""))
+    return plain(role, ROLE_STYLES.get(role, ""))
 
 
 def content_text(content: Any) -> str:
@@ -103,7 +130,7 @@ def _after(stamp: str) -> str:
 
 
 def _error_text(err: LcmError) -> str:
-    return f"{err.code}: {err.message}"
+    return visible(f"{err.code}: {err.message}")
 
 
 # -- modal screens --------------------------------------------------------------------------
@@ -127,9 +154,9 @@ class DetailScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         hints = "  ".join(f"[{key}] {label}" for key, (_, label) in self.actions.items())
         with Vertical(id="detail"):
-            yield Static(Text(self.title_text, style="bold"), id="detail-title")
+            yield Static(plain(self.title_text, "bold"), id="detail-title")
             with VerticalScroll():
-                yield Static(Text(self.body), id="detail-body")
+                yield Static(plain(self.body), id="detail-body")
             yield Static(Text(f"{hints}  [esc] close".strip(), style="dim"), id="detail-keys")
 
     def on_key(self, event: Any) -> None:
@@ -155,9 +182,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="detail"):
-            yield Static(Text(self.title_text, style="bold"), id="detail-title")
+            yield Static(plain(self.title_text, "bold"), id="detail-title")
             with VerticalScroll():
-                yield Static(Text(self.dry_run), id="detail-body")
+                yield Static(plain(self.dry_run), id="detail-body")
             yield Static(
                 Text(
                     "Dry run above; nothing written yet.  [y] apply (backup first)  [n] cancel", style="bold"
@@ -216,11 +243,13 @@ class SearchScreen(ModalScreen[dict[str, Any] | None]):
             kind = hit["type"]
             label = f"{hit.get('kind', '')} d{hit.get('depth')}" if kind == "summary" else hit.get("role", "")
             table.add_row(
-                f"{kind} {label}",
-                str(hit["id"]),
-                str(hit.get("conversationId", "")),
-                when(hit.get("timestamp")),
-                one_line(hit.get("snippet", "")),
+                *cells(
+                    f"{kind} {label}",
+                    str(hit["id"]),
+                    str(hit.get("conversationId", "")),
+                    when(hit.get("timestamp")),
+                    one_line(hit.get("snippet", "")),
+                ),
                 key=str(index),
             )
         status.update(Text(f"{len(self.hits)} hit(s); Enter jumps to one", style="dim"))
@@ -272,7 +301,7 @@ class DoctorScreen(Screen[None]):
             return
         counts = report.get("counts", {})
         summary.update(
-            Text(
+            plain(
                 f"{report.get('status')}: "
                 + ", ".join(
                     f"{counts[k]} {k}" for k in ("FAIL", "WARN", "INFO", "PASS", "SKIP") if counts.get(k)
@@ -285,10 +314,12 @@ class DoctorScreen(Screen[None]):
         for index, check in enumerate(self.checks):
             status = str(check.get("status"))
             table.add_row(
-                Text(status, style=STATUS_STYLES.get(status, "")),
-                check.get("check", ""),
-                str(check.get("count", "")),
-                one_line(check.get("fix") or "", 60),
+                plain(status, STATUS_STYLES.get(status, "")),
+                *cells(
+                    str(check.get("check", "")),
+                    str(check.get("count", "")),
+                    one_line(check.get("fix") or "", 60),
+                ),
                 key=str(index),
             )
 
@@ -395,9 +426,9 @@ class ConversationScreen(Screen[None]):
     def show_figures(self) -> None:
         c = self.conversation
         state = "active" if c.get("active") else f"archived {when(c.get('archivedAt'))}"
-        self.sub_title = f"conversation {c['conversationId']} · {c.get('sessionKey') or '(no key)'}"
+        self.sub_title = visible(f"conversation {c['conversationId']} · {c.get('sessionKey') or '(no key)'}")
         self.query_one("#conversation-figures", Static).update(
-            Text(
+            plain(
                 f"{c.get('title') or '(untitled)'} · {state} · {c.get('messageCount', 0)} messages "
                 f"({c.get('messageTokens', 0)} tok) · {c.get('summaryCount', 0)} summaries · context "
                 f"{c.get('contextTokens', 0)} tok · last {when(c.get('latestMessageAt') or c.get('updatedAt'))}"
@@ -408,15 +439,17 @@ class ConversationScreen(Screen[None]):
         role = str(message.get("role", ""))
         text = content_text(message.get("content", message.get("preview", "")))
         if is_tool_traffic(message):
-            shown: Text | str = Text(f"▸ {role}: {one_line(text, 120)}", style="dim")
+            shown: Text | str = plain(f"▸ {role}: {one_line(text, 120)}", "dim")
         else:
             shown = one_line(text)
-        return (
-            str(message.get("seq", "")),
-            when(message.get("createdAt")),
-            role_text(role),
-            str(message.get("tokenCount", "")),
-            shown,
+        return tuple(
+            cells(
+                str(message.get("seq", "")),
+                when(message.get("createdAt")),
+                role_text(role),
+                str(message.get("tokenCount", "")),
+                shown,
+            )
         )
 
     def load_messages(self, *, before: str | None = None, focus_id: int | None = None) -> None:
@@ -479,13 +512,15 @@ class ConversationScreen(Screen[None]):
     def _summary_label(summary: dict[str, Any]) -> Text:
         label = Text()
         label.append(
-            f"d{summary.get('depth')} {summary.get('kind')}",
+            visible(f"d{summary.get('depth')} {summary.get('kind')}"),
             style="bold" if summary.get("kind") == "condensed" else "",
         )
         label.append(
-            f" · {summary.get('tokenCount')} tok · {when(summary.get('earliestAt'))} → {when(summary.get('latestAt'))[11:]}"
+            visible(
+                f" · {summary.get('tokenCount')} tok · {when(summary.get('earliestAt'))} → {when(summary.get('latestAt'))[11:]}"
+            )
         )
-        label.append(f" · {summary['summaryId']}", style="dim")
+        label.append(visible(f" · {summary['summaryId']}"), style="dim")
         return label
 
     def _add_summary(self, parent: TreeNode[dict[str, Any]], summary: dict[str, Any]) -> None:
@@ -513,7 +548,7 @@ class ConversationScreen(Screen[None]):
         try:
             shown = self.source.summary(summary["summaryId"])
         except LcmError as err:
-            self.notify(_error_text(err), severity="error")
+            self.notify(_error_text(err), severity="error", markup=False)
             return
         for child in shown.get("children", []):
             self._add_summary(node, child)
@@ -528,7 +563,7 @@ class ConversationScreen(Screen[None]):
         try:
             shown = self.source.summary(summary_id)
         except LcmError as err:
-            self.notify(_error_text(err), severity="error")
+            self.notify(_error_text(err), severity="error", markup=False)
             return
         s = shown["summary"]
         lines = [str(s.get("content", "")), ""]
@@ -617,13 +652,15 @@ class ConversationScreen(Screen[None]):
             text = content_text(message.get("content", ""))
             folded = _SUMMARY_ITEM.search(text) if message.get("role") == "user" else None
             if folded:
-                item: Text = Text(f"summary d{folded['depth']}", style="bold blue")
+                item: Text = plain(f"summary d{folded['depth']}", "bold blue")
                 shown = f"{folded['id']}: {one_line(folded['content'])}"
             else:
                 item = role_text(str(message.get("role", "")))
                 shown = one_line(text)
             # The engine's own estimate of the message as sent, the one estimatedTokens adds up.
-            table.add_row(str(index + 1), item, str(serialized_tokens(message)), shown, key=str(index))
+            table.add_row(
+                *cells(str(index + 1), item, str(serialized_tokens(message)), shown), key=str(index)
+            )
 
     @on(DataTable.RowSelected, "#context-table")
     def show_context_item(self, event: DataTable.RowSelected) -> None:
@@ -642,12 +679,14 @@ class ConversationScreen(Screen[None]):
         self.files = self.source.large_files(self.conversation_id)
         for f in self.files:
             table.add_row(
-                f["fileId"],
-                f.get("fileName") or "",
-                f.get("mimeType") or "",
-                str(f.get("byteSize") or ""),
-                str(f.get("lineCount") or ""),
-                when(f.get("createdAt")),
+                *cells(
+                    str(f["fileId"]),
+                    str(f.get("fileName") or ""),
+                    str(f.get("mimeType") or ""),
+                    str(f.get("byteSize") or ""),
+                    str(f.get("lineCount") or ""),
+                    when(f.get("createdAt")),
+                ),
                 key=f["fileId"],
             )
 
@@ -657,7 +696,7 @@ class ConversationScreen(Screen[None]):
         try:
             described = self.source.describe(file_id, self.conversation_id)
         except LcmError as err:
-            self.notify(_error_text(err), severity="error")
+            self.notify(_error_text(err), severity="error", markup=False)
             return
         self.app.push_screen(DetailScreen(file_id, json.dumps(described, indent=2, ensure_ascii=False)))
 
@@ -745,7 +784,7 @@ class HomeScreen(Screen[None]):
         try:
             self.rows = self.source.conversations()
         except LcmError as err:
-            self.notify(_error_text(err), severity="error", timeout=10)
+            self.notify(_error_text(err), severity="error", timeout=10, markup=False)
             return
 
         def zero() -> dict[str, Any]:
@@ -764,12 +803,14 @@ class HomeScreen(Screen[None]):
         table.clear()
         for name, f in [("*", total), *sorted(agents.items())]:
             table.add_row(
-                "(all)" if name == "*" else name,
-                str(f["active"]),
-                str(f["archived"]),
-                str(f["messages"]),
-                str(f["tokens"]),
-                f["last"],
+                *cells(
+                    "(all)" if name == "*" else name,
+                    str(f["active"]),
+                    str(f["archived"]),
+                    str(f["messages"]),
+                    str(f["tokens"]),
+                    f["last"],
+                ),
                 key=name,
             )
         table.styles.height = min(len(agents) + 3, 8)  # header, the (all) row, one per agent, border
@@ -786,14 +827,16 @@ class HomeScreen(Screen[None]):
             if self.agent != "*" and agent_of(c.get("sessionKey")) != self.agent:
                 continue
             table.add_row(
-                str(c["conversationId"]),
-                Text("active", style="green") if c.get("active") else Text("archived", style="dim"),
-                c.get("sessionKey") or "-",
-                one_line(c.get("title") or "", 40),
-                str(c.get("messageCount", 0)),
-                str(c.get("summaryCount", 0)),
-                str(c.get("contextTokens", 0)),
-                when(c.get("latestMessageAt") or c.get("updatedAt")),
+                *cells(
+                    str(c["conversationId"]),
+                    Text("active", style="green") if c.get("active") else Text("archived", style="dim"),
+                    str(c.get("sessionKey") or "-"),
+                    one_line(c.get("title") or "", 40),
+                    str(c.get("messageCount", 0)),
+                    str(c.get("summaryCount", 0)),
+                    str(c.get("contextTokens", 0)),
+                    when(c.get("latestMessageAt") or c.get("updatedAt")),
+                ),
                 key=str(c["conversationId"]),
             )
         if row and row < table.row_count:
@@ -900,17 +943,27 @@ class BrowseApp(App[int]):
             return
         self.push_screen(DoctorScreen(self.source, self._conversation_in_front()))
 
-    def draw_once(self, path: str, size: tuple[int, int]) -> int:
-        """Draw the opening screen headlessly into the SVG file ``path``; the exit status."""
+    def draw_once(self, target: OutputTarget, size: tuple[int, int]) -> int:
+        """Draw the opening screen headlessly into the checked SVG file ``target``; the exit status."""
+        failed: list[Exception] = []
 
         async def shoot(pilot: Any) -> None:
             await pilot.pause()
             await pilot.pause()
-            from lcm_cli.engine.core.files import atomic_write
-
-            atomic_write(path, self.export_screenshot().encode("utf-8"), mode=0o644)
+            try:
+                target.write(self.export_screenshot().encode("utf-8"), mode=0o644)
+            except (LcmError, OSError) as exc:  # raised below, outside Textual's loop
+                failed.append(exc)
             self.exit(0)
 
         self.refresh_seconds = 0
         self.run(headless=True, size=size, auto_pilot=shoot)
+        if failed and isinstance(failed[0], OSError):
+            raise LcmError(
+                "EXPORT_WRITE_FAILED",
+                f"Could not write {target.path}: {failed[0].strerror or failed[0]}.",
+                {"path": target.path},
+            )
+        if failed:
+            raise failed[0]
         return 0

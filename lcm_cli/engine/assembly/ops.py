@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lcm_cli.engine.assembly import flow as assemble_flow
@@ -10,6 +9,7 @@ from lcm_cli.engine.assembly.fallback import strip_prefill
 from lcm_cli.engine.compaction.ops import option_int
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
+from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.params import (
     AVAILABLE_TOOLS,
     MESSAGES,
@@ -28,7 +28,7 @@ def _live_messages(req: Request, *, strip: bool = True) -> list[dict[str, Any]]:
     raw = req[MESSAGES]
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads_bounded(raw)
         except ValueError:
             raise invalid_argument("--messages is not JSON: pass a JSON array of message objects.") from None
     if raw is None:
@@ -50,7 +50,7 @@ def _available_tools(req: Request) -> list[str] | None:
         text = raw.strip()
         if text.startswith("["):
             try:
-                raw = json.loads(text)
+                raw = loads_bounded(text)
             except ValueError:
                 raise invalid_argument(
                     "--available-tools is not a JSON array: pass a JSON array of tool names or "
@@ -74,7 +74,7 @@ def host_prompt_budget(req: Request) -> int | None:
     raw = req[RUNTIME_SETTINGS]
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads_bounded(raw)
         except ValueError:
             raise invalid_argument(
                 "--runtime-settings is not JSON: pass the host's runtimeSettings object."

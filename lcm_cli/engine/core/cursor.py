@@ -1,7 +1,9 @@
 """Opaque keyset cursors, byte-compatible with the reference `lcm`.
 
 A cursor is base64url (no padding) of compact JSON ``{"v":1,"resource":...,"timestamp":...,
-"id":...}`` built from the last row shown. The next page holds the rows strictly after
+"id":...}`` built from the last row shown. Every cursor lcm prints (lists, grep, doctor,
+``--max-tokens`` continuations) is made by :func:`pack` and read by :func:`unpack`, which
+refuses anything that is not such a value, however crafted, with a ValueError. The next page holds the rows strictly after
 it in the list's descending ``(julianday(timestamp), id)`` order. Filters are not stored:
 the caller repeats them, as with the reference.
 """
@@ -34,11 +36,28 @@ class Cursor(Record):
     id: int | float | str  # float only for integral ids beyond SQLite's 64-bit range
 
 
-def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:
-    """Encode the position after a row (``timestamp`` exactly as stored)."""
-    payload = {"v": 1, "resource": resource, "timestamp": timestamp, "id": row_id}
+def pack(payload: dict[str, Any]) -> str:
+    """An opaque cursor: base64url (no padding) of ``payload`` as compact JSON."""
     raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def unpack(text: str) -> Any:
+    """The JSON value inside a cursor; ValueError for bad base64, UTF-8 or JSON, or JSON
+    nested too deep (the caller then checks the value's shape)."""
+    # Like Node's decoder: accept the standard alphabet, stop at the first "=", and
+    # ignore stray characters.
+    cleaned = _NOT_B64URL.sub("", text.split("=", 1)[0].replace("+", "-").replace("/", "_"))
+    try:
+        raw = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
+        return loads_bounded(raw.decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:
+    """Encode the position after a row (``timestamp`` exactly as stored)."""
+    return pack({"v": 1, "resource": resource, "timestamp": timestamp, "id": row_id})
 
 
 def _invalid() -> LcmError:
@@ -51,13 +70,9 @@ def _invalid() -> LcmError:
 
 def decode_cursor(text: str, resource: str) -> Cursor:
     """Decode and validate a cursor for ``resource``; INVALID_CURSOR on any problem."""
-    # Like Node's decoder: accept the standard alphabet, stop at the first "=", and
-    # ignore stray characters.
-    cleaned = _NOT_B64URL.sub("", text.split("=", 1)[0].replace("+", "-").replace("/", "_"))
     try:
-        raw = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
-        payload: Any = loads_bounded(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        payload = unpack(text)
+    except ValueError:
         raise _invalid() from None
     if not isinstance(payload, dict) or payload.get("v") != 1 or isinstance(payload.get("v"), bool):
         raise _invalid()

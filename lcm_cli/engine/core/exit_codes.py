@@ -86,6 +86,16 @@ ERRORS: dict[str, ErrorCode] = {
         '`lcm ingest` input that is not messages: invalid UTF-8, bad JSON (the line is named), JSON nested deeper than 200 levels (`reason: "too-deep"`), a non-object, a missing role, a wrong-typed field; nothing is written',
         "fix the named line or field and send the whole batch again",
     ),
+    "OUTPUT_REFUSED": ErrorCode(
+        2,
+        "a path lcm would write (`--out`, `--screenshot`, a file of `prompts export --out DIR`) names the database, its `-wal`/`-shm`/`-journal`, the config file or a `*.manifest.json` (by any spelling or hard link), or is a symlink or not a regular file; `--force` does not override it, nothing is written (`details: {path, option, reason}`)",
+        "choose another path; see [Files lcm writes](#files-lcm-writes-modes-temp-names-orphans)",
+    ),
+    "WRONG_BACKUP_KIND": ErrorCode(
+        2,
+        "`backup verify`/`backup restore` given a prune archive, or `prune restore` given a database backup or a change backup (`details: {path, kind, expected}`); nothing was changed",
+        "use the command the message names: `lcm prune restore ARCHIVE` for a `*.prune-*.jsonl.gz` archive, `lcm backup restore FILE` for a `*.bak` copy or a `*.changes.jsonl.gz` change backup",
+    ),
     "CONVERSATION_NOT_FOUND": ErrorCode(
         3,
         "the selector matched no conversation (`details` = the selector)",
@@ -263,7 +273,7 @@ ERRORS: dict[str, ErrorCode] = {
     ),
     "BACKUP_VERIFY_FAILED": ErrorCode(
         4,
-        "`backup verify` found a mismatch with the manifest, or `restore --apply` was given such a backup (`details` has the checks)",
+        "`backup verify` found a mismatch with the manifest, or `restore --apply` was given such a backup (`details` has the checks); a change backup that is truncated or altered (gzip, header, content sha256 or counts of its trailer, its manifest: `details.reason`)",
         "do not restore it; take a new backup",
     ),
     "TRANSCRIPT_CHANGED": ErrorCode(
@@ -286,10 +296,25 @@ ERRORS: dict[str, ErrorCode] = {
         "what a repair or prune planned changed before its transaction (a live writer got there first); that unit is rolled back, others stand",
         "run the command again",
     ),
+    "RESTORE_CONFLICT": ErrorCode(
+        4,
+        "`backup restore --apply` of a change backup found rows changed since the backup (another writer changed or deleted them, or added rows that reference a row to remove); they are never overwritten, and without `--force` nothing was restored (`details: {conflictCount, conflicts: [{table, rowid, reason}], tables}`)",
+        "look at the conflicts in the dry run; pass `--force` to restore every other row (the skipped ones are listed), or restore a full backup",
+    ),
+    "BACKUP_WRONG_DATABASE": ErrorCode(
+        4,
+        "`backup restore` or `backup verify` of a change backup taken of another database (its identity differs; `details: {backupPath, databasePath, backupDatabasePath}`); nothing was changed",
+        "pass the database it was taken of with `--db` (`details.backupDatabasePath`)",
+    ),
     "TURN_ADVANCEMENT_CONFLICT": ErrorCode(
         4,
         "`commit-turn` got an advancement key already committed with a different turn (`details: {advancementKey}`); nothing was written",
         "the host must send a new key for a new turn; a true retry (same payload) answers `duplicate`",
+    ),
+    "OUTPUT_EXISTS": ErrorCode(
+        4,
+        "`summaries graph --out` or `browse --screenshot` names a file that exists (it is left unchanged; `details: {path, option}`)",
+        "pass `--force` to replace it, or choose another path",
     ),
     "EXPORT_TARGET_EXISTS": ErrorCode(
         4,
@@ -298,7 +323,7 @@ ERRORS: dict[str, ErrorCode] = {
     ),
     "EXPORT_WRITE_FAILED": ErrorCode(
         4,
-        "the export file could not be written (missing directory, permissions, full disk); the temp file is removed",
+        "the file of `export --out`, `summaries graph --out` or `browse --screenshot` could not be written (missing directory, permissions, full disk); the temp file is removed",
         "fix the directory, then run again",
     ),
     "PROMPT_UNREADABLE": ErrorCode(

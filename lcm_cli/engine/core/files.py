@@ -1,5 +1,8 @@
 """Every file lcm writes goes through here: private, exclusive, atomic, durable, no orphans.
 
+A file whose path the user names (``--out``, ``--screenshot``) is first checked by
+:mod:`lcm_cli.engine.core.outputs`, then written here.
+
 One routine owns the temp-then-rename write (:func:`atomic_writer`, :func:`atomic_write`,
 and :func:`create_temp` + :func:`publish` for a file SQLite fills by path):
 
@@ -28,7 +31,7 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from lcm_cli import TYPE_CHECKING
 
@@ -179,11 +182,14 @@ def publish(
 
 
 @contextlib.contextmanager
-def atomic_writer(final: str, *, mode: int = PRIVATE_MODE, replace: bool = True) -> Iterator[IO[bytes]]:
+def atomic_writer(
+    final: str, *, mode: int = PRIVATE_MODE, replace: bool = True, check: Callable[[], None] | None = None
+) -> Iterator[IO[bytes]]:
     """A binary handle on a fresh private temp file that becomes ``final`` when the block ends.
 
-    On success: flushed, fsynced, given ``mode``, published (:func:`publish`). On any
-    exception the temp file is removed and ``final`` is untouched.
+    On success: flushed, fsynced, given ``mode``, ``check`` called (it raises to stop the
+    rename), published (:func:`publish`). On any exception the temp file is removed and
+    ``final`` is untouched.
     """
     fd, temp = create_temp(final)
     handle = os.fdopen(fd, "wb")
@@ -193,6 +199,8 @@ def atomic_writer(final: str, *, mode: int = PRIVATE_MODE, replace: bool = True)
         os.fchmod(handle.fileno(), mode)
         os.fsync(handle.fileno())
         handle.close()
+        if check is not None:
+            check()
         publish(temp, final, replace=replace, sync=False)
     except BaseException:
         handle.close()

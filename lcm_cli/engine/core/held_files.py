@@ -31,7 +31,8 @@ import stat
 import threading
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_COMPANIONS = ("-wal", "-shm", "-journal")
+#: The files SQLite keeps beside a database, named after it.
+COMPANIONS = ("-wal", "-shm", "-journal")
 
 _lock = threading.Lock()
 #: Held database files: absolute path -> number of open connections on it.
@@ -79,7 +80,7 @@ def _held_inodes() -> set[tuple[int, int]]:
     """The inodes of every held database and of its companions that exist now (lock held)."""
     found: set[tuple[int, int]] = set()
     for path in _held:
-        for name in (path, *(path + suffix for suffix in _COMPANIONS)):
+        for name in (path, *(path + suffix for suffix in COMPANIONS)):
             try:
                 found.add(_identity(os.stat(name)))
             except OSError:

@@ -282,16 +282,19 @@ KEEP: Param[int | None] = Param(
 BACKUP: Param[str | None] = Param(
     "backup",
     {
-        "enum": ["latest", "full", "none"],
-        "default": "latest",
-        "description": "latest = the rolling rotate-latest copy",
+        "enum": ["changes", "full", "latest", "none"],
+        "default": "changes",
+        "description": (
+            "changes = the rows the command changes, as they were (undo: `lcm backup restore FILE`); "
+            "full = a checked copy of the whole database; latest = rotate's rolling rotate-latest copy"
+        ),
     },
-    "Database backup before the rewrite: latest (default, the rolling rotate-latest copy), "
-    "full (a timestamped copy) or none.",
+    "The backup this write takes: changes (default: the rows it changes, as they were, in "
+    "<db>.<label>-<stamp>-<rand>.changes.jsonl.gz), full (a checked copy of the whole database) or none.",
     metavar="MODE",
 )
 NO_BACKUP: Param[bool] = Param(
-    "no_backup", _flag(), "Skip the backup taken before writing (not recommended)."
+    "no_backup", _flag(), "Take no backup (the same as --backup none; not recommended)."
 )
 VACUUM: Param[bool] = Param(
     "vacuum",

@@ -32,6 +32,10 @@ class OpSpec(Record):
     ``metavars`` the few fields and arguments documented differently for this operation.
     ``items`` names the list a list operation's data holds (``--fields`` and NDJSON work
     on its items); ``caps_output`` says ``--max-tokens`` caps the whole printed envelope.
+    ``outputs`` names each option that names a file (``"file"``) or a folder of files
+    (``"directory"``) lcm writes: every such write goes through
+    :func:`lcm_cli.engine.core.outputs.output_target`, and a test tries each against the
+    database, its companions, the config, a manifest and a symlink.
     """
 
     module: str
@@ -54,6 +58,7 @@ class OpSpec(Record):
     render: Render | None = None  # how `--format table` draws the result (None: the defaults)
     items: str = ""  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
     caps_output: bool = False  # --max-tokens caps everything printed (the door enforces it)
+    outputs: Mapping[str, str] | None = None  # option -> "file" | "directory" it writes (see above)
 
 
 class Argument(Record):
@@ -316,15 +321,16 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "summaries.rewrite": OpSpec(
         "lcm_cli.engine.surgery.rewrite",
-        _SELECTOR + ("summary_id", "depth", "all", "cascade", "apply"),
+        _SELECTOR + ("summary_id", "depth", "all", "cascade", "apply", "backup"),
         long_running=True,
         writes=True,
         summary="Re-summarize summaries with the configured summarizer and depth-aware prompts (dry run: a diff).",
         help=(
             "Re-summarize one summary (--summary-id), one depth (--depth) or all (--all) from their "
             "sources, with the configured summarizer and the depth-aware templates (`lcm prompts`).\n\n"
-            "A dry run by default: every summary's unified diff and old/new tokens. --apply backs the "
-            "database up, then writes one transaction per summary, bottom-up; ids and links are kept. "
+            "A dry run by default: every summary's unified diff and old/new tokens. --apply takes a change "
+            "backup of the rows it writes (--backup full: a copy of the whole database), then writes one "
+            "transaction per summary, bottom-up; ids and links are kept. "
             "--cascade also re-summarizes every summary that consumes a rewritten one, from the new "
             "text. When the summarizer fails or answers with a fallback, that summary is left as it "
             "was and reported (exit 1). --depth and --all cover every conversation unless "
@@ -334,14 +340,14 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "summary_id": "Rewrite this summary; repeatable.",
             "depth": "Rewrite every summary of this depth (0 = leaves).",
-            "apply": "Back up, then write (dry run with diffs otherwise).",
+            "apply": "Write, under a change backup (dry run with diffs otherwise).",
         },
         render=Render(rows=(_REWRITES,)),
         items="summaries",
     ),
     "summaries.dissolve": OpSpec(
         "lcm_cli.engine.surgery.dissolve",
-        ("purge", "apply"),
+        ("purge", "apply", "backup"),
         args=("summary_id",),
         writes=True,
         summary="Undo one condensation: the summaries it consumed return to the context in its place.",
@@ -349,17 +355,17 @@ OPERATIONS: dict[str, OpSpec] = {
             "Undo one condensation: the condensed summary's sources return to the context in its "
             "place, in order, and the ordinals after it are renumbered.\n\n"
             "The dissolved summary is kept as orphaned history (it still reads with `lcm summaries "
-            "show`), or deleted with --purge. A dry run by default; --apply backs the database up, "
-            "then writes one transaction."
+            "show`), or deleted with --purge. A dry run by default; --apply writes one transaction, "
+            "under a change backup of the rows it changes (--backup full: a copy of the whole database)."
         ),
         example="lcm summaries dissolve sum_2c3d4e5f60718293",
-        param_help={"apply": "Back up, then write (dry run otherwise)."},
+        param_help={"apply": "Write, under a change backup (dry run otherwise)."},
         render=Render(rows=(_CONTEXT_ITEMS,)),
         items="context",
     ),
     "summaries.transplant": OpSpec(
         "lcm_cli.engine.surgery.transplant",
-        ("from", "summary_id", "to", "apply"),
+        ("from", "summary_id", "to", "apply", "backup"),
         writes=True,
         summary="Deep-copy a summary DAG (a conversation's, or one subtree) into another conversation.",
         help=(
@@ -369,14 +375,14 @@ OPERATIONS: dict[str, OpSpec] = {
             "Summaries get new ids; their source messages (with their parts and identity hashes) are "
             "copied too, so no link crosses conversations, and the copied roots go first in the "
             "target's context. A content-hash guard refuses a copy the target already holds "
-            "(TRANSPLANT_DUPLICATE). A dry run by default; --apply backs the database up, then "
-            "writes one transaction."
+            "(TRANSPLANT_DUPLICATE). A dry run by default; --apply writes one transaction, under a "
+            "change backup of the rows it adds (--backup full: a copy of the whole database)."
         ),
         example="lcm summaries transplant --from 2 --to 3",
         param_help={
             "summary_id": "Copy this summary with its subtree; repeatable.",
             "to": "The target conversation id.",
-            "apply": "Back up, then write (dry run otherwise).",
+            "apply": "Write, under a change backup (dry run otherwise).",
         },
         metavars={"to": "ID"},
         render=Render(rows=(_COPIES,)),
@@ -384,7 +390,7 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "summaries.graph": OpSpec(
         "lcm_cli.engine.surgery.graph",
-        _SELECTOR + ("to", "out"),
+        _SELECTOR + ("to", "out", "force"),
         needs_selector=True,
         summary="A conversation's summary DAG as Mermaid, Graphviz dot or SVG (read-only).",
         help=(
@@ -396,8 +402,10 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm summaries graph --conversation-id 2 --to mermaid",
         param_help={
             "to": "mermaid (default), dot, or svg (needs Graphviz's `dot` on PATH).",
-            "out": "Write the picture here (replaced atomically) instead of into the result.",
+            "out": "Write the picture here instead of into the result (a new file unless --force).",
+            "force": "Replace the file at --out if there is one (atomically).",
         },
+        outputs={"out": "file"},
         render=Render(text=Text("text", "# summary DAG of conversation {conversationId} ({format})")),
         items="nodes",
     ),
@@ -446,29 +454,31 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "doctor.apply": OpSpec(
         "lcm_cli.doctor.apply",
-        _SELECTOR + ("check", "apply", "no_backup"),
+        _SELECTOR + ("check", "apply", "backup", "no_backup"),
         long_running=True,
         writes=True,
-        summary="Repair what `lcm doctor` found (dry run unless --apply; backup first).",
+        summary="Repair what `lcm doctor` found (dry run unless --apply; under a change backup).",
         help=(
             "Repair what the scan found: FTS, context ordinals, dangling items, stale debt, counts.\n\n"
-            "Dry run by default (lists every change it would make); --apply backs up first, then "
-            "writes one transaction per repaired unit and lists every change made."
+            "Dry run by default (lists every change it would make); --apply writes one transaction per "
+            "repaired unit, under a change backup of the rows it changes (--backup full: a copy of the "
+            "whole database first), and lists every change made."
         ),
         example="lcm doctor apply --check fts --apply",
         render=_DOCTOR,
     ),
     "doctor.clean": OpSpec(
         "lcm_cli.doctor.clean",
-        ("conversation_class", "apply", "vacuum", "no_backup"),
+        ("conversation_class", "apply", "vacuum", "backup", "no_backup"),
         long_running=True,
         writes=True,
-        summary="Remove junk conversations by class (dry run unless --apply; backup first).",
+        summary="Remove junk conversations by class (dry run unless --apply; under a change backup).",
         help=(
             "Remove junk conversations by class (archived subagents, cron sessions, keyless subagent "
             "contexts).\n\n"
-            "Dry run by default; --apply backs up first and deletes in batches of ~25 ms of write "
-            "lock (the agent keeps writing)."
+            "Dry run by default; --apply deletes in batches of ~25 ms of write lock (the agent keeps "
+            "writing), under a change backup of the deleted rows (--backup full: a copy of the whole "
+            "database first)."
         ),
         example="lcm doctor clean --class cron_sessions --apply --vacuum",
         param_help={
@@ -488,6 +498,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "max_files",
             "apply",
             "verify",
+            "backup",
             "keep",
             "json",
             "verbose",
@@ -507,8 +518,8 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "file": "Import this transcript; repeatable.",
             "apply": (
-                "Write: back up the database if anything would be imported, then import (one "
-                "transaction per file)."
+                "Write: import (one transaction per file) under a change backup of the rows added, "
+                "when anything would be imported."
             ),
             "keep": "With --apply, afterwards keep only the newest N `migrate-sessions` backups.",
         },
@@ -530,12 +541,16 @@ OPERATIONS: dict[str, OpSpec] = {
             "out": "Where to write the copy (default: beside the database, timestamped).",
             "keep": "Afterwards keep only the newest N `backup` backups.",
         },
+        outputs={"out": "file"},
         render=_BACKUP,
     ),
     "backup.list": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
-        summary="Backups beside the database, newest first.",
-        help="Backups beside the database, newest first, with their manifest status.",
+        summary="Backups beside the database (copies and change backups), newest first.",
+        help=(
+            "Backups beside the database, newest first, with their manifest status: copies of the "
+            "database (*.bak) and change backups (*.changes.jsonl.gz, kind changes, with their rows)."
+        ),
         example="lcm backup list --format table",
         render=_BACKUP,
         items="backups",
@@ -544,7 +559,11 @@ OPERATIONS: dict[str, OpSpec] = {
         "lcm_cli.engine.maintenance.backup_ops",
         args=("path",),
         summary="Re-check a backup against its manifest (size, sha256, integrity, row counts).",
-        help="Re-check a backup against its manifest: size, sha256, integrity and row counts.",
+        help=(
+            "Re-check a backup against its manifest: size, sha256, integrity and row counts.\n\n"
+            "A change backup (*.changes.jsonl.gz) is read end to end: gzip, header, the content sha256 "
+            "and counts of its trailer, its manifest, and that it was taken of this database."
+        ),
         example="lcm backup verify ~/.openclaw/lcm.db.backup-20260710T123456789Z-k3x9q2.bak",
         param_help={
             "path": "The backup file.",
@@ -556,13 +575,22 @@ OPERATIONS: dict[str, OpSpec] = {
         ("apply", "force"),
         args=("path",),
         writes=True,
-        summary="Restore lcm.db from a verified backup (dry run unless --apply).",
-        help="Replace lcm.db with a verified backup; the replaced file is kept as a backup.",
+        summary="Restore lcm.db from a verified backup, or undo a change backup (dry run unless --apply).",
+        help=(
+            "Replace lcm.db with a verified backup; the replaced file is kept as a backup.\n\n"
+            "Given a change backup (*.changes.jsonl.gz), undo the command it was taken for instead: "
+            "the rows it inserted are deleted, those it updated or deleted put back, each only while "
+            "it still holds what the command left (anything else is a conflict, never overwritten: "
+            "RESTORE_CONFLICT). The host may keep running; the undo is itself under a change backup."
+        ),
         example="lcm backup restore ~/.openclaw/lcm.db.backup-20260710T123456789Z-k3x9q2.bak --apply",
         param_help={
-            "path": "The backup file.",
-            "apply": "Really replace the database (dry run otherwise).",
-            "force": "Restore even while another process has the database open.",
+            "path": "The backup file: a copy (*.bak) or a change backup (*.changes.jsonl.gz).",
+            "apply": "Really restore (dry run otherwise).",
+            "force": (
+                "A copy: restore even while another process has the database open. A change backup: "
+                "restore every row without a conflict, and list the ones skipped."
+            ),
         },
         render=_BACKUP,
     ),
@@ -593,6 +621,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "out": "Archive file (default: beside the database, timestamped).",
         },
+        outputs={"out": "file"},
         render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
     ),
     "vacuum": OpSpec(
@@ -719,6 +748,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={
             "out": "Write here (must not exist); default: the document on stdout.",
         },
+        outputs={"out": "file"},
         render=_RECORDS,
     ),
     "expand.query": OpSpec(
@@ -1005,14 +1035,20 @@ OPERATIONS: dict[str, OpSpec] = {
             "Rotate a session's transcript: keep the preserved tail and current settings, drop the "
             "rest.\n\n"
             "With --apply: import what the transcript has that lcm.db lacks, leaf-compact the raw "
-            "messages outside the fresh tail, back up the database, then replace the transcript "
+            "messages outside the fresh tail, then replace the transcript "
             "atomically (the old file is kept as <path>.rotate-<stamp>.bak) and refresh the bootstrap "
-            "checkpoint so nothing is replayed. Same conversation row, nothing lost. Ignored and "
-            "stateless sessions, and sessions without LCM state, are refused."
+            "checkpoint so nothing is replayed. Same conversation row, nothing lost. Everything it "
+            "writes to lcm.db is kept in a change backup (--backup latest: the rolling rotate-latest "
+            "copy, full: a timestamped copy). Ignored and stateless sessions, and sessions without LCM "
+            "state, are refused."
         ),
         example="lcm rotate --session-key agent:main:main --apply --backup none",
         param_help={
             "apply": "Really rotate (dry run otherwise: nothing is written).",
+            "backup": (
+                "changes (default: the rows rotate changes, as they were), latest (the rolling "
+                "rotate-latest copy the reference takes), full (a timestamped copy) or none."
+            ),
             "session_file": "The session's transcript JSONL (default: the path its bootstrap checkpoint records).",
         },
         render=_RECORDS,
@@ -1056,6 +1092,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "force": "Overwrite templates that already exist.",
         },
         metavars={"out": "DIR"},
+        outputs={"out": "directory"},
     ),
     "prompts.diff": OpSpec(
         _PROMPTS,
@@ -1130,7 +1167,7 @@ DOOR_COMMANDS: dict[str, OpSpec] = {
     ),
     "browse": OpSpec(
         "lcm_cli.commands.browse",
-        ("conversation_id", "session_key", "screenshot"),
+        ("conversation_id", "session_key", "screenshot", "force"),
         opens_db=False,
         interactive=True,
         help=(
@@ -1144,7 +1181,9 @@ DOOR_COMMANDS: dict[str, OpSpec] = {
         param_help={
             "conversation_id": "Open this conversation first.",
             "session_key": "Open this session's conversation first (the active one wins).",
+            "force": "Replace the file at --screenshot if there is one (atomically).",
         },
+        outputs={"screenshot": "file"},
     ),
     "commands": OpSpec(
         "lcm_cli.commands.catalog",

@@ -122,6 +122,13 @@ def require_sqlite_file(path: str, *, not_a_database: str = "DATABASE_OPEN_FAILE
     is an empty database).
     """
     details = {"databasePath": path}
+    if "\x00" in path:  # a config's dbPath can hold one; os.stat would raise ValueError
+        raise LcmError(
+            "DATABASE_NOT_FOUND",
+            f"The database path {path!r} holds a NUL character, which no file name can. Fix dbPath "
+            "(or databasePath) in the config, or pass --db PATH.",
+            details,
+        )
     try:
         info = os.stat(path)
     except OSError:

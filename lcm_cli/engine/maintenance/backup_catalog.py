@@ -9,18 +9,22 @@ from typing import Any
 
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.files import fsync_dir, remove_quietly
+from lcm_cli.engine.maintenance.backup_change_file import SUFFIX as CHANGES_SUFFIX
+from lcm_cli.engine.maintenance.backup_change_file import read_manifest as read_change_manifest
 from lcm_cli.engine.maintenance.backup_errors import backup_failed
 from lcm_cli.engine.maintenance.backup_manifest import manifest_path_for, read_manifest
 from lcm_cli.engine.maintenance.backup_names import iso_ms, normalize_label, parse_name, stamp_to_iso
 
 
 def list_backups(db_path: str) -> list[dict[str, Any]]:
-    """Backups beside the database (``<db name>.*.bak``), newest first.
+    """Backups beside the database (``<db name>.*.bak`` and ``*.changes.jsonl.gz``), newest first.
 
     Each: ``{path, name, label, kind, sizeBytes, createdAt, hasManifest,
     verifiedAtCreation, sizeMatchesManifest}``. ``kind`` is ``timestamped``, ``latest``
-    (a rolling copy) or ``other``; ``createdAt`` comes from the manifest, else the name's
-    stamp, else the file's mtime. No file is hashed: use :func:`verify_backup` for that.
+    (a rolling copy) or ``other`` for copies of the database, ``changes`` for a change
+    backup (which also has ``rows``: the rows it holds, and ``command``); ``createdAt``
+    comes from the manifest, else the name's stamp, else the file's mtime. No file is
+    hashed: use :func:`verify_backup` for that.
     """
     db_abs = os.path.abspath(db_path)
     directory, db_name = os.path.split(db_abs)
@@ -31,6 +35,13 @@ def list_backups(db_path: str) -> list[dict[str, Any]]:
         return []
     found: list[dict[str, Any]] = []
     for name in names:
+        if (
+            name.startswith(prefix)
+            and name.endswith(CHANGES_SUFFIX)
+            and len(name) > len(prefix) + len(CHANGES_SUFFIX)
+        ):
+            found.extend(_change_backup(directory, name, name[len(prefix) : -len(CHANGES_SUFFIX)]))
+            continue
         if not (name.startswith(prefix) and name.endswith(".bak")) or len(name) <= len(prefix) + 4:
             continue
         path = os.path.join(directory, name)
@@ -62,6 +73,39 @@ def list_backups(db_path: str) -> list[dict[str, Any]]:
         )
     found.sort(key=lambda item: (item["createdAt"], item["name"]), reverse=True)
     return found
+
+
+def _change_backup(directory: str, name: str, middle: str) -> list[dict[str, Any]]:
+    """A change backup's entry (none when it is not a regular file)."""
+    path = os.path.join(directory, name)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return []
+    if not stat.S_ISREG(info.st_mode):
+        return []
+    label, _kind, stamp = parse_name(middle)
+    manifest = read_change_manifest(path)
+    created = manifest.get("createdAt") if manifest else None
+    if not isinstance(created, str):
+        created = (
+            stamp_to_iso(stamp) if stamp else iso_ms(datetime.fromtimestamp(info.st_mtime, timezone.utc))
+        )
+    return [
+        {
+            "path": path,
+            "name": name,
+            "label": label,
+            "kind": "changes",
+            "sizeBytes": info.st_size,
+            "createdAt": created,
+            "hasManifest": manifest is not None,
+            "verifiedAtCreation": (manifest.get("integrity") == "ok") if manifest else None,
+            "sizeMatchesManifest": (manifest.get("sizeBytes") == info.st_size) if manifest else None,
+            "rows": manifest.get("changes") if manifest else None,
+            "command": manifest.get("command") if manifest else None,
+        }
+    ]
 
 
 def prune_backups(db_path: str, keep: int, *, label: str | None = None) -> list[str]:

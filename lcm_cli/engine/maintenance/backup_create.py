@@ -50,6 +50,7 @@ from lcm_cli.engine.core.files import (
     remove_orphans,
     remove_quietly,
 )
+from lcm_cli.engine.core.outputs import Protected, output_target, protected_files
 from lcm_cli.engine.db.connection import busy_timeout_ms, connect, immutable_reason
 from lcm_cli.engine.maintenance.backup_errors import backup_failed, os_error, sqlite_error
 from lcm_cli.engine.maintenance.backup_files import (
@@ -82,21 +83,29 @@ class _SourceKeptChanging(Exception):
     """Raised from the progress callback to abort a copy that keeps restarting."""
 
 
-def _resolve_destination(source: str, out: str | None, label: str, now: datetime) -> str:
+def _resolve_destination(
+    source: str, out: str | None, label: str, now: datetime, protected: Protected = ()
+) -> str:
+    """The backup's final path: ``out`` (a new file, or a folder for the default name) or beside
+    ``source``; never the database, its companions, the config (``protected``) or a manifest."""
     if out is None:
         return default_backup_path(source, label, now)
     target = os.path.abspath(os.path.expanduser(out))
     if os.path.isdir(target):
-        name = os.path.basename(default_backup_path(source, label, now))
-        return os.path.join(target, name)
-    if os.path.lexists(target):
-        raise LcmError(
+        target = os.path.join(target, os.path.basename(default_backup_path(source, label, now)))
+
+    def exists(path: str) -> LcmError:
+        return LcmError(
             "BACKUP_TARGET_EXISTS",
-            f"{target} already exists; lcm never overwrites a backup. Pass another --out PATH, "
+            f"{path} already exists; lcm never overwrites a backup. Pass another --out PATH, "
             "or omit --out for a timestamped name beside the database.",
-            {"backupPath": target},
+            {"backupPath": path},
         )
-    return target
+
+    final = output_target(target, protected=[*protected_files(source, ""), *protected], exists=exists).path
+    if os.path.lexists(manifest_path_for(final)):  # its manifest would replace another backup's
+        raise exists(final)
+    return final
 
 
 class _Source:
@@ -248,11 +257,13 @@ def create_backup(
     pages_per_step: int = DEFAULT_PAGES_PER_STEP,
     sleep_ms: float = 0.0,
     progress: Progress | None = None,
+    protected: Protected = (),
 ) -> dict[str, Any]:
     """Copy a live database consistently, check the copy, and write its manifest beside it.
 
     ``out``: the backup file (refused if it exists) or an existing directory to put a
-    default-named backup in; default beside the database. ``pages_per_step``: pages per
+    default-named backup in; default beside the database. ``protected``: files ``out``
+    must not name besides the database (``Context.protected_files``: the config). ``pages_per_step``: pages per
     backup step (-1 = all at once). ``sleep_ms``: pause between steps. ``progress(done,
     total)`` is called after every step, in pages. Returns ``{backupPath, manifestPath}``
     plus every manifest field.
@@ -267,7 +278,7 @@ def create_backup(
         raise invalid_argument("sleep_ms must be 0 or more.", {"sleepMs": sleep_ms})
     now = datetime.now(timezone.utc)
     source, info = check_source(db_path)
-    final = _resolve_destination(source, out, label, now)
+    final = _resolve_destination(source, out, label, now, protected)
     directory = os.path.dirname(final)
     check_directory(directory)
     wal_bytes = size_or_zero(source + "-wal")

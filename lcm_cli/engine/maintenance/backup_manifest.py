@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
 from lcm_cli.engine.core.held_files import open_input_text
+from lcm_cli.engine.core.limits import loads_bounded
+from lcm_cli.engine.core.outputs import MANIFEST_SUFFIX
 
 MANIFEST_VERSION = 1
-MANIFEST_SUFFIX = ".manifest.json"
 
 # Shadow tables of the virtual-table modules lcm.db may use (FTS5, FTS3/4, R*Tree).
 _SHADOW_SUFFIXES = (
@@ -66,7 +66,7 @@ def read_manifest(backup_path: str) -> tuple[dict[str, Any] | None, str]:
     """(manifest, state) where state is ``present``, ``missing`` or ``unreadable: why``."""
     try:
         with open_input_text(manifest_path_for(backup_path)) as handle:
-            data = json.load(handle)
+            data = loads_bounded(handle.read())
     except FileNotFoundError:
         return None, "missing"
     except (OSError, ValueError) as exc:

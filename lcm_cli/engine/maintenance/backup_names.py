@@ -4,7 +4,8 @@ Names (compat/operations.md §2.1)
     ``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` with the label normalized,
     ``stamp`` like ``20260710T123456789Z`` and 6 base-36 random characters; the manifest
     is ``<backup>.manifest.json``. :func:`list_backups` also understands the plugin's
-    rolling ``<db>.<label>-latest.bak`` and the importer's ``<db>.migrate-sessions-<stamp>.bak``.
+    rolling ``<db>.<label>-latest.bak``, the importer's ``<db>.migrate-sessions-<stamp>.bak``
+    and change backups, ``<db>.<label>-<stamp>-<rand>.changes.jsonl.gz``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ def default_backup_path(db_path: str, label: str = "backup", now: datetime | Non
     """``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` (compat/operations.md §2.1)."""
     db_abs = os.path.abspath(db_path)
     name = f"{os.path.basename(db_abs)}.{normalize_label(label)}-{backup_stamp(now)}-{_rand6()}.bak"
+    return os.path.join(os.path.dirname(db_abs), name)
+
+
+def change_backup_path(db_path: str, label: str, now: datetime | None = None) -> str:
+    """``<db dir>/<db file name>.<label>-<stamp>-<rand>.changes.jsonl.gz``: a change backup."""
+    db_abs = os.path.abspath(db_path)
+    name = (
+        f"{os.path.basename(db_abs)}.{normalize_label(label)}-{backup_stamp(now)}-{_rand6()}.changes.jsonl.gz"
+    )
     return os.path.join(os.path.dirname(db_abs), name)
 
 

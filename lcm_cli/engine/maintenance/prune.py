@@ -33,8 +33,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.files import atomic_write, atomic_writer, hash_file, private_mode, remove_orphans
+from lcm_cli.engine.core.files import atomic_write, hash_file, private_mode, remove_orphans
 from lcm_cli.engine.core.held_files import open_input, open_input_text
+from lcm_cli.engine.core.limits import loads_bounded
+from lcm_cli.engine.core.outputs import MANIFEST_SUFFIX, OutputTarget, Protected, output_target
 from lcm_cli.engine.db import steps
 from lcm_cli.engine.db.store.messages import fts_message_text
 
@@ -190,24 +192,36 @@ def _line(value: Any) -> bytes:
 
 def manifest_path_for(archive: str) -> str:
     """Where an archive's manifest lives."""
-    return archive + ".manifest.json"
+    return archive + MANIFEST_SUFFIX
+
+
+def _archive_exists(path: str) -> LcmError:
+    return LcmError(
+        "BACKUP_TARGET_EXISTS", f"{path} already exists; choose another --out.", {"archivePath": path}
+    )
+
+
+def archive_target(path: str, protected: Protected) -> OutputTarget:
+    """The checked archive path: a new file, not the database or config (``protected``), and
+    without a manifest beside it that writing the archive's own would replace."""
+    target = output_target(path, protected=protected, exists=_archive_exists)
+    if os.path.lexists(manifest_path_for(target.path)):
+        raise _archive_exists(target.path)
+    return target
 
 
 def write_archive(
     conn: sqlite3.Connection,
     conversation_ids: Sequence[int],
-    path: str,
+    target: OutputTarget,
     *,
     database_path: str,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Write every row of the staged conversations to ``path`` (temp file, fsync, rename) and
-    its manifest. Call :func:`stage_ids` first, inside the transaction that will delete them,
-    so the archive holds exactly what gets deleted."""
-    if os.path.lexists(path):
-        raise LcmError(
-            "BACKUP_TARGET_EXISTS", f"{path} already exists; choose another --out.", {"archivePath": path}
-        )
+    """Write every row of the staged conversations to ``target`` (:func:`archive_target`;
+    temp file, fsync, link) and its manifest. Call :func:`stage_ids` first, inside the
+    transaction that will delete them, so the archive holds exactly what gets deleted."""
+    path = target.path
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
         raise LcmError(
@@ -230,31 +244,26 @@ def write_archive(
     # exclusively under an unpredictable temp name, then linked to ``path`` (never over a file).
     mode = _derived_mode(database_path)
     remove_orphans(directory)
-    try:
-        with atomic_writer(path, mode=mode, replace=False) as raw:
-            # Level 1: several times faster than the default and within ~15% of its size on text.
-            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as out:
+    with target.writer(mode=mode) as raw:
+        # Level 1: several times faster than the default and within ~15% of its size on text.
+        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as out:
 
-                def emit(chunk: bytes) -> None:
-                    digest.update(chunk)
-                    out.write(chunk)
+            def emit(chunk: bytes) -> None:
+                digest.update(chunk)
+                out.write(chunk)
 
-                emit(_line(header))
-                written = 0
-                for table, where in archived_tables(conn):
-                    cursor = conn.execute(f"SELECT * FROM {table} WHERE {where}")
-                    emit(_line({"table": table, "columns": [d[0] for d in cursor.description]}))
-                    while rows := cursor.fetchmany(2000):
-                        emit(("\n".join(map(encode, rows)) + "\n").encode("utf-8"))
-                        counts[table] = counts.get(table, 0) + len(rows)
-                        written += len(rows)
-                        if progress is not None:
-                            progress(written)
-                out.write(_line({"trailer": True, "rows": counts, "sha256": digest.hexdigest()}))
-    except FileExistsError:
-        raise LcmError(
-            "BACKUP_TARGET_EXISTS", f"{path} already exists; choose another --out.", {"archivePath": path}
-        ) from None
+            emit(_line(header))
+            written = 0
+            for table, where in archived_tables(conn):
+                cursor = conn.execute(f"SELECT * FROM {table} WHERE {where}")
+                emit(_line({"table": table, "columns": [d[0] for d in cursor.description]}))
+                while rows := cursor.fetchmany(2000):
+                    emit(("\n".join(map(encode, rows)) + "\n").encode("utf-8"))
+                    counts[table] = counts.get(table, 0) + len(rows)
+                    written += len(rows)
+                    if progress is not None:
+                        progress(written)
+            out.write(_line({"trailer": True, "rows": counts, "sha256": digest.hexdigest()}))
     size, sha = hash_file(path)
     manifest = {
         "format": FORMAT,
@@ -296,9 +305,9 @@ def read_archive(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
         columns: list[str] = []
         for raw in handle:
             if raw.startswith(b"["):
-                yield table, {c: _decode(v) for c, v in zip(columns, json.loads(raw))}
+                yield table, {c: _decode(v) for c, v in zip(columns, loads_bounded(raw))}
                 continue
-            entry = json.loads(raw)
+            entry = loads_bounded(raw)
             if entry.get("trailer"):
                 return
             table, columns = entry["table"], entry["columns"]
@@ -312,6 +321,11 @@ def verify_archive(path: str) -> dict[str, Any]:
             f"No archive at {path}. Archives are written by `lcm prune --apply`.",
             {"archivePath": path},
         )
+    from lcm_cli.engine.maintenance.backup_change_file import sniff_kind, wrong_kind
+
+    kind = sniff_kind(path)
+    if kind in ("changes", "full"):
+        raise wrong_kind(path, kind, "prune-archive")  # not damaged: another kind of backup
     digest = hashlib.sha256()
     counts: dict[str, int] = {}
     header: dict[str, Any] | None = None
@@ -328,7 +342,7 @@ def verify_archive(path: str) -> dict[str, Any]:
                     counts[table] = counts.get(table, 0) + 1
                     digest.update(raw)
                     continue
-                entry = json.loads(raw)
+                entry = loads_bounded(raw)
                 if header is None:
                     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
                         raise _corrupt(path, "not an lcm prune archive")
@@ -354,7 +368,7 @@ def verify_archive(path: str) -> dict[str, Any]:
     if os.path.exists(manifest_path):
         try:
             with open_input_text(manifest_path) as handle:
-                manifest = json.load(handle)
+                manifest = loads_bounded(handle.read())
         except (OSError, ValueError):
             raise _corrupt(path, "manifest unreadable") from None
         size, sha = hash_file(path)

@@ -213,6 +213,9 @@ def _fingerprint(conn: sqlite3.Connection) -> dict[str, int]:
 def prune_conversations(ctx: Context, req: Request) -> Result:
     """Select, archive, verify, delete in bounded batches, optionally give the space back."""
     now_ms = int(time.time() * 1000)
+    # Checked before the dry run too, so a refused --out is said at once.
+    out = req[OUT]
+    target = prune.archive_target(out, ctx.protected_files()) if out else None
     candidates, facts = select_candidates(ctx, req, now_ms)
     ids = [c["conversationId"] for c in candidates]
     estimate = sum(c["estimatedBytes"] for c in candidates)
@@ -229,7 +232,9 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
             data["message"] = "Dry run: nothing was written. Re-run with --apply to archive and delete these."
         return Result(data)
     ctx.close()
-    path = os.path.abspath(req[OUT] or _default_archive(ctx.database_path))
+    if target is None:
+        target = prune.archive_target(_default_archive(ctx.database_path), ctx.protected_files())
+    path = target.path
     started = time.perf_counter()
     try:
         conn = _open_writer(ctx.database_path, ctx.timeout_ms)
@@ -248,7 +253,7 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
             archive = prune.write_archive(
                 conn,
                 ids,
-                path,
+                target,
                 database_path=ctx.database_path,
                 progress=lambda n: ctx.report_progress("archiving", n, data["messageCount"]),
             )

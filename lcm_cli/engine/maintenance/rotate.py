@@ -13,8 +13,9 @@ host stops re-reading megabytes of history that LCM already holds. In order:
    ``lcm session bootstrap`` does), so nothing the transcript holds is lost;
 3. forced leaf-only compaction of the raw context outside the fresh tail
    (:func:`compact_outside_tail`; compat/engine.md §4.13, no condensation);
-4. the backup the user chose: the rolling ``rotate-latest`` copy (default), a full
-   timestamped one, or none;
+4. the backup the user chose: a change backup (default: every row steps 2 to 5 change in
+   lcm.db, as it was, captured while they write; ``lcm backup restore FILE --apply``
+   undoes them), the rolling ``rotate-latest`` copy, a full timestamped one, or none;
 5. in one ``BEGIN IMMEDIATE`` transaction: the rewritten transcript replaces the old one
    atomically (sibling temp file, fsync, rename, directory fsync; the old file is kept as
    ``<path>.rotate-<stamp>.bak``) and the bootstrap frontier is refreshed (§3.4), so the
@@ -39,7 +40,7 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import (
     atomic_writer,
     create_temp,
@@ -53,7 +54,7 @@ from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.params import APPLY, BACKUP, SESSION_FILE, SQLITE_MAX_INT, Request
 from lcm_cli.engine.core.registry import Result, operation
 
-BACKUP_MODES = ("latest", "full", "none")
+BACKUP_MODES = ("changes", "latest", "full", "none")
 # Reconcile-and-compact rounds while the host keeps appending to the transcript.
 MAX_SETTLE_ROUNDS = 3
 # Entry types a rotated transcript keeps; every other type (compaction, custom, label,
@@ -655,13 +656,9 @@ def _report(target: Target, transcript: Any, plan: RewritePlan, new_size: int) -
 
 
 def _backup_mode(req: Request) -> str:
-    mode = req[BACKUP] or "latest"
-    if mode not in BACKUP_MODES:
-        raise invalid_argument(
-            f"Invalid --backup value {mode!r}: expected latest (the rolling rotate-latest copy), full or none.",
-            {"value": mode},
-        )
-    return str(mode)
+    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+
+    return choose_mode(req[BACKUP], extra=("latest",))
 
 
 def _frontier_hash(conn: Any, cid: int) -> str | None:
@@ -730,25 +727,43 @@ def dry_run(ctx: Context, req: Request, session_file: str | None, mode: str) -> 
 
 def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: str) -> dict[str, Any]:
     """Reconcile, compact, back up, then rewrite the transcript and refresh the frontier."""
-    from lcm_cli.engine.assembly.fallback import bootstrap_budget
     from lcm_cli.engine.db.connection import require_sqlite_file
-    from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
-    from lcm_cli.engine.maintenance.backup_create import create_backup, create_rolling_backup
     from lcm_cli.engine.read.conversation_rows import require_lcm_tables
-    from lcm_cli.engine.session.bootstrap import bootstrap_session
-    from lcm_cli.engine.session.ingest import IngestSettings
 
     require_sqlite_file(ctx.database_path)
     require_lcm_tables(ctx)
     effective = ctx.effective
     # Every precondition is checked on the read-only connection: a refusal opens no writer.
     target = _resolve(ctx.db, req, effective, session_file, ctx.state_dir)
-    cid = target.conversation_id
     _require_header(target)
     # The transcript must be this conversation's before anything is reconciled or written.
     ownership = prove_ownership(ctx.db, target)
     remove_orphans(os.path.dirname(target.path))
     store = ctx.store()
+    if mode != "changes":
+        return _rotate_writes(ctx, store, target, ownership, mode)
+    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+
+    # Everything rotate writes to lcm.db (imports, leaf summaries, context, checkpoint).
+    with capture_changes(store.conn, ctx.database_path, label="rotate", command="rotate") as capture:
+        data = _rotate_writes(ctx, store, target, ownership, mode)
+    made = capture.result or {}
+    data["backup"] = {"mode": "changes", "path": made.get("backupPath"), "rows": made.get("rows", 0)}
+    return data
+
+
+def _rotate_writes(
+    ctx: Context, store: Any, target: Target, ownership: dict[str, Any], mode: str
+) -> dict[str, Any]:
+    """Steps 2 to 5 on the write store: reconcile, compact, the copy ``mode`` asks for, rewrite."""
+    from lcm_cli.engine.assembly.fallback import bootstrap_budget
+    from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
+    from lcm_cli.engine.maintenance.backup_create import create_backup, create_rolling_backup
+    from lcm_cli.engine.session.bootstrap import bootstrap_session
+    from lcm_cli.engine.session.ingest import IngestSettings
+
+    effective = ctx.effective
+    cid = target.conversation_id
     settings = IngestSettings.from_config(effective)
     reconciled: dict[str, Any] = {}
     compaction: dict[str, Any] = {}

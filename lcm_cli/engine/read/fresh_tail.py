@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: The largest integer SQLite binds; any larger count means "all of them".
+SQL_MAX_INT = 2**63 - 1
+
+
 def tail_limits(effective: Mapping[str, Any], count_override: int | None = None) -> tuple[int, int | None]:
     """``(count, max_tokens)`` from the effective config, ``--count`` replacing the count."""
     if count_override is not None:
@@ -26,6 +30,8 @@ def tail_limits(effective: Mapping[str, Any], count_override: int | None = None)
         count = max(0, math.floor(raw)) if raw is not None else 0
     cap = _finite(effective.get("freshTailMaxTokens"))
     max_tokens = math.floor(cap) if cap is not None and cap >= 0 else None
+    # A stored 1e300 is a valid number meaning "every message": SQLite's LIMIT takes 64 bits.
+    count = min(count, SQL_MAX_INT)
     return count, max_tokens
 
 

@@ -8,14 +8,12 @@ where to continue.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lcm_cli.engine.core.cursor import pack, unpack
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.tokens import estimate_tokens
 
 #: What a budget report with its continuation cursors costs, at most: reserved up front so
@@ -91,8 +89,7 @@ def encode_offset_cursor(resource: str, item_id: str, offset: int, char: int = 0
     payload: dict[str, Any] = {"v": 1, "resource": resource, "id": item_id, "offset": offset}
     if char:
         payload["char"] = char
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return pack(payload)
 
 
 def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, int]:
@@ -103,8 +100,8 @@ def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, i
         "the same id unchanged, or omit --cursor to start at the beginning.",
     )
     try:
-        payload = loads_bounded(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8"))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        payload = unpack(text)
+    except ValueError:
         raise invalid from None
     if (
         not isinstance(payload, dict)

@@ -12,12 +12,12 @@ No database transaction is open while the model is called (reads are autocommit)
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import invalid_argument
+from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.params import MAX_TOKENS, QUERY, SUMMARY_ID, TIMEOUT_MS, TOKEN_CAP, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
@@ -218,7 +218,7 @@ def _parse_reply(raw: str, evidence: list[dict[str, Any]]) -> tuple[str, list[st
     match = _JSON_BLOCK.search(raw)
     if match:
         try:
-            parsed = json.loads(match.group(0))
+            parsed = loads_bounded(match.group(0))
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and isinstance(parsed.get("answer"), str) and parsed["answer"].strip():

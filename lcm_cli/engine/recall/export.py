@@ -20,12 +20,16 @@ import re
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import EXPORT_FORMATS, INCLUDE_SUMMARIES, OUT, TO, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of
 from lcm_cli.engine.recall.scope import choice
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.core.outputs import OutputTarget
 
 BATCH = 1_000
 _ROLE_OUT = {"tool": "toolResult"}
@@ -269,9 +273,11 @@ def export(ctx: Context, req: Request) -> Result:
     writer = _write_jsonl if fmt == "jsonl" else _write_markdown
     data: dict[str, Any] = {"conversation": identity_of(conv), "format": fmt}
     if out_path:
-        target = os.path.abspath(os.path.expanduser(out_path))
+        from lcm_cli.engine.core.outputs import output_target
+
+        target = output_target(out_path, protected=ctx.protected_files(), exists=_target_exists)
         sink = _write_file(ctx, conv, target, writer, with_summaries)
-        data.update({"path": target, **sink})
+        data.update({"path": target.path, **sink})
         return Result(data)
     buffer = io.StringIO() if ctx.stream is None else None
     counting = _Counting(buffer if buffer is not None else ctx.stream)  # type: ignore[arg-type]
@@ -299,37 +305,35 @@ def _export_mode(ctx: Context) -> int:
         return private_mode()
 
 
-def _write_file(ctx: Context, conv: Any, target: str, writer: Any, with_summaries: bool) -> dict[str, Any]:
-    """Write to a sibling temp file, fsync, then rename into place (never over a file)."""
-    from lcm_cli.engine.core.files import atomic_writer, remove_orphans
+def _target_exists(target: str) -> LcmError:
+    return LcmError(
+        "EXPORT_TARGET_EXISTS",
+        f"{target} already exists; choose another --out path or remove it first.",
+        {"path": target},
+    )
 
-    if os.path.lexists(target):
-        raise LcmError(
-            "EXPORT_TARGET_EXISTS",
-            f"{target} already exists; choose another --out path or remove it first.",
-            {"path": target},
-        )
-    directory = os.path.dirname(os.path.abspath(target))
+
+def _write_file(
+    ctx: Context, conv: Any, target: OutputTarget, writer: Any, with_summaries: bool
+) -> dict[str, Any]:
+    """Write to a sibling temp file, fsync, then link into place (never over a file)."""
+    from lcm_cli.engine.core.files import remove_orphans
+
+    directory = os.path.dirname(target.path)
     remove_orphans(directory)
     try:
         # Private like the database it comes from; linked into place, never over a file.
-        with atomic_writer(target, mode=_export_mode(ctx), replace=False) as raw:
+        with target.writer(mode=_export_mode(ctx)) as raw:
             handle = io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=True)
             counting = _Counting(handle)
             messages, summaries = writer(ctx, conv, counting, with_summaries)
             handle.flush()
             handle.detach()
-    except FileExistsError:
-        raise LcmError(
-            "EXPORT_TARGET_EXISTS",
-            f"{target} already exists; choose another --out path or remove it first.",
-            {"path": target},
-        ) from None
     except OSError as exc:
         raise LcmError(
             "EXPORT_WRITE_FAILED",
-            f"Could not write {target}: {exc.strerror or exc}. Check the directory exists and is writable.",
-            {"path": target},
+            f"Could not write {target.path}: {exc.strerror or exc}. Check the directory exists and is writable.",
+            {"path": target.path},
         ) from None
     return {
         "messages": messages,

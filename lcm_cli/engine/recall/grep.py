@@ -9,8 +9,6 @@ scan cap or the deadline. Pages continue with a keyset cursor per source.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import heapq
 import itertools
 import json
@@ -22,9 +20,9 @@ from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
+from lcm_cli.engine.core.cursor import pack, unpack
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.held_files import open_input
-from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.params import DEADLINE_MS, FILE_ID, MODE, SCOPE, SORT, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.recall import fts_query as fq
@@ -240,9 +238,7 @@ def _fingerprint(
 
 
 def _encode_cursor(state: dict[str, Any]) -> str:
-    payload = {"v": 1, "resource": "grep", **state}
-    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return pack({"v": 1, "resource": "grep", **state})
 
 
 def _decode_cursor(text: str, fingerprint: str) -> dict[str, Any]:
@@ -252,9 +248,8 @@ def _decode_cursor(text: str, fingerprint: str) -> dict[str, Any]:
         "(same pattern, mode, scope, sort, selector and time filters) unchanged.",
     )
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        payload = loads_bounded(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        payload = unpack(text)
+    except ValueError:
         raise invalid from None
     if (
         not isinstance(payload, dict)

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.held_files import open_input
+from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.db.sessions import get_or_create, queue_key, session_lock
 from lcm_cli.engine.session.ingest import Batch, IngestSettings
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, archive_for_rollover, check_rollover
@@ -67,7 +68,7 @@ def _parent_session(path: str) -> bool:
             for raw in handle:
                 if raw.strip():
                     try:
-                        header = json.loads(raw)
+                        header = loads_bounded(raw)
                     except ValueError:
                         return False
                     parent = header.get("parentSession") if isinstance(header, dict) else None

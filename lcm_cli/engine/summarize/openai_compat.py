@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.summarize.base import SummarizerAuthError, SummarizerError, SummaryRequest
 from lcm_cli.engine.summarize.prompts import render_summary_prompt
 from lcm_cli.engine.summarize.sanitize import strip_reasoning
@@ -177,7 +178,7 @@ class OpenAICompatSummarizer:
         except (OSError, http.client.HTTPException) as exc:
             raise SummarizerError(f"{where} failed: {exc}") from None
         try:
-            data = json.loads(raw)
+            data = loads_bounded(raw)
         except ValueError:
             raise SummarizerError(f"{where} sent a reply that is not JSON: {raw[:80]!r}") from None
         if not isinstance(data, dict):

@@ -16,7 +16,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.files import atomic_write, fsync_dir
+from lcm_cli.engine.core.files import fsync_dir
 from lcm_cli.engine.core.params import FORCE, OUT, SOURCE_FILE, VAR, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.summarize.base import SummaryRequest
@@ -82,11 +82,6 @@ def show_prompt(ctx: Context, req: Request) -> Result:
     return Result({**_describe(template.name, ctx), "text": template.text})
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a private, exclusive temp file and a rename."""
-    atomic_write(str(path), text.encode("utf-8"))
-
-
 def _fsync_dir(folder: Path) -> None:
     # Best effort: an override folder may sit on a filesystem that cannot sync one.
     with contextlib.suppress(OSError):
@@ -97,22 +92,29 @@ def _fsync_dir(folder: Path) -> None:
 def export_prompts(ctx: Context, req: Request) -> Result:
     """Write every builtin template into the override folder (or ``--out``).
 
-    Existing files are kept unless ``--force``; each file is written atomically.
+    Existing files are kept unless ``--force``; each file is written atomically, and never
+    over the database, the config or through a symlink (:func:`output_target`).
     """
+    from lcm_cli.engine.core.outputs import output_target, refusal
+
     out = req[OUT]
     folder = Path(os.path.expanduser(out)) if out else override_dir(ctx.env)
     force = req[FORCE]
+    protected = ctx.protected_files()
     written: list[str] = []
     skipped: list[str] = []
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for name in TEMPLATE_NAMES:
-            target = folder / f"{name}{SUFFIX}"
-            if target.exists() and not force:
-                skipped.append(str(target))
+        targets = []
+        for name in TEMPLATE_NAMES:  # every file checked before the first is written
+            path = str(folder / f"{name}{SUFFIX}")
+            if not force and os.path.lexists(path) and refusal(path, protected) is None:
+                skipped.append(path)
                 continue
-            _write_atomic(target, builtin_text(name))
-            written.append(str(target))
+            targets.append((name, output_target(path, protected=protected, force=force)))
+        for name, target in targets:
+            target.write(builtin_text(name).encode("utf-8"))
+            written.append(target.path)
         _fsync_dir(folder)
     except OSError as exc:
         raise LcmError(

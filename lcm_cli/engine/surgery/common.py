@@ -1,11 +1,12 @@
-"""What every surgery shares: reading summaries, the backup taken first, and the derived
+"""What every surgery shares: reading summaries, the backup its writes take, and the derived
 columns and FTS rows a write keeps in step."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from lcm_cli.engine.context import Context
@@ -139,6 +140,36 @@ def backup_first(ctx: Context, label: str) -> str:
 
     out = f"{ctx.database_path}.{label}-{backup_stamp()}.bak"
     return str(create_backup(ctx.database_path, out=out)["backupPath"])
+
+
+class Protection:
+    """The backup a surgery's writes took: ``backupPath`` and ``backupKind`` (None: none)."""
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+        self.kind: str | None = None
+        self.rows: int | None = None
+
+
+@contextmanager
+def protected_writer(
+    ctx: Context, mode: str, label: str, command: str
+) -> Iterator[tuple[sqlite3.Connection, Protection]]:
+    """The write connection, under the backup ``--backup`` chose: a change backup of the
+    rows the block writes (``changes``), a full copy taken first (``full``), or none."""
+    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+
+    taken = Protection()
+    if mode == "full":
+        taken.path, taken.kind = backup_first(ctx, label), "full"
+    conn = writer(ctx)
+    if mode != "changes":
+        yield conn, taken
+        return
+    with capture_changes(conn, ctx.database_path, label=label, command=command) as capture:
+        yield conn, taken
+    if capture.result is not None:
+        taken.path, taken.kind, taken.rows = capture.result["backupPath"], "changes", capture.result["rows"]
 
 
 def writer(ctx: Context) -> sqlite3.Connection:

@@ -3,8 +3,8 @@
 The condensed summary's context item is replaced by its direct sources, in their
 ``summary_parents`` order, and the conversation's ordinals are renumbered 0..N-1. The
 summary itself stays as orphaned history (still readable, still linked to its sources), or
-is deleted with ``--purge``. One transaction, after a backup; the plan is re-checked
-inside it.
+is deleted with ``--purge``. One transaction, under the backup ``--backup`` chose (by
+default a change backup of the rows it changes); the plan is re-checked inside it.
 """
 
 from __future__ import annotations
@@ -14,21 +14,20 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import APPLY, PURGE, Request
+from lcm_cli.engine.core.params import APPLY, BACKUP, PURGE, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches
 from lcm_cli.engine.db.store.stamps import sqlite_timestamp
 from lcm_cli.engine.read.conversation_rows import require_lcm_tables
 from lcm_cli.engine.surgery.common import (
-    backup_first,
     context_items,
     load_summary,
+    protected_writer,
     rows,
     set_summary_fts,
     state_changed,
     summary_fts_tables,
     write_context,
-    writer,
 )
 
 BACKUP_LABEL = "summaries-dissolve"
@@ -173,15 +172,24 @@ def _apply(conn: sqlite3.Connection, plan: Plan, purge: bool) -> None:
 @operation("summaries.dissolve")
 def dissolve(ctx: Context, req: Request) -> Result:
     """Plan the dissolve (dry run), or back up and write it in one transaction."""
+    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+
+    mode = choose_mode(req[BACKUP])
     require_lcm_tables(ctx)
     (summary_id,) = req.args
     purge = req[PURGE]
     plan = Plan(ctx.db, summary_id, purge)
-    data: dict[str, Any] = {"applied": False, "purge": purge, "backupPath": None, **plan.report(ctx.db)}
+    data: dict[str, Any] = {
+        "applied": False,
+        "purge": purge,
+        "backupPath": None,
+        "backupKind": None,
+        **plan.report(ctx.db),
+    }
     if not req[APPLY]:
         data["message"] = "Dry run: nothing was written. Re-run with --apply to back up and dissolve."
         return Result(data)
-    data["backupPath"] = backup_first(ctx, BACKUP_LABEL)
-    _apply(writer(ctx), plan, purge)
-    data["applied"] = True
+    with protected_writer(ctx, mode, BACKUP_LABEL, "summaries dissolve") as (conn, taken):
+        _apply(conn, plan, purge)
+    data.update(applied=True, backupPath=taken.path, backupKind=taken.kind)
     return Result(data)

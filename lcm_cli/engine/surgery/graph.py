@@ -8,14 +8,13 @@ GRAPHVIZ_NOT_FOUND and names the two text forms instead.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.params import GRAPH_FORMATS, OUT, TO, Request
+from lcm_cli.engine.core.params import FORCE, GRAPH_FORMATS, OUT, TO, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation
 from lcm_cli.engine.recall.scope import choice
@@ -150,10 +149,17 @@ def graph(ctx: Context, req: Request) -> Result:
     data: dict[str, Any] = {"conversationId": cid, "format": fmt, "nodes": nodes, "edges": edges, "out": None}
     out = req[OUT]
     if out:
-        from lcm_cli.engine.core.files import atomic_write
+        from lcm_cli.engine.core.outputs import output_target
 
-        path = os.path.abspath(os.path.expanduser(out))
-        atomic_write(path, text.encode("utf-8"), mode=0o644)
-        data["out"] = path
+        target = output_target(out, protected=ctx.protected_files(), force=req[FORCE])
+        try:
+            target.write(text.encode("utf-8"), mode=0o644)
+        except OSError as exc:
+            raise LcmError(
+                "EXPORT_WRITE_FAILED",
+                f"Could not write {target.path}: {exc.strerror or exc}. Check the directory exists and is writable.",
+                {"path": target.path},
+            ) from None
+        data["out"] = target.path
     data["text"] = text
     return Result(data)

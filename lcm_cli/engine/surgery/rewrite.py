@@ -3,7 +3,8 @@
 Every target is summarized first, bottom-up (depth, then creation time), so a condensed
 summary is rebuilt from the new text of sources rewritten a moment earlier: that plan is
 the dry run, and exactly what ``--apply`` writes. With ``--apply`` (and something to
-change) one backup is taken, then each summary is one ``BEGIN IMMEDIATE`` that re-checks
+change) each summary is one ``BEGIN IMMEDIATE``, all under one backup (by default a change
+backup of the rows written: ``--backup``), that re-checks
 the stored text and writes content, token count and model, both FTS rows, and the
 descendant totals of every consumer. No transaction is open during a model call. A
 summarizer failure or a fallback answer leaves that summary as it was; a summary whose
@@ -18,20 +19,19 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import ALL, APPLY, CASCADE, SUMMARY_ID, Request
+from lcm_cli.engine.core.params import ALL, APPLY, BACKUP, CASCADE, SUMMARY_ID, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 from lcm_cli.engine.surgery.common import (
-    backup_first,
     bottom_up,
     consumers,
     load_summary,
+    protected_writer,
     refresh_descendant_totals,
     set_summary_fts,
     state_changed,
     summary_fts_tables,
-    writer,
 )
 from lcm_cli.engine.surgery.sources import rebuild_text, zone_of
 
@@ -177,9 +177,8 @@ def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any)
     return entries
 
 
-def _apply(ctx: Context, entries: list[dict[str, Any]], model: str) -> None:
-    """Write each planned rewrite in its own transaction, bottom-up (after the backup)."""
-    conn = writer(ctx)
+def _apply(conn: sqlite3.Connection, entries: list[dict[str, Any]], model: str) -> None:
+    """Write each planned rewrite in its own transaction, bottom-up."""
     fts = summary_fts_tables(conn)
     unwritten: set[str] = set()  # planned but not written: what was built on them is not written either
     for entry in entries:
@@ -208,8 +207,10 @@ def _apply(ctx: Context, entries: list[dict[str, Any]], model: str) -> None:
 @operation("summaries.rewrite")
 def rewrite(ctx: Context, req: Request) -> Result:
     """Plan every rewrite (the dry run); with --apply, back up once, then write them one by one."""
+    from lcm_cli.engine.maintenance.backup_changes import choose_mode
     from lcm_cli.engine.summarize.factory import build_summarizer
 
+    mode = choose_mode(req[BACKUP])
     require_lcm_tables(ctx)
     targets, cascaded = _targets(ctx, ctx.db, req)
     summarizer = build_summarizer(ctx.effective, ctx.env)
@@ -219,13 +220,14 @@ def rewrite(ctx: Context, req: Request) -> Result:
     data: dict[str, Any] = {
         "applied": False,
         "backupPath": None,
+        "backupKind": None,
         "summarizer": model,
         "cascade": req[CASCADE],
     }
     if apply and any(e["status"] == "would-rewrite" for e in entries):
-        data["backupPath"] = backup_first(ctx, BACKUP_LABEL)
-        _apply(ctx, entries, model)
-        data["applied"] = True
+        with protected_writer(ctx, mode, BACKUP_LABEL, "summaries rewrite") as (conn, taken):
+            _apply(conn, entries, model)
+        data.update(applied=True, backupPath=taken.path, backupKind=taken.kind)
     for entry in entries:
         entry.pop("row")
         entry.pop("new", None)

@@ -8,7 +8,8 @@ and times, at the end of the target's ``seq``), so no link crosses conversations
 copied roots go first in the target's context, in order, and the ordinals are renumbered.
 
 A content guard refuses a copy whose summaries the target already holds (SHA-256 of the
-content). Everything is one transaction, after a backup.
+content). Everything is one transaction, under the backup ``--backup`` chose (by default a
+change backup of the rows it adds).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import APPLY, FROM_CONVERSATION, SUMMARY_ID, TO, Request, Selector
+from lcm_cli.engine.core.params import APPLY, BACKUP, FROM_CONVERSATION, SUMMARY_ID, TO, Request, Selector
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches
 from lcm_cli.engine.db.store.ids import PartIds, new_summary_id
@@ -29,16 +30,15 @@ from lcm_cli.engine.db.store.stamps import sqlite_timestamp
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 from lcm_cli.engine.surgery.common import (
     SUMMARY_COLUMNS,
-    backup_first,
     bottom_up,
     context_items,
     load_summary,
+    protected_writer,
     rows,
     state_changed,
     subtree,
     summary_fts_tables,
     write_context,
-    writer,
 )
 
 BACKUP_LABEL = "summaries-transplant"
@@ -294,30 +294,32 @@ def _fts_usable(conn: sqlite3.Connection, table: str) -> bool:
 @operation("summaries.transplant")
 def transplant(ctx: Context, req: Request) -> Result:
     """Plan the copy (dry run), or back up and copy it in one transaction."""
+    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+
+    mode = choose_mode(req[BACKUP])
     require_lcm_tables(ctx)
     plan = Plan(ctx, ctx.db, req)
-    data: dict[str, Any] = {"applied": False, "backupPath": None, **plan.report()}
+    data: dict[str, Any] = {"applied": False, "backupPath": None, "backupKind": None, **plan.report()}
     if not req[APPLY] or not plan.summaries:
         if not req[APPLY]:
             data["message"] = "Dry run: nothing was written. Re-run with --apply to back up and copy."
         return Result(data)
-    data["backupPath"] = backup_first(ctx, BACKUP_LABEL)
-    conn = writer(ctx)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        # Re-plan inside the transaction: what the dry run read may have moved since.
-        again = Plan(ctx, conn, req)
-        if [s["summary_id"] for s in again.summaries] != [s["summary_id"] for s in plan.summaries]:
-            raise state_changed(
-                f"The summary DAG of conversation {plan.source}", {"conversationId": plan.source}
-            )
-        new_ids = _copy(conn, again)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+    with protected_writer(ctx, mode, BACKUP_LABEL, "summaries transplant") as (conn, taken):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-plan inside the transaction: what the dry run read may have moved since.
+            again = Plan(ctx, conn, req)
+            if [s["summary_id"] for s in again.summaries] != [s["summary_id"] for s in plan.summaries]:
+                raise state_changed(
+                    f"The summary DAG of conversation {plan.source}", {"conversationId": plan.source}
+                )
+            new_ids = _copy(conn, again)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
     for entry in data["summaries"]:
         entry["newSummaryId"] = new_ids[entry["summaryId"]]
-    data["applied"] = True
+    data.update(applied=True, backupPath=taken.path, backupKind=taken.kind)
     return Result(data)

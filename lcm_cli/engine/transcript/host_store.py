@@ -12,12 +12,20 @@ reads the three tables a backfill needs, never anything else:
   frame of it) with ``event_utf8_bytes`` (the decoded length).
 
 The host is live while we read: the file is opened read-only (``mode=ro`` URI,
-``query_only``) with a busy timeout, and events are read in pages of :data:`PAGE_ROWS`, each
-in its own short read transaction, so the host's commits and WAL checkpoints never wait on
-us for longer than one page. A row that cannot be decoded (torn zstd frame, wrong length,
-empty row) is yielded as an :class:`UndecodableEvent` marker, never raised: the importer
+``query_only``) with a busy timeout, and events are read in pages of at most
+:data:`PAGE_ROWS` rows and :data:`PAGE_BYTES` stored bytes, each in its own short read
+transaction, so the host's commits and WAL checkpoints never wait on us for longer than
+one page. A row that cannot be decoded (torn zstd frame, wrong length, empty row, a
+column of the wrong type, a seq that is not an integer, an event over the host's own
+cap) is yielded as an :class:`UndecodableEvent` marker, never raised: the importer
 reports it as a skipped line. Only a store that cannot be opened at all raises
 ``LcmError`` (``HOST_STORE_NOT_FOUND`` / ``HOST_STORE_UNREADABLE``).
+
+The store may be broken or hostile, so memory is bounded by the host's own limits, not by
+what a row claims: SQLite materializes no value over :data:`MAX_EVENT_BYTES`
+(``SQLITE_LIMIT_LENGTH``); a frame's declared sizes (``event_utf8_bytes`` and the frame
+header's content size) are checked before it is decompressed, and decompression stops at
+the declared size.
 
 zstd: ``compression.zstd`` on Python 3.14+, else the ``zstandard`` package; either is
 imported on the first compressed row only (start-up cost matters).
@@ -37,12 +45,23 @@ from lcm_cli.engine.db.connection import connect, database_uri
 
 STORE_NAME = "openclaw-agent.sqlite"
 PAGE_ROWS = 500
+# Stored bytes one page may hold (plus its last row): the host's 4 MiB cap times 500 rows
+# would be 2 GiB.
+PAGE_BYTES = 16 * 1024 * 1024
 BUSY_TIMEOUT_MS = 5000
 SQLITE_HEADER = b"SQLite format 3\x00"
-# The host caps one event at 4 MiB (a CHECK on the table); a larger claim is torn.
+# The host caps one event at 4 MiB (a CHECK on the table); a larger claim is torn. Also the
+# most one stored value (event_json, event_zstd) may hold.
 MAX_EVENT_BYTES = 4 * 1024 * 1024
+# A frame's window may be at most 8 MiB (2^23, above the cap): a larger one is not the host's.
+WINDOW_LOG_MAX = 23
+# Rows whose seq is not an integer (no host writes one) named one by one in a report.
+MAX_BAD_SEQ_LABELS = 100
 
-_Decoder = Callable[[bytes, int], bytes]
+_Decoder = Callable[[bytes, int], "bytes | UndecodableEvent"]
+# How a report names an event: its seq, or for a row whose seq is not an integer, the
+# stored value when short (a real, a text), else None.
+SeqLabel = int | float | str | None
 _decoder: _Decoder | None = None
 
 
@@ -61,8 +80,9 @@ class UndecodableEvent(str):
     """The marker :func:`iter_events` yields for a row it cannot decode.
 
     It is a ``str`` (a line no JSON parser accepts, so a transcript reader skips it) that
-    also carries the stable ``reason``: ``zstd_corrupt``, ``size_mismatch``, ``not_utf8``
-    or ``empty_event``.
+    also carries the stable ``reason``: ``zstd_corrupt``, ``size_mismatch``,
+    ``empty_event``, ``too_large`` (over the host's 4 MiB cap), ``wrong_type`` (a column
+    of another type than the host's) or ``bad_seq`` (a seq that is not an integer).
     """
 
     reason: str
@@ -74,12 +94,20 @@ class UndecodableEvent(str):
         return made
 
 
+class SkippedEvent(NamedTuple):
+    """An event of a store that was not imported, and why: ``line`` is its seq, so a
+    report reads it as it reads a :class:`~lcm_cli.engine.transcript.records.SkippedLine`."""
+
+    line: SeqLabel
+    reason: str
+
+
 class Snapshot(NamedTuple):
     """What :func:`snapshot` wrote: the file, each line's ``seq``, the undecodable rows."""
 
     path: str
-    seqs: list[int]  # line n (from 1) holds event seqs[n - 1]
-    errors: dict[int, str]  # seq -> UndecodableEvent reason
+    seqs: list[SeqLabel]  # line n (from 1) holds event seqs[n - 1]
+    errors: dict[SeqLabel, str]  # seq -> UndecodableEvent reason
     size_bytes: int
 
 
@@ -314,84 +342,234 @@ def list_archives(store: str) -> list[HostArchive]:
 
 
 def _zstd_decoder() -> _Decoder:
+    """``decode(frame, size)``: the frame's first ``size`` bytes, never more in memory.
+
+    The frame header's content size, when it has one, must be ``size`` (checked before
+    anything is decompressed), and the window may not exceed 2^:data:`WINDOW_LOG_MAX`.
+    """
     global _decoder
     if _decoder is None:
         try:
             from compression import zstd  # type: ignore[import-not-found,unused-ignore]
 
-            def decode(blob: bytes, size: int) -> bytes:
-                return bytes(zstd.decompress(blob))
+            def decode(blob: bytes, size: int) -> bytes | UndecodableEvent:
+                declared = zstd.get_frame_info(blob).decompressed_size
+                if declared is not None and declared != size:
+                    return _claims(declared, size)
+                options = {zstd.DecompressionParameter.window_log_max: WINDOW_LOG_MAX}
+                stream = zstd.ZstdDecompressor(options=options)
+                data = bytes(stream.decompress(blob, max_length=size + 1))
+                if len(data) <= size and not stream.eof:
+                    return UndecodableEvent("zstd_corrupt", "the frame does not end")
+                return data
 
         except ImportError:
             import zstandard  # type: ignore[import-not-found,unused-ignore]
 
-            def decode(blob: bytes, size: int) -> bytes:
-                # max_output_size: frames without a content size in their header.
-                return bytes(zstandard.ZstdDecompressor().decompress(blob, max_output_size=size))
+            context = zstandard.ZstdDecompressor(max_window_size=1 << WINDOW_LOG_MAX)
+
+            def decode(blob: bytes, size: int) -> bytes | UndecodableEvent:
+                declared = zstandard.frame_content_size(blob)  # -1: not in the header
+                if declared not in (-1, size):
+                    return _claims(declared, size)
+                # With a content size zstandard allocates it (checked above), else max_output_size.
+                return bytes(context.decompress(blob, max_output_size=size))
 
         _decoder = decode
     return _decoder
 
 
-def _decode_row(event_json: object, event_zstd: object, size: object) -> bytes | UndecodableEvent:
-    """One row's event JSON as UTF-8 bytes, or the marker saying why not."""
-    if isinstance(event_json, bytes):
+def _claims(declared: int, size: int) -> UndecodableEvent:
+    return UndecodableEvent(
+        "size_mismatch", f"the frame header says {declared} bytes, event_utf8_bytes says {size}"
+    )
+
+
+# One page of events: their types, and a payload only where its type and size are the host's.
+_COLUMNS = f"""seq, typeof(event_json), typeof(event_zstd), typeof(event_utf8_bytes),
+    CASE WHEN typeof(event_utf8_bytes) = 'integer' THEN event_utf8_bytes END,
+    CASE WHEN typeof(event_zstd) = 'blob' THEN length(event_zstd) END,
+    CASE WHEN typeof(event_json) = 'text' THEN event_json END,
+    CASE WHEN typeof(event_json) = 'null' AND typeof(event_zstd) = 'blob'
+         AND length(event_zstd) <= {MAX_EVENT_BYTES} THEN event_zstd END"""
+
+
+def _decode_row(row: tuple[object, ...]) -> bytes | UndecodableEvent:
+    """One row of :data:`_COLUMNS` as the event's UTF-8 bytes, or the marker saying why not."""
+    _, json_type, zstd_type, size_type, size, zstd_length, event_json, event_zstd = row
+    json_type, zstd_type, size_type = (_text(t) for t in (json_type, zstd_type, size_type))
+    if json_type == "text" and isinstance(event_json, bytes):
+        if len(event_json) > MAX_EVENT_BYTES:  # only without SQLite's length limit (3.10)
+            return UndecodableEvent("too_large", f"event_json of {len(event_json)} bytes")
         return event_json
-    if isinstance(event_json, str):  # pragma: no cover - text_factory is bytes
-        return event_json.encode("utf-8", "surrogatepass")
-    if not isinstance(event_zstd, bytes) or not event_zstd:
+    if json_type != "null":
+        return UndecodableEvent("wrong_type", f"event_json is {json_type}, not text")
+    if zstd_type == "null" or zstd_length == 0:
         return UndecodableEvent("empty_event", "neither event_json nor event_zstd")
-    if not isinstance(size, int) or not 0 < size <= MAX_EVENT_BYTES:
+    if zstd_type != "blob":
+        return UndecodableEvent("wrong_type", f"event_zstd is {zstd_type}, not blob")
+    if size_type not in ("integer", "null"):
+        return UndecodableEvent("wrong_type", f"event_utf8_bytes is {size_type}, not integer")
+    if not isinstance(size, int) or size <= 0:
         return UndecodableEvent("size_mismatch", f"event_utf8_bytes is {size!r}")
+    if size > MAX_EVENT_BYTES or not isinstance(event_zstd, bytes):
+        return UndecodableEvent(
+            "too_large",
+            f"event_utf8_bytes {size}, frame {zstd_length} bytes; the host's cap is {MAX_EVENT_BYTES}",
+        )
     try:
         data = _zstd_decoder()(event_zstd, size)
     except Exception as exc:  # noqa: BLE001 - every codec failure is a torn row
         return UndecodableEvent("zstd_corrupt", str(exc))
+    if isinstance(data, UndecodableEvent):
+        return data
     if len(data) != size:
         return UndecodableEvent("size_mismatch", f"decoded {len(data)} bytes, event_utf8_bytes says {size}")
     return data
 
 
+class _Page(NamedTuple):
+    rows: list[tuple[object, ...]]
+    more: bool  # cut by PAGE_ROWS or PAGE_BYTES: rows may follow
+    too_big: bool  # a row after the last one has a value over SQLite's length limit
+
+
+def _page(conn: sqlite3.Connection, session_id: str, after: int | None, before_seq: int | None) -> _Page:
+    """The next rows with an integer seq after ``after``: at most :data:`PAGE_ROWS` rows and
+    :data:`PAGE_BYTES` stored bytes (plus the row that crosses it)."""
+    where = "session_id = ? AND typeof(seq) = 'integer'"
+    params: list[object] = [session_id]
+    if after is not None:
+        where += " AND seq > ?"
+        params.append(after)
+    if before_seq is not None:
+        where += " AND seq < ?"
+        params.append(before_seq)
+    rows: list[tuple[object, ...]] = []
+    held = 0
+    cursor = conn.cursor()
+    try:
+        # Autocommit: the page is its own read transaction, ended when the cursor closes.
+        # execute() already steps to the first row, so it too may hit the length limit.
+        cursor.execute(
+            f"SELECT {_COLUMNS} FROM transcript_events WHERE {where} ORDER BY seq LIMIT {PAGE_ROWS}", params
+        )
+        for row in cursor:
+            rows.append(row)
+            held += sum(len(v) for v in row[6:] if isinstance(v, bytes))
+            if held >= PAGE_BYTES:
+                return _Page(rows, True, False)
+    except sqlite3.DataError:  # "string or blob too big": SQLITE_LIMIT_LENGTH
+        return _Page(rows, True, True)
+    finally:
+        cursor.close()
+    return _Page(rows, len(rows) == PAGE_ROWS, False)
+
+
+def _next_row(
+    conn: sqlite3.Connection, session_id: str, after: int | None
+) -> tuple[int, tuple[object, ...] | None] | None:
+    """The first row with an integer seq after ``after``, alone: its seq and its columns,
+    or None for them when a value is over SQLite's length limit (None: no such row).
+
+    A page's cursor reads one row ahead, so the row that hit the limit is found here.
+    """
+    where = "session_id = ? AND typeof(seq) = 'integer'" + (" AND seq > ?" if after is not None else "")
+    params = (session_id,) if after is None else (session_id, after)
+    found = conn.execute(
+        f"SELECT seq FROM transcript_events WHERE {where} ORDER BY seq LIMIT 1", params
+    ).fetchone()
+    if found is None:
+        return None
+    seq = int(found[0])
+    try:
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM transcript_events WHERE session_id = ? AND seq = ?", (session_id, seq)
+        ).fetchone()
+    except sqlite3.DataError:
+        return seq, None
+    return seq, row
+
+
+def _bad_seqs(conn: sqlite3.Connection, session_id: str) -> Iterator[tuple[SeqLabel, UndecodableEvent]]:
+    """A ``bad_seq`` marker for each row whose seq is not an integer; the first
+    :data:`MAX_BAD_SEQ_LABELS` named by their (short) seq value."""
+    where = "session_id = ? AND typeof(seq) != 'integer'"
+    count = int(
+        conn.execute(f"SELECT COUNT(*) FROM transcript_events WHERE {where}", (session_id,)).fetchone()[0]
+    )
+    if not count:
+        return
+    try:
+        labels = conn.execute(
+            f"""SELECT typeof(seq), CASE WHEN typeof(seq) = 'real' THEN seq
+                   WHEN typeof(seq) = 'text' AND length(seq) <= 40 THEN seq END
+                FROM transcript_events WHERE {where} ORDER BY seq LIMIT {MAX_BAD_SEQ_LABELS}""",
+            (session_id,),
+        ).fetchall()
+    except sqlite3.DataError:
+        labels = []
+    for index in range(count):
+        kind, value = labels[index] if index < len(labels) else (b"", None)
+        label: SeqLabel = (
+            _text(value) if isinstance(value, bytes) else value if isinstance(value, float) else None
+        )
+        yield label, UndecodableEvent("bad_seq", f"seq is {_text(kind) or 'not an integer'}")
+
+
 def _iter_raw(
     store: str, session_id: str, before_seq: int | None = None
-) -> Iterator[tuple[int, bytes | UndecodableEvent]]:
+) -> Iterator[tuple[SeqLabel, bytes | UndecodableEvent]]:
     path = os.path.abspath(store)
     conn = open_store(path)
+    # No value over the host's cap is ever materialized, whatever a row claims (Python
+    # 3.11+; on 3.10 an over-cap event_json is read, then refused by _decode_row).
+    if hasattr(conn, "setlimit"):
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_EVENT_BYTES)
     try:
         last: int | None = None
         while True:
             try:
-                # Autocommit: each page is its own read transaction, ended by fetchall().
-                if last is None:
-                    rows = conn.execute(
-                        """SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events
-                           WHERE session_id = ? ORDER BY seq LIMIT ?""",
-                        (session_id, PAGE_ROWS),
-                    ).fetchall()
-                else:
-                    rows = conn.execute(
-                        """SELECT seq, event_json, event_zstd, event_utf8_bytes FROM transcript_events
-                           WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?""",
-                        (session_id, last, PAGE_ROWS),
-                    ).fetchall()
+                page = _page(conn, session_id, last, before_seq)
             except sqlite3.Error as exc:
                 raise _unreadable(path, str(exc)) from None
-            for seq, event_json, event_zstd, size in rows:
-                if before_seq is not None and int(seq) >= before_seq:
-                    return
-                yield int(seq), _decode_row(event_json, event_zstd, size)
-            if len(rows) < PAGE_ROWS:
-                return
-            last = int(rows[-1][0])
+            for row in page.rows:
+                yield int(row[0]), _decode_row(row)  # type: ignore[call-overload]
+            if page.rows:
+                last = int(page.rows[-1][0])  # type: ignore[call-overload]
+            if page.too_big:
+                try:
+                    following = _next_row(conn, session_id, last)
+                except sqlite3.Error as exc:
+                    raise _unreadable(path, str(exc)) from None
+                if following is None or (before_seq is not None and following[0] >= before_seq):
+                    break
+                last, columns = following
+                if columns is None:
+                    yield (
+                        last,
+                        UndecodableEvent(
+                            "too_large", f"a value over the host's cap of {MAX_EVENT_BYTES} bytes"
+                        ),
+                    )
+                else:
+                    yield last, _decode_row(columns)
+            elif not page.more:
+                break
+        if before_seq is None:  # rows without an integer seq come before no turn
+            try:
+                yield from _bad_seqs(conn, session_id)
+            except sqlite3.Error as exc:
+                raise _unreadable(path, str(exc)) from None
     finally:
         conn.close()
 
 
-def iter_events(store: str, session_id: str) -> Iterator[tuple[int, str]]:
+def iter_events(store: str, session_id: str) -> Iterator[tuple[SeqLabel, str]]:
     """``(seq, event JSON text)`` of one session, in seq order.
 
     An undecodable row comes as ``(seq, UndecodableEvent)``; invalid UTF-8 is replaced
-    (U+FFFD), as a JSONL reader would.
+    (U+FFFD), as a JSONL reader would. Rows whose seq is not an integer come last.
     """
     for seq, data in _iter_raw(store, session_id):
         if isinstance(data, UndecodableEvent):
@@ -420,8 +598,8 @@ def snapshot(store: str, session_id: str, dest_dir: str, *, before_seq: int | No
             continue
     else:  # pragma: no cover - a thousand leftovers of this pid
         raise FileExistsError(os.path.join(dest_dir, f"{safe}.jsonl"))
-    seqs: list[int] = []
-    errors: dict[int, str] = {}
+    seqs: list[SeqLabel] = []
+    errors: dict[SeqLabel, str] = {}
     size = 0
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:

@@ -177,7 +177,7 @@ class Transcript:
         # as the scan parsed them, so building needs no second read; None otherwise.
         self._parsed: dict[int, tuple[dict[str, Any], str | None, str | None]] | None = None
         # Set by the importer for a host-store snapshot: line n holds the event seqs[n - 1].
-        self.seqs: list[int] | None = None
+        self.seqs: list[int | float | str | None] | None = None  # host_store.SeqLabel
 
     def drop_parsed(self) -> None:
         """Forget the kept parses (building then reads the chosen lines again)."""

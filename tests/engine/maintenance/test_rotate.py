@@ -444,7 +444,13 @@ def test_backup_modes(tmp_path: Path) -> None:
     session = seed_session(tmp_path / "oc", messages=40)
     assert _rotate(session, "--apply", "--backup", "none").code == 0
     assert _baks(session.root) == []
-    out = _rotate(session, "--apply")  # default: the rolling rotate-latest copy
+    out = _rotate(session, "--apply")  # default: a change backup of the rows rotate changed
+    assert out.code == 0, out.stderr
+    backup = out.json["data"]["backup"]
+    assert backup["mode"] == "changes" and backup["rows"] > 0
+    assert os.path.basename(backup["path"]).startswith("lcm.db.rotate-")
+    assert backup["path"].endswith(".changes.jsonl.gz") and _baks(session.root) == []
+    out = _rotate(session, "--apply", "--backup", "latest")  # the reference's rolling copy
     assert out.code == 0, out.stderr
     latest = session.root / "lcm.db.rotate-latest.bak"
     assert out.json["data"]["backup"] == {"mode": "latest", "path": str(latest)}

@@ -109,19 +109,19 @@ def test_a_failing_summarizer_leaves_the_summary_unchanged(example: Path, model:
 
 def test_nothing_to_change_takes_no_backup(example: Path) -> None:
     assert run(example, "summaries", "rewrite", "--all", "--apply").code == 0
-    assert len(list(example.glob("*.summaries-rewrite-*.bak"))) == 1
+    assert len(list(example.glob("*.summaries-rewrite-*.changes.jsonl.gz"))) == 1
     again = run(example, "summaries", "rewrite", "--all", "--cascade", "--apply")  # extractive: same text
     assert again.code == 0 and again.json["data"]["applied"] is False
     assert {e["status"] for e in again.json["data"]["summaries"]} == {"unchanged"}
-    assert len(list(example.glob("*.summaries-rewrite-*.bak"))) == 1
+    assert len(list(example.glob("*.summaries-rewrite-*.changes.jsonl.gz"))) == 1
 
 
 def test_a_source_changed_meanwhile_is_not_overwritten_nor_built_on(
     example: Path, model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lcm_cli.engine.surgery.rewrite as rewrite
+    import lcm_cli.engine.surgery.common as common
 
-    real_backup = rewrite.backup_first
+    real_backup = common.backup_first
 
     def backup_then_a_live_writer(ctx: Any, label: str) -> str:
         path = real_backup(ctx, label)
@@ -129,8 +129,10 @@ def test_a_source_changed_meanwhile_is_not_overwritten_nor_built_on(
             conn.execute("UPDATE summaries SET content = 'host text' WHERE summary_id = ?", (LEAF_A,))
         return path
 
-    monkeypatch.setattr(rewrite, "backup_first", backup_then_a_live_writer)
-    done = run(example, "summaries", "rewrite", "--summary-id", LEAF_A, "--cascade", "--apply")
+    monkeypatch.setattr(common, "backup_first", backup_then_a_live_writer)
+    done = run(
+        example, "summaries", "rewrite", "--summary-id", LEAF_A, "--cascade", "--apply", "--backup", "full"
+    )
     assert done.code == 1
     assert [(e["summaryId"], e["status"], e["reason"]) for e in done.json["data"]["summaries"]] == [
         (LEAF_A, "failed", "state-changed"),

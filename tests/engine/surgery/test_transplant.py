@@ -91,7 +91,8 @@ def test_the_content_guard_refuses_a_second_copy(example: Path) -> None:
     assert again.code == 2 and again.error["code"] == "TRANSPLANT_DUPLICATE"
     assert len(again.error["details"]["duplicates"]) == 3
     assert snapshot(example / "lcm.db") == before
-    assert len(list(example.glob("*.summaries-transplant-*.bak"))) == 1  # refused before its backup
+    # refused before anything was written: no second change backup
+    assert len(list(example.glob("*.summaries-transplant-*.changes.jsonl.gz"))) == 1
 
 
 def test_one_summary_with_its_subtree(example: Path) -> None:
