@@ -373,7 +373,7 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "storage.change-log",
-        "warn",
+        "info",
         "Change records a killed command left in lcm.db, not yet written to its change backup",
         storage.check_change_log,
         _apply("storage.change-log"),
@@ -384,7 +384,7 @@ CHECKS: tuple[Check, ...] = (
         finds=(
             "Rows of `lcm_change_log` whose command was killed (its pid is gone) before it wrote them "
             "to its change backup (ids: the run, `<label>-<stamp>-<rand>`; `notes`: command, start, "
-            "changes and file; `details.changes`). Until they are written, that command cannot be undone"
+            "changes and file; `details.changes`; `details.emptyRuns` counts killed runs that changed nothing). The rows are safe in lcm.db; until they are written, that command cannot be undone with `lcm backup restore`"
         ),
     ),
     Check(

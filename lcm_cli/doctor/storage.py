@@ -174,7 +174,10 @@ def check_change_log(source: ScanInput) -> Outcome:
 
     if not source.has("lcm_change_log"):
         return Outcome()
-    runs = leftover_runs(source.conn)
+    every = leftover_runs(source.conn)
+    # A run killed before it changed anything left only its start record: nothing to keep,
+    # and the next command that takes a change backup removes it.
+    runs = [item for item in every if item["changes"]]
     notes = {
         item["header"]["run"]: (
             f"`lcm {item['header'].get('command')}` (pid {item['header'].get('pid')}, gone) started "
@@ -183,7 +186,9 @@ def check_change_log(source: ScanInput) -> Outcome:
         for item in runs
     }
     return Outcome(
-        affected=sorted(notes), notes=notes, details={"changes": sum(item["changes"] for item in runs)}
+        affected=sorted(notes),
+        notes=notes,
+        details={"changes": sum(item["changes"] for item in runs), "emptyRuns": len(every) - len(runs)},
     )
 
 

@@ -371,6 +371,11 @@ ERRORS: dict[str, ErrorCode] = {
         "SQLite says the file is damaged while reading it: a malformed schema (one bad byte in `sqlite_master` is enough), a malformed page, or a header that is no longer a database's (`details: {databasePath, sqliteError}`); `lcm doctor` reports it as a `storage.quick-check` FAIL instead of failing",
         "run `lcm doctor` to see what it can still read; `lcm backup list`, then `lcm backup restore PATH --apply` with a backup taken before the damage",
     ),
+    "SUMMARY_GRAPH_DAMAGED": ErrorCode(
+        5,
+        "`summaries transplant`, `dissolve` or `rewrite`: the part of the summary graph it would touch has a cycle, a link into another conversation, a link to a summary or message that does not exist, or a summary without sources; nothing was written (`details: {command, problemCount, problems: [{summaryId, reason, other}], checks}`)",
+        "run `lcm doctor --check dag` to see the damage (`details.checks` names the checks), then restore a backup taken before it (`lcm backup list`, `lcm backup restore PATH --apply`)",
+    ),
     "SERVE_SOCKET_IN_USE": ErrorCode(
         5,
         "another `lcm serve` owns the `--socket` path, or the path is not a socket",

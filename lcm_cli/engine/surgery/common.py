@@ -11,6 +11,7 @@ from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.graph import nodes_on_cycles
 
 
 def rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -73,6 +74,112 @@ def consumers(conn: sqlite3.Connection, sources: Iterable[str]) -> list[str]:
     ).fetchall()
     given = set(ids)
     return [r[0] for r in found if r[0] not in given]
+
+
+#: The doctor checks that find each kind of damage the guard below refuses.
+DAMAGE_CHECKS = {
+    "cycle": "dag.cycles",
+    "cross-conversation": "dag.cross-conversation",
+    "missing-source": "dag.missing-sources",
+    "no-sources": "dag.missing-sources",
+}
+_SHOWN_PROBLEMS = 20
+
+
+def refuse_damaged_graph(
+    conn: sqlite3.Connection, roots: Iterable[str], command: str, *, messages_of_subtree: bool
+) -> None:
+    """SUMMARY_GRAPH_DAMAGED unless the part of the summary DAG a surgery touches is sound.
+
+    Walks every summary beneath ``roots`` (through links within one conversation) and
+    refuses a cycle, a link to another conversation's summary or message, a link to a
+    summary or message that does not exist, and a leaf without messages or a condensed
+    summary without sources. Message links are checked for the whole subtree when the
+    surgery copies it (``messages_of_subtree``), else for the roots and their direct sources
+    (what a rewrite reads and a dissolve gives back), so rewriting one high summary never
+    reads every message link beneath it. Summaries of other
+    conversations that consume a root are refused too: dissolve rewires consumers.
+    """
+    start = list(dict.fromkeys(roots))
+    problems: list[dict[str, str]] = []
+    edges: dict[str, list[str]] = {}
+    owner: dict[str, int] = {}
+    seen, frontier = set(start), list(start)
+    while frontier:
+        chunk, frontier = frontier[:500], frontier[500:]
+        batch = json.dumps(chunk)
+        for sid, kind, cid, links in conn.execute(
+            """SELECT s.summary_id, s.kind, s.conversation_id,
+                      (SELECT count(*) FROM summary_parents sp WHERE sp.summary_id = s.summary_id)
+                 FROM summaries s WHERE s.summary_id IN (SELECT value FROM json_each(?))""",
+            (batch,),
+        ):
+            owner[sid] = cid
+            if kind == "condensed" and not links:
+                problems.append({"summaryId": sid, "reason": "no-sources", "other": ""})
+        for sid, source, source_cid in conn.execute(
+            """SELECT sp.summary_id, sp.parent_summary_id, p.conversation_id FROM summary_parents sp
+                 LEFT JOIN summaries p ON p.summary_id = sp.parent_summary_id
+                WHERE sp.summary_id IN (SELECT value FROM json_each(?)) ORDER BY sp.summary_id, sp.ordinal""",
+            (batch,),
+        ):
+            if source_cid is None:
+                problems.append({"summaryId": sid, "reason": "missing-source", "other": source})
+            elif source_cid != owner.get(sid):
+                problems.append({"summaryId": sid, "reason": "cross-conversation", "other": source})
+            else:
+                edges.setdefault(sid, []).append(source)
+                if source not in seen:
+                    seen.add(source)
+                    frontier.append(source)
+    if messages_of_subtree:
+        checked = sorted(seen)
+    else:  # the roots and what they read or give back: their direct sources
+        checked = list(dict.fromkeys([*start, *(source for sid in start for source in edges.get(sid, []))]))
+    for at in range(0, len(checked), 500):
+        batch = json.dumps(checked[at : at + 500])
+        for sid, message_id, message_cid in conn.execute(
+            """SELECT sm.summary_id, sm.message_id, m.conversation_id FROM summary_messages sm
+                 LEFT JOIN messages m ON m.message_id = sm.message_id
+                WHERE sm.summary_id IN (SELECT value FROM json_each(?))""",
+            (batch,),
+        ):
+            if message_cid is None:
+                problems.append({"summaryId": sid, "reason": "missing-source", "other": str(message_id)})
+            elif message_cid != owner.get(sid):
+                problems.append({"summaryId": sid, "reason": "cross-conversation", "other": str(message_id)})
+        for (sid,) in conn.execute(
+            """SELECT s.summary_id FROM summaries s WHERE s.summary_id IN (SELECT value FROM json_each(?))
+                 AND s.kind = 'leaf'
+                 AND NOT EXISTS (SELECT 1 FROM summary_messages sm WHERE sm.summary_id = s.summary_id)""",
+            (batch,),
+        ):
+            problems.append({"summaryId": sid, "reason": "no-sources", "other": ""})
+    for sid, consumer, consumer_cid in conn.execute(
+        """SELECT sp.parent_summary_id, sp.summary_id, s.conversation_id FROM summary_parents sp
+             JOIN summaries s ON s.summary_id = sp.summary_id
+            WHERE sp.parent_summary_id IN (SELECT value FROM json_each(?))""",
+        (json.dumps(start),),
+    ):
+        if owner.get(sid) is not None and consumer_cid != owner[sid]:
+            problems.append({"summaryId": consumer, "reason": "cross-conversation", "other": sid})
+    problems += [{"summaryId": sid, "reason": "cycle", "other": ""} for sid in sorted(nodes_on_cycles(edges))]
+    if not problems:
+        return
+    reasons = sorted({p["reason"] for p in problems})
+    checks = sorted({DAMAGE_CHECKS[r] for r in reasons})
+    raise LcmError(
+        "SUMMARY_GRAPH_DAMAGED",
+        f"The summary graph `{command}` would touch is damaged ({len(problems)} problem(s): "
+        f"{', '.join(reasons)}); nothing was written. See them with `lcm doctor --check dag`, "
+        "then restore a backup from before the damage (`lcm backup list`).",
+        {
+            "command": command,
+            "problemCount": len(problems),
+            "problems": problems[:_SHOWN_PROBLEMS],
+            "checks": checks,
+        },
+    )
 
 
 def bottom_up(conn: sqlite3.Connection, summary_ids: Iterable[str]) -> list[dict[str, Any]]:

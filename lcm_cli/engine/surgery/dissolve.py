@@ -23,6 +23,7 @@ from lcm_cli.engine.surgery.common import (
     context_items,
     load_summary,
     protected_writer,
+    refuse_damaged_graph,
     rows,
     set_summary_fts,
     state_changed,
@@ -48,6 +49,7 @@ class Plan:
                 "condensed summary can be dissolved. Dissolve the summary that consumes it instead.",
                 {"summaryId": summary_id, "kind": target["kind"], "depth": target["depth"]},
             )
+        refuse_damaged_graph(conn, [summary_id], "summaries dissolve", messages_of_subtree=False)
         self.before = context_items(conn, cid)
         at = [i for i, item in enumerate(self.before) if item["summary_id"] == summary_id]
         if not at:

@@ -29,6 +29,7 @@ from lcm_cli.engine.surgery.common import (
     load_summary,
     protected_writer,
     refresh_descendant_totals,
+    refuse_damaged_graph,
     set_summary_fts,
     state_changed,
     summary_fts_tables,
@@ -80,6 +81,7 @@ def _targets(ctx: Context, conn: sqlite3.Connection, req: Request) -> tuple[list
             for r in conn.execute(f"SELECT summary_id FROM summaries WHERE {' AND '.join(where)}", params)
         ]
     extra = set(consumers(conn, base)) - set(base) if req[CASCADE] else set()
+    refuse_damaged_graph(conn, [*base, *sorted(extra)], "summaries rewrite", messages_of_subtree=False)
     return base + sorted(extra), extra
 
 

@@ -34,6 +34,7 @@ from lcm_cli.engine.surgery.common import (
     context_items,
     load_summary,
     protected_writer,
+    refuse_damaged_graph,
     rows,
     state_changed,
     subtree,
@@ -110,6 +111,7 @@ class Plan:
                 f"--to {self.target} is the source conversation; transplant into another one.",
                 {"conversationId": self.target},
             )
+        refuse_damaged_graph(conn, roots, "summaries transplant", messages_of_subtree=True)
         # Only the source's own summaries: a context item pointing elsewhere (abnormal) is left.
         self.summaries = [
             s for s in bottom_up(conn, subtree(conn, roots)) if s["conversation_id"] == self.source
