@@ -238,6 +238,11 @@ _READS = [
 ]
 
 
+def _figures(body: dict[str, Any]) -> Any:
+    data = body["data"]
+    return {k: v for k, v in data.items() if k != "databaseSizeBytes"} if isinstance(data, dict) else data
+
+
 def test_reads_give_the_same_figures_from_totals_and_from_a_scan(state_dir: Path) -> None:
     from lcm_cli.engine import api
 
@@ -255,5 +260,6 @@ def test_reads_give_the_same_figures_from_totals_and_from_a_scan(state_dir: Path
     # The next writer rebuilds them and says so.
     assert Store.open(db).totals_rebuilt is not None
     again = [api.call(name, params, openclaw_dir=str(state_dir)) for name, params in _READS]
-    assert [body["data"] for body in again] == [body["data"] for body in fresh]
+    # The file's size follows when the WAL was last checkpointed, not the totals.
+    assert [_figures(body) for body in again] == [_figures(body) for body in fresh]
     assert all("totals" not in body["meta"] for body in again)
