@@ -88,7 +88,7 @@ ERRORS: dict[str, ErrorCode] = {
     ),
     "OUTPUT_REFUSED": ErrorCode(
         2,
-        "a path lcm would write (`--out`, `--screenshot`, a file of `prompts export --out DIR`) names the database, its `-wal`/`-shm`/`-journal`, the config file or a `*.manifest.json` (by any spelling or hard link), or is a symlink or not a regular file; `--force` does not override it, nothing is written (`details: {path, option, reason}`)",
+        "a path lcm would write (`--out`, `--screenshot`, a file of `prompts export --out DIR`, that folder or a parent it would create) names the database, its `-wal`/`-shm`/`-journal`, the config file or a `*.manifest.json` (by any spelling or hard link), or is a symlink or not a regular file; `--force` does not override it, nothing is written (`details: {path, option, reason}`)",
         "choose another path; see [Files lcm writes](#files-lcm-writes-modes-temp-names-orphans)",
     ),
     "WRONG_BACKUP_KIND": ErrorCode(

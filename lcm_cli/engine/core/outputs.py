@@ -104,6 +104,15 @@ def refusal(path: str, protected: Protected) -> str | None:
     return None
 
 
+def _refused(path: str, option: str, reason: str) -> LcmError:
+    return LcmError(
+        "OUTPUT_REFUSED",
+        f"{option} {path} names {_WHAT[reason]}; lcm never writes it, not even with --force. "
+        "Choose another path.",
+        {"path": path, "option": option, "reason": reason},
+    )
+
+
 class OutputTarget:
     """A checked output path (:attr:`path`, absolute); write it with :meth:`writer` or :meth:`write`."""
 
@@ -122,12 +131,7 @@ class OutputTarget:
         """Raise ``OUTPUT_REFUSED`` when the path names a file lcm must never write (now)."""
         reason = refusal(self.path, self._protected)
         if reason is not None:
-            raise LcmError(
-                "OUTPUT_REFUSED",
-                f"{self.option} {self.path} names {_WHAT[reason]}; lcm never writes it, not even "
-                "with --force. Choose another path.",
-                {"path": self.path, "option": self.option, "reason": reason},
-            )
+            raise _refused(self.path, self.option, reason)
 
     @contextlib.contextmanager
     def writer(self, *, mode: int = PRIVATE_MODE) -> Iterator[IO[bytes]]:
@@ -155,6 +159,32 @@ def _output_exists(option: str) -> Callable[[str], LcmError]:
     return error
 
 
+def _refuse_nul(path: str, option: str = "--out") -> None:
+    """``INVALID_ARGUMENT`` for a path with a NUL character (no file name holds one; the OS
+    calls raise a bare ``ValueError`` for it, which would surface as ``INTERNAL_ERROR``)."""
+    if "\x00" in path:
+        raise invalid_argument(f"{option} holds a NUL character, which no file name can.", {"option": option})
+
+
+def check_output_folder(path: str, protected: Protected, option: str = "--out") -> None:
+    """Refuse a folder lcm would fill, or create with its missing parents (``OUTPUT_REFUSED``),
+    when it or one of those parents takes the name of a file above: a folder made at the
+    database's ``-wal`` or ``-journal`` name keeps SQLite from opening the database at all.
+    An existing folder, or a symlink to one, is fine; each file written in it is checked by
+    :func:`output_target`.
+    """
+    _refuse_nul(path, option)
+    current = os.path.abspath(os.path.expanduser(path))
+    while True:
+        reason = refusal(current, protected)
+        if reason not in (None, "symlink", "not-a-regular-file"):
+            raise _refused(current, option, reason)
+        parent = os.path.dirname(current)
+        if os.path.lexists(current) or parent == current:
+            return
+        current = parent
+
+
 def output_target(
     path: str,
     *,
@@ -169,8 +199,7 @@ def output_target(
     Raises ``OUTPUT_REFUSED`` for a file lcm never writes, and ``exists(path)`` (default
     ``OUTPUT_EXISTS``) for an existing file unless ``force``.
     """
-    if "\x00" in path:
-        raise invalid_argument(f"{option} holds a NUL character, which no file name can.", {"option": option})
+    _refuse_nul(path, option)
     target = OutputTarget(
         os.path.abspath(os.path.expanduser(path)),
         option,

@@ -245,7 +245,7 @@ def sniff_kind(path: str) -> str:
         return named
     try:
         with open_input(path) as compressed, gzip.GzipFile(fileobj=compressed, mode="rb") as handle:
-            first = json.loads(handle.readline(1 << 20))
+            first = loads_bounded(handle.readline(1 << 20))
     except (OSError, EOFError, zlib.error, ValueError):
         return named
     found = first.get("format") if isinstance(first, dict) else None
@@ -379,8 +379,10 @@ def verify_change_file(path: str) -> dict[str, Any]:
                 if trailer is not None:
                     raise _corrupt(path, "data after the trailer")
                 # A change line is counted from its first fields; the sha256 covers the rest.
+                # loads_bounded: a line nested past the recursion limit is damage (a
+                # ValueError), not a RecursionError that escapes as INTERNAL_ERROR.
                 head = _CHANGE_HEAD.match(raw) if header is not None else None
-                entry = [0, head[1].decode(), json.loads(head[2])] if head else json.loads(raw)
+                entry = [0, head[1].decode(), loads_bounded(head[2])] if head else loads_bounded(raw)
                 if header is None:
                     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
                         raise _corrupt(path, "not an lcm change backup")
@@ -465,14 +467,58 @@ def read_changes(path: str) -> Iterator[tuple[list[str], list[Any]]]:
     columns: dict[str, list[str]] = {}
     with open_input(path) as compressed, gzip.GzipFile(fileobj=compressed, mode="rb") as handle:
         next(handle)  # header
-        for raw in handle:
-            entry = json.loads(raw)
-            if isinstance(entry, list):
-                for at in (5, 6):
-                    if entry[at] is not None:
-                        entry[at] = [_from_json(v) for v in entry[at]]
-                yield columns[entry[2]], entry
-            elif entry.get("trailer"):
-                return
-            else:
-                columns[str(entry["table"])] = list(entry["columns"])
+        for number, raw in enumerate(handle, start=2):
+            # The checksums prove the file is whole, not that it is well formed (a sha256 is
+            # no signature): a record of the wrong shape is refused here, before any write,
+            # instead of failing deep in the restore as INTERNAL_ERROR.
+            try:
+                entry = loads_bounded(raw)
+                if isinstance(entry, list):
+                    yield _checked_change(entry, columns)
+                    continue
+                if entry.get("trailer"):
+                    return
+                names = entry["columns"]
+                if not isinstance(entry["table"], str) or not isinstance(names, list):
+                    raise ValueError("a table line without a name and columns")
+                if not all(isinstance(name, str) for name in names):
+                    raise ValueError("a column name that is not text")
+                columns[entry["table"]] = names
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+                raise _corrupt(path, f"malformed line {number}: {exc}") from None
+
+
+_VALUES = {"insert": (False, True), "update": (True, True), "delete": (True, False)}  # (old, new) row present
+
+
+def _checked_change(entry: list[Any], columns: dict[str, list[str]]) -> tuple[list[str], list[Any]]:
+    """``(columns, change)`` of one change line, its values decoded; ValueError when it does not
+    have the shape the writer gives (:func:`change_line`)."""
+    if len(entry) != 7:
+        raise ValueError("a change is not 7 fields")
+    seq, op, table = entry[0], entry[1], entry[2]
+    if not _is_int(seq) or op not in _VALUES or not isinstance(table, str) or table not in columns:
+        raise ValueError("a change without its seq, op or declared table")
+    names = columns[table]
+    for present, at in zip(_VALUES[op], (3, 4)):  # (rowid, values) at (3, 5) and (4, 6)
+        rowid, values = entry[at], entry[at + 2]
+        if not present:
+            if values is not None:
+                raise ValueError(f"an {op} with a row it cannot have")
+            continue
+        if not _is_int(rowid) or not isinstance(values, list) or len(values) != len(names):
+            raise ValueError(f"an {op} without its rowid or one value per column")
+        entry[at + 2] = decoded = [_from_json(v) for v in values]
+        if not all(map(sqlite_value, decoded)):
+            raise ValueError("a value SQLite cannot hold")
+    return names, entry
+
+
+def _is_int(value: Any) -> bool:
+    """A 64-bit integer, as SQLite stores one (a bool is not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
+def sqlite_value(value: Any) -> bool:
+    """Whether a value read back from a backup or archive is one SQLite can store as is."""
+    return value is None or isinstance(value, (str, bytes, float)) or _is_int(value)

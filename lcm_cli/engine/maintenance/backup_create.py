@@ -88,7 +88,7 @@ def _resolve_destination(
 ) -> str:
     """The backup's final path: ``out`` (a new file, or a folder for the default name) or beside
     ``source``; never the database, its companions, the config (``protected``) or a manifest."""
-    if out is None:
+    if not out:  # an empty --out is an omitted one, as for every other writer (not the cwd)
         return default_backup_path(source, label, now)
     target = os.path.abspath(os.path.expanduser(out))
     if os.path.isdir(target):

@@ -39,6 +39,7 @@ from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.outputs import MANIFEST_SUFFIX, OutputTarget, Protected, output_target
 from lcm_cli.engine.db import steps
 from lcm_cli.engine.db.store.messages import fts_message_text
+from lcm_cli.engine.maintenance.backup_errors import os_error
 
 FORMAT = "lcm-prune-archive"
 VERSION = 1
@@ -244,26 +245,29 @@ def write_archive(
     # exclusively under an unpredictable temp name, then linked to ``path`` (never over a file).
     mode = _derived_mode(database_path)
     remove_orphans(directory)
-    with target.writer(mode=mode) as raw:
-        # Level 1: several times faster than the default and within ~15% of its size on text.
-        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as out:
+    try:
+        with target.writer(mode=mode) as raw:
+            # Level 1: several times faster than the default and within ~15% of its size on text.
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as out:
 
-            def emit(chunk: bytes) -> None:
-                digest.update(chunk)
-                out.write(chunk)
+                def emit(chunk: bytes) -> None:
+                    digest.update(chunk)
+                    out.write(chunk)
 
-            emit(_line(header))
-            written = 0
-            for table, where in archived_tables(conn):
-                cursor = conn.execute(f"SELECT * FROM {table} WHERE {where}")
-                emit(_line({"table": table, "columns": [d[0] for d in cursor.description]}))
-                while rows := cursor.fetchmany(2000):
-                    emit(("\n".join(map(encode, rows)) + "\n").encode("utf-8"))
-                    counts[table] = counts.get(table, 0) + len(rows)
-                    written += len(rows)
-                    if progress is not None:
-                        progress(written)
-            out.write(_line({"trailer": True, "rows": counts, "sha256": digest.hexdigest()}))
+                emit(_line(header))
+                written = 0
+                for table, where in archived_tables(conn):
+                    cursor = conn.execute(f"SELECT * FROM {table} WHERE {where}")
+                    emit(_line({"table": table, "columns": [d[0] for d in cursor.description]}))
+                    while rows := cursor.fetchmany(2000):
+                        emit(("\n".join(map(encode, rows)) + "\n").encode("utf-8"))
+                        counts[table] = counts.get(table, 0) + len(rows)
+                        written += len(rows)
+                        if progress is not None:
+                            progress(written)
+                out.write(_line({"trailer": True, "rows": counts, "sha256": digest.hexdigest()}))
+    except OSError as exc:  # a name too long for the temp sibling, a full disk: nothing was linked
+        raise os_error(exc, directory, "writing the archive") from None
     size, sha = hash_file(path)
     manifest = {
         "format": FORMAT,
@@ -298,19 +302,35 @@ def _corrupt(path: str, why: str) -> LcmError:
 
 
 def read_archive(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(table, row)`` from a verified archive (call :func:`verify_archive` first)."""
+    """Yield ``(table, row)`` from a verified archive (call :func:`verify_archive` first).
+
+    The checksums prove the file is whole, not well formed (a sha256 is no signature): a
+    line of the wrong shape is ``ARCHIVE_CORRUPT`` here, before the restore writes it.
+    """
+    from lcm_cli.engine.maintenance.backup_change_file import sqlite_value
+
     with open_input(path) as compressed, gzip.GzipFile(fileobj=compressed, mode="rb") as handle:
         next(handle)  # header
         table: str = ""
         columns: list[str] = []
-        for raw in handle:
-            if raw.startswith(b"["):
-                yield table, {c: _decode(v) for c, v in zip(columns, loads_bounded(raw))}
-                continue
-            entry = loads_bounded(raw)
-            if entry.get("trailer"):
-                return
-            table, columns = entry["table"], entry["columns"]
+        for number, raw in enumerate(handle, start=2):
+            try:
+                entry = loads_bounded(raw)
+                if isinstance(entry, list):
+                    row = {c: _decode(v) for c, v in zip(columns, entry)}
+                    if len(entry) != len(columns) or not all(map(sqlite_value, row.values())):
+                        raise ValueError("a row that is not one SQLite value per column")
+                    yield table, row
+                    continue
+                if entry.get("trailer"):
+                    return
+                table, columns = entry["table"], entry["columns"]
+                if not isinstance(table, str) or not isinstance(columns, list):
+                    raise ValueError("a table line without a name and columns")
+                if not all(isinstance(c, str) for c in columns):
+                    raise ValueError("a column name that is not text")
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise _corrupt(path, f"malformed line {number}: {exc}") from None
 
 
 def verify_archive(path: str) -> dict[str, Any]:
@@ -371,6 +391,8 @@ def verify_archive(path: str) -> dict[str, Any]:
                 manifest = loads_bounded(handle.read())
         except (OSError, ValueError):
             raise _corrupt(path, "manifest unreadable") from None
+        if not isinstance(manifest, dict):  # valid JSON of another shape: as damaged as bad JSON
+            raise _corrupt(path, "manifest unreadable")
         size, sha = hash_file(path)
         if manifest.get("sha256") != sha or manifest.get("bytes") != size:
             raise _corrupt(path, "file checksum differs from its manifest")

@@ -95,12 +95,13 @@ def export_prompts(ctx: Context, req: Request) -> Result:
     Existing files are kept unless ``--force``; each file is written atomically, and never
     over the database, the config or through a symlink (:func:`output_target`).
     """
-    from lcm_cli.engine.core.outputs import output_target, refusal
+    from lcm_cli.engine.core.outputs import check_output_folder, output_target, refusal
 
     out = req[OUT]
     folder = Path(os.path.expanduser(out)) if out else override_dir(ctx.env)
     force = req[FORCE]
     protected = ctx.protected_files()
+    check_output_folder(str(folder), protected)  # before mkdir: never a folder at lcm.db-wal
     written: list[str] = []
     skipped: list[str] = []
     try:
