@@ -557,11 +557,14 @@ def assemble(
     fresh_tail_count: int | None = None,
     stub_large_tool_payloads: bool | None = None,
     preserve_assistant_tail: bool = False,
+    final_clamp: bool = True,
 ) -> dict[str, Any]:
     """Assemble a conversation's context within the token budget.
 
     Returns ``{messages, estimatedTokens, systemPromptAddition, details}``; ``details``
-    (our addition) counts the items kept and dropped and the fresh-tail size.
+    (our addition) counts the items kept and dropped and the fresh-tail size. With
+    ``final_clamp`` off the messages are left unclamped for a caller that adds to them
+    and clamps once at the end, as the reference's engine does (the cue goes first there).
     """
     budget = resolve_budget(effective, token_budget)
     zone = src.zone_of(effective["timezone"])  # an empty TZ reads as UTC there
@@ -589,7 +592,11 @@ def assemble(
     messages = tp.normalize(messages)
     messages = tp.sanitize_pairing(messages)
     costs = [serialized_tokens(m) for m in messages]
-    clamped = clamp(messages, budget, costs, preserve_assistant_tail=preserve_assistant_tail)
+    clamped = (
+        clamp(messages, budget, costs, preserve_assistant_tail=preserve_assistant_tail)
+        if final_clamp
+        else messages
+    )
     if clamped is messages:
         estimated = sum(costs)
     else:

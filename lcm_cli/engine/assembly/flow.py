@@ -318,18 +318,19 @@ def run(
             prompt=prompt,
             fresh_tail_count=override.fresh_tail_count,
             preserve_assistant_tail=host_turn,
+            # The reference's assembler never clamps: the one serialized clamp comes last,
+            # after the cue and the volatile inputs, and drops the cue before any context.
+            final_clamp=False,
         )
         messages: list[dict[str, Any]] = result["messages"]
         # The estimate the recall cue is weighed against: the assembler's own (the items'
         # resolved tokens), or the serialized one once a fork's live suffix is appended.
         pre_recall_tokens: int = result["details"]["resolvedTokens"]
-        changed = False
         if fork.bounded:
             suffix = fb.fork_suffix(live, fork.source_count)
             if suffix:
                 messages = fb.append_fork_suffix(messages, suffix, budget)
                 pre_recall_tokens = fb.total_tokens(messages)
-                changed = True
         if (not messages and live) or not fb.has_user(messages):
             return live_fallback("assembly empty" if not messages else "no user message in assembly")
         # Live positions count the host's whole list: a trailing reply stripped as prefill
@@ -340,22 +341,18 @@ def run(
             # Placed by live position among the assembled messages; the final clamp makes
             # room (cue first).
             messages = fb.merge_volatile(messages, whole_live, volatile)
-            changed = True
         messages, cue = _with_cue(ctx, cid, messages, live, prompt, budget, pre_recall_tokens)
         if cue is not None:
             projection["fingerprint"] = pr.fingerprint(cue)
-            changed = True
         details = {**result["details"], **base}
-        if changed:
-            costs = [serialized_tokens(m) for m in messages]
-            if sum(costs) > budget and cue is not None:
-                # The cue is dropped first when the rest needs the room (§6.7).
-                messages, costs, cue = messages[1:], costs[1:], None
-                projection.pop("fingerprint", None)
-            messages = clamp(messages, budget, costs, preserve_assistant_tail=host_turn)
-            estimated = fb.total_tokens(messages)
-        else:
-            estimated = result["estimatedTokens"]
+        costs = [serialized_tokens(m) for m in messages]
+        if sum(costs) > budget and cue is not None:
+            # The cue is dropped first when the rest needs the room (§6.7).
+            messages, costs, cue = messages[1:], costs[1:], None
+            projection.pop("fingerprint", None)
+        clamped = clamp(messages, budget, costs, preserve_assistant_tail=host_turn)
+        estimated = sum(costs) if clamped is messages else fb.total_tokens(clamped)
+        messages = clamped
         details["promptRecall"] = cue is not None
         details["volatileLiveInputs"] = len(volatile)
         return {

@@ -309,7 +309,10 @@ def message_text(
     text = _clean(text)
     if not text and parts:
         text = parts_text(parts, role)
-    return strip_injected_tags(text, tags).strip()
+    # The reference reads the resolved text once more after stripping the tags: that pass
+    # drops blank lines (the parts' sections lose their blank-line separators) and reduces
+    # text that now looks like JSON to its readable fragments.
+    return _structured_text(strip_injected_tags(text, tags))
 
 
 def sanitize_summary(text: str) -> str:

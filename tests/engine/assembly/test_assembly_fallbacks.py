@@ -571,6 +571,41 @@ def test_the_recall_cue_is_gated_on_the_reference_estimate(tmp_path: Path) -> No
         assert ("fingerprint" in data["contextProjection"]) is shown, budget
 
 
+def test_the_final_clamp_drops_the_recall_cue_before_any_context(tmp_path: Path) -> None:
+    """The cue is weighed against the assembled context as the assembler left it, unclamped.
+
+    The reference's assembler does no serialized clamp of its own: its only one is the
+    final clamp of ``assemble`` (src/engine.ts, after the cue and the volatile inputs),
+    which drops the cue first. Here the items' resolved tokens leave out what the
+    serialized messages carry (the assistants' usage records), so the cue passes the gate,
+    yet the list serializes over the budget: the cue goes and the clamp keeps the newest
+    context. Before, our assembler clamped first, and the cue then fit in the room that
+    clamp had made (about 80 tokens more for the model).
+    """
+    env = Env(tmp_path / "oc")
+    env.add(
+        [{"role": "user", "content": "We set RETRY_LIMIT to 7 in prod.", "created_at": stamp(1)}],
+        in_context=False,
+    )
+    turns = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}", "created_at": stamp(2 + i)}
+        for i in range(40)
+    ]
+    env.add([*turns, {"role": "user", "content": "hello", "created_at": stamp(50)}])
+    prompt = "What is RETRY_LIMIT?"
+    assert env.assemble(prompt=prompt)["details"]["promptRecall"] is True
+    data = env.assemble(prompt=prompt, token_budget=1000)
+    # The gate lets the cue in (222 + 71), but with it the context serializes to 1328.
+    assert data["details"]["resolvedTokens"] == 222
+    assert data["details"]["promptRecall"] is False
+    assert "fingerprint" not in data["contextProjection"]
+    assert not any("<lossless_claw_prompt_recall>" in str(m["content"]) for m in data["messages"])
+    # What is left is the context clamped as if no cue had been built.
+    assert data["messages"] == env.assemble(token_budget=1000)["messages"]
+    assert data["messages"][-1]["content"] == "hello"
+    assert data["estimatedTokens"] == sum(serialized_tokens(m) for m in data["messages"]) <= 900
+
+
 def test_recall_snippets_follow_the_references_sentence_rules() -> None:
     from lcm_cli.engine.assembly.prompt_recall import snippet
 

@@ -500,3 +500,19 @@ def test_leaf_source_text_drops_blank_lines_and_media_payloads_as_the_reference(
         "MEDIA:/\n"
         "  kept line"
     )
+
+
+def test_textless_tool_call_step_reads_with_single_newlines_as_the_reference(store: Store) -> None:
+    # Issue 30 item 4: the reference re-reads a leaf message's resolved text once more after
+    # stripping injected tags (compaction.ts leafPass, extractMeaningfulMessageText), which
+    # drops the blank lines between the parts' sections of a textless tool-call step.
+    cid = new_conversation(store)
+    read_a = ("tool", None, "call_a", "read", '{"path": "a.py"}', None, None)
+    read_b = ("tool", None, "call_b", "read", '{"path": "b.py"}', '"done"', None)
+    store.add_messages(
+        cid,
+        [{"role": "assistant", "content": "", "created_at": stamp(0), "parts": [read_a, read_b]}],
+    )
+    compactor = Compactor(store, cid, effective(), HeadSummarizer())
+    text, _ = compactor.leaf_source(compactor.items())
+    assert text.split("\n", 1)[1] == "null\nnull\nTool output (read):\ndone"
