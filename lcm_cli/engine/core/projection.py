@@ -1,18 +1,22 @@
-"""`--fields`: keep only the parts of an envelope's ``data`` a caller asked for.
+"""`--fields`: keep only the parts of an envelope a caller asked for, in the order asked.
 
 Agents pay for every token they read; a projection lets them ask for three fields of a
 fifty-row page instead of every field. It is applied once, to the envelope every door
 delivers (:func:`lcm_cli.engine.api.invoke`), so the CLI, typer, `lcm hook`, `lcm serve`
-and Python callers project alike. The envelope's own keys (``ok``, ``command``,
-``pagination``, ``meta``) are never projected.
+and Python callers project alike. ``ok``, ``command`` and ``pagination`` are never cut.
 
-A path is dot-separated (``summary.content``) and names a key of the data; for an
-operation that returns a list (its ``OpSpec.items``), a path whose first key the data
-lacks names a field of each item (``--fields conversationId,title`` on a list); a list
-met on the way applies the rest of the path to each element (``checks.status``). A path that matches nothing is absent from the output, not an error (a
-field may be missing from one row, or a page may be empty, so an error would depend on
-the data rather than on the request); the envelope's ``meta.fieldsNotFound`` names such
-paths, with the closest known field in ``meta.fieldSuggestions``.
+A path is dot-separated (``summary.content``). On an operation that returns a list (its
+``OpSpec.items``), a path whose first key is a field of the items names that field of each
+item, even when ``data`` has a key of the same name (``summaries list --fields
+conversationId`` is each summary's); ``data.KEY`` names ``data``'s own key explicitly, and
+the list's own name reaches into it (``checks.status``). A list met on the way applies the
+rest of the path to each element. ``meta.KEY`` keeps that key of ``meta`` and drops the rest
+(``meta`` alone keeps all of it); without a ``meta`` path, ``meta`` is whole. Whatever is
+cut, the signals that an answer is partial or degraded stay (:data:`PARTIAL_SIGNALS`).
+
+The output keeps the order of the paths, in JSON and so in every format. A path that
+matches nothing in data that could hold it is ``INVALID_ARGUMENT`` naming the valid fields;
+on an empty page nothing can be checked, and ``meta.fieldsNotFound`` names the path instead.
 """
 
 from __future__ import annotations
@@ -69,37 +73,62 @@ def _pick(value: Any, path: Path, out: Any) -> tuple[Any, bool]:
     return target, hit
 
 
-def project(data: Any, paths: list[Path], items: str = "") -> tuple[Any, list[str]]:
-    """``data`` reduced to ``paths`` and the paths that matched nothing.
+#: Keys of ``data`` or ``meta`` that say an answer is partial or degraded, and when they do:
+#: a projection keeps them whatever it cuts.
+PARTIAL_SIGNALS: dict[str, Any] = {
+    "complete": lambda v: v is False,
+    "truncated": lambda v: v is True,
+    "truncatedBy": bool,
+    "warnings": bool,
+    "configProblems": bool,
+    "budget": lambda v: isinstance(v, dict) and bool(v.get("overBudget")),
+}
 
-    ``items`` names the list a list operation returns (``OpSpec.items``): a path whose
-    first key ``data`` lacks goes to each of its items.
+
+def _keep_signals(out: Any, source: Any) -> Any:
+    """``out`` with every partial-answer signal of ``source`` it lacks added back."""
+    if not isinstance(source, dict) or not isinstance(out, dict):
+        return out
+    for key, signals in PARTIAL_SIGNALS.items():
+        if key in source and key not in out and signals(source[key]):
+            out[key] = source[key]
+    return out
+
+
+def _item_field(rows: list[Any], head: str) -> bool:
+    return any(isinstance(row, dict) and head in row for row in rows)
+
+
+def project(data: Any, paths: list[Path], items: str = "") -> tuple[Any, list[str], bool]:
+    """``data`` reduced to ``paths`` (in their order), the paths that matched nothing, and
+    whether a miss is certain (there was data that could have held it).
+
+    ``items`` names the list a list operation returns (``OpSpec.items``).
     """
     rows = data.get(items) if items and isinstance(data, dict) else None
     out: Any = {} if isinstance(data, dict) else None
     missing: list[str] = []
+    certain = True
     for path in paths:
-        per_item = isinstance(rows, list) and path[0] not in data
+        if path[0] == "data" and len(path) > 1 and isinstance(data, dict) and "data" not in data:
+            path = path[1:]  # data's own key, named explicitly
+            per_item = False
+        else:
+            per_item = isinstance(rows, list) and (
+                _item_field(rows, path[0]) or (path[0] not in data and path[0] != items)
+            )
         if per_item:
             assert isinstance(rows, list)
             # Every item stays (as {} when it lacks the field), so positions still line up.
             shown = out.setdefault(items, [{} if isinstance(row, dict) else row for row in rows])
             built, hit = _pick(rows, path, shown)
             out[items] = built
+            certain = certain and bool(rows)
         else:
             out, hit = _pick(data, path, out)
         if not hit:
             missing.append(".".join(path))
-    return _in_source_order(out, data), missing
-
-
-def _in_source_order(out: Any, source: Any) -> Any:
-    """``out`` with its keys in ``source``'s order (paths may be asked in any order)."""
-    if isinstance(out, dict) and isinstance(source, dict):
-        return {k: _in_source_order(out[k], source[k]) for k in source if k in out}
-    if isinstance(out, list) and isinstance(source, list):
-        return [_in_source_order(o, s) for o, s in zip(out, source, strict=False)]
-    return out
+    return _keep_signals(out, data), missing, certain
 
 
 def known_fields(data: Any, items: str = "") -> list[str]:
@@ -125,13 +154,33 @@ def known_fields(data: Any, items: str = "") -> list[str]:
 
 
 def apply_fields(envelope: dict[str, Any], text: str, items: str = "") -> None:
-    """Project ``envelope['data']`` in place to the ``--fields`` in ``text``; note misses in meta."""
-    data, missing = project(envelope.get("data"), parse_fields(text), items)
+    """Project ``envelope`` in place to the ``--fields`` in ``text``.
+
+    INVALID_ARGUMENT (naming the valid fields) when a path matches nothing in data that
+    could hold it; on an empty page the miss is noted in ``meta.fieldsNotFound`` instead.
+    """
+    paths = parse_fields(text)
+    meta_paths = [p[1:] for p in paths if p[0] == "meta"]
+    data_paths = [p for p in paths if p[0] != "meta"]
+    source = envelope.get("data")
+    missing: list[str] = []
+    hints: dict[str, Any] = {}
+    if data_paths:
+        data, missing, certain = project(source, data_paths, items)
+        if missing:
+            known = known_fields(source, items)
+            hints = {m: s for m in missing if (s := suggest(m, known))}
+            if certain:
+                raise invalid_argument(
+                    f"--fields {', '.join(missing)} matches nothing in this answer. Valid fields: "
+                    f"{', '.join(known[:40])}{' …' if len(known) > 40 else ''}.",
+                    {"fieldsNotFound": missing, "validFields": known, "suggestions": hints},
+                )
+        envelope["data"] = data
+    if meta_paths and () not in meta_paths:
+        envelope["meta"] = project(envelope.get("meta") or {}, meta_paths)[0]
     if missing:
-        known = known_fields(envelope.get("data"), items)
         meta = envelope.setdefault("meta", {})
         meta["fieldsNotFound"] = missing
-        hints = {m: s for m in missing if (s := suggest(m, known))}
         if hints:
             meta["fieldSuggestions"] = hints
-    envelope["data"] = data

@@ -16,7 +16,8 @@ def test_node_shim_suite_passes_against_real_lcm_serve(tmp_path: Path) -> None:
     node = shutil.which("node")
     assert node, "Node.js is needed for the OpenClaw shim tests (CI machines have it)"
     lcm = Path(sys.executable).with_name("lcm")
-    env = {**os.environ, "LCM_BIN": str(lcm), "HOME": str(tmp_path)}
+    # TMPDIR: the suite's fresh databases land under pytest's tmp_path, not in /tmp for good.
+    env = {**os.environ, "LCM_BIN": str(lcm), "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
     done = subprocess.run(
         [node, "--test", "test/"], cwd=SHIM, env=env, capture_output=True, text=True, timeout=240
     )
