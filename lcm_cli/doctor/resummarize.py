@@ -21,6 +21,7 @@ from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.maintenance.findings import ScanInput
 from lcm_cli.engine.maintenance.markers import marked_summaries
+from lcm_cli.engine.summarize.base import stored_model
 from lcm_cli.engine.surgery.sources import rebuild_text, zone_of
 
 # What a summary the summarizer could not rebuild is reported as (the other failures fail it).
@@ -140,7 +141,7 @@ def resummarize(
         try:
             with unit_of_work(conn):
                 sets = "content = ?, token_count = ?" + (", model = ?" if has_model else "")
-                params: list[Any] = [new, tokens] + ([summarizer.model] if has_model else [])
+                params: list[Any] = [new, tokens] + ([stored_model(summarizer)] if has_model else [])
                 updated = conn.execute(
                     f"UPDATE summaries SET {sets} WHERE summary_id = ? AND content = ?",
                     params + [sid, summary["content"]],

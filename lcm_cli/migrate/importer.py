@@ -7,9 +7,10 @@ is every transcript entry in the database?). Rows are written as lossless-claw's
 importer writes them (compat/migrate-sessions.md): the conversation is the newest active
 one for the session id or a new one, entries already present (by transcript entry id) or
 adoptable (an unstamped row with the same role, content and identity hash) are skipped,
-new messages get the next seq and context ordinals, and the bootstrap checkpoint is
-upserted. We improve on it by setting ``session_key`` from the agent's sessions.json,
-reporting every skipped line, and streaming each file.
+new messages get the next seq and context ordinals, the bootstrap checkpoint is
+upserted, and each stored entry id gets a verified anchor-trust row as 1.0 writes it
+(:mod:`lcm_cli.migrate.anchors`). We improve on it by setting ``session_key`` from the
+agent's sessions.json, reporting every skipped line, and streaming each file.
 """
 
 from __future__ import annotations
@@ -921,6 +922,12 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         report["warnings"].append(NO_ENTRY_IDS_WARNING)
         return
 
+    from lcm_cli.migrate.anchors import trust_inserted, trust_stamp
+
+    verified_at = trust_stamp(conn)
+    last_seq = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?", (conversation_id,)
+    ).fetchone()[0]
     if staged:
         from lcm_cli.engine.db.store.stamps import sqlite_timestamp
         from lcm_cli.migrate.staging import copy_staged
@@ -929,7 +936,7 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         copy_staged(store, _STAGE_SCHEMA, conversation_id, session_id, sqlite_timestamp())
     else:
         present = _present_entry_ids(conn, [conversation_id]) if existing else set()
-        adopt = functools.partial(_adopt, conn, conversation_id) if existing else None
+        adopt = functools.partial(_adopt, conn, conversation_id, verified_at) if existing else None
         selection = _Selection(present, adopt, transcript)
         last_position = transcript.candidate_count - 1
         want = functools.partial(selection.wanted, last_position=last_position) if present else None
@@ -941,6 +948,9 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
                 batch = []
         if batch:
             store.add_messages(conversation_id, batch)
+    if verified_at is not None:
+        # As 1.0's importer: one verified anchor-trust row per inserted entry with an id.
+        trust_inserted(conn, conversation_id, last_seq, verified_at)
     report["warnings"].extend(selection.warnings)
     # updatedAt is the last message's time, not the import's: "most recently updated"
     # stays the order the conversations were had in.
@@ -968,8 +978,12 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
     )
 
 
-def _adopt(conn: sqlite3.Connection, conversation_id: int, message: Any) -> bool:
-    """Stamp the entry id on the earliest unstamped identical row (one the live plugin wrote)."""
+def _adopt(conn: sqlite3.Connection, conversation_id: int, verified_at: str | None, message: Any) -> bool:
+    """Stamp the entry id on the earliest unstamped identical row (one the live plugin wrote).
+
+    ``verified_at``: when the database has the anchor-trust table, the stamped anchor is
+    recorded there as verified (it matched role, content and identity hash).
+    """
     row = conn.execute(
         """SELECT message_id, openclaw_sender_metadata FROM messages
            WHERE conversation_id = ? AND transcript_entry_id IS NULL AND role = ?
@@ -986,6 +1000,10 @@ def _adopt(conn: sqlite3.Connection, conversation_id: int, message: Any) -> bool
         "UPDATE messages SET transcript_entry_id = ?, openclaw_sender_metadata = ? WHERE message_id = ?",
         (message.entry_id, sender, row[0]),
     )
+    if verified_at is not None:
+        from lcm_cli.migrate.anchors import trust_adopted
+
+        trust_adopted(conn, row[0], conversation_id, message.entry_id, verified_at)
     return True
 
 

@@ -82,7 +82,7 @@ def test_bottom_up_repair_with_a_real_endpoint_never_sends_a_marker(model: Model
         assert not any(marker in prompt for marker in ALL_MARKERS), prompt
     for summary_id in ids.values():
         text, label, tokens = content(db, summary_id)
-        assert text == "Rebuilt summary." and label == "local/test-model" and tokens == 4
+        assert text == "Rebuilt summary." and label == "test-model" and tokens == 4
     scan = {c["check"]: c for c in lcm("--db", str(db), "doctor").json["data"]["checks"]}
     assert scan["summaries.markers"]["count"] == 0 and scan["fts.summaries"]["count"] == 0
     assert scan["fts.summaries-cjk"]["count"] == 0

@@ -149,9 +149,85 @@ def _result_block(
     return block
 
 
-def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str) -> dict[str, Any] | None:
+# Part-metadata keys of an assistant's model identity, and the message fields they come
+# back as. Ingest writes them on the first part only (transcript/message.py).
+_IDENTITY_KEYS = (
+    ("modelProvider", "provider"),
+    ("modelApi", "api"),
+    ("modelId", "model"),
+    ("responseModelId", "responseModel"),
+)
+# The host's marker signature for reasoning_content-native endpoints: not issued by a provider.
+_REASONING_SENTINEL = "reasoning_content"
+
+
+def _model_identity(metas: Sequence[Mapping[str, Any]]) -> dict[str, str] | None:
+    """The stored model identity of a message, as message fields (``provider``, ``api``,
+    ``model``, ``responseModel`` when stored), or None.
+
+    The first part whose metadata names provider, api and model (non-empty strings)
+    gives it: the host replays a thinking block as the same model's only when all three
+    match, so a partial identity counts as none.
+    """
+    for meta in metas:
+        found = {
+            field: value for key, field in _IDENTITY_KEYS if isinstance(value := meta.get(key), str) and value
+        }
+        if "provider" in found and "api" in found and "model" in found:
+            return found
+    return None
+
+
+def _openai_reasoning(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The OpenAI reasoning item the host folds into a thinking block's signature, if any."""
+    signature = raw.get("thinkingSignature")
+    if raw.get("type") != "thinking" or not isinstance(signature, str) or not signature.startswith("{"):
+        return None
+    parsed = _loads(signature)
+    if isinstance(parsed, dict) and parsed.get("type") == "reasoning" and isinstance(parsed.get("id"), str):
+        return parsed
+    return None
+
+
+def _signed_thinking(raw: dict[str, Any], signature: str, has_identity: bool) -> dict[str, Any] | None:
+    """A signed thinking block through the signature gate.
+
+    With a stored model identity the block is kept as stored (the host then decides
+    whether the same model may replay it). Without one (rows written before identity
+    was stored), the host's sentinel block is dropped, since the host would turn it into
+    visible text, and a provider's signature is removed so it cannot reach another
+    provider.
+    """
+    if has_identity:
+        return dict(raw)
+    if signature == _REASONING_SENTINEL:
+        return None
+    return {key: value for key, value in raw.items() if key != "thinkingSignature"}
+
+
+def _reasoning_block(part: Mapping[str, Any], raw_type: Any) -> dict[str, Any]:
+    """A reasoning part stored without its raw block (older rows)."""
+    text = part["text_content"]
+    if raw_type == "thinking":
+        return (
+            {"type": "thinking", "thinking": text} if isinstance(text, str) and text else {"type": "thinking"}
+        )
+    return {"type": "reasoning", "text": text} if isinstance(text, str) and text else {"type": "reasoning"}
+
+
+def _block_from_part(
+    part: Mapping[str, Any], meta: Mapping[str, Any], role: str, has_identity: bool
+) -> dict[str, Any] | None:
     raw = meta.get("raw")
     raw_type = meta.get("rawType") or (raw.get("type") if isinstance(raw, dict) else None)
+    if isinstance(raw, dict):
+        restored = _openai_reasoning(raw)
+        if restored is not None:
+            return restored
+        signature = raw.get("thinkingSignature")
+        gate_type = raw["type"] if isinstance(raw.get("type"), str) else meta.get("rawType")
+        if gate_type == "thinking" and isinstance(signature, str):
+            return _signed_thinking(raw, signature, has_identity)
     if part["part_type"] == "tool":
         name = part["tool_name"] or meta.get("toolName") or "unknown"
         cid = part["tool_call_id"] or meta.get("toolCallId")
@@ -172,7 +248,7 @@ def _block_from_part(part: Mapping[str, Any], meta: Mapping[str, Any], role: str
     if isinstance(raw, dict):
         return dict(raw)
     if part["part_type"] == "reasoning":
-        return {"type": "thinking", "thinking": part["text_content"] or ""}
+        return _reasoning_block(part, raw_type)
     if part["text_content"] is not None:
         return {"type": "text", "text": part["text_content"]}
     return None
@@ -196,12 +272,25 @@ def rebuild_message(
         role = "user"
     if stored == "assistant" and not content_text.strip() and not parts:
         return None
-    blocks = [b for b in (_block_from_part(p, m, stored) for p, m in zip(parts, metas)) if b is not None]
     call = None
     if role == "toolResult":
         call = next((p["tool_call_id"] for p in parts if p["tool_call_id"]), None) or first.get("toolCallId")
         if not call:
             role = "assistant"
+    # The identity is decided for the whole message (it is stored on the first part only,
+    # a signed thinking block may be any part) and gates every signed thinking block.
+    identity = _model_identity(metas) if role == "assistant" else None
+    has_identity = identity is not None
+    blocks = [
+        b
+        for b in (
+            _block_from_part(p, m, stored, has_identity)
+            for p, m in zip(parts, metas)
+            # A part standing only for a top-level reasoning_content is not content.
+            if m.get("topLevelReasoningOnly") is not True
+        )
+        if b is not None
+    ]
     content: Any
     if blocks:
         content = blocks
@@ -209,6 +298,8 @@ def rebuild_message(
             content = blocks[0].get("text") or ""
     elif role == "user":
         content = content_text
+    elif role == "toolResult":
+        content = [{"type": "text", "text": content_text}]
     else:
         content = [{"type": "text", "text": content_text}] if content_text else []
     message: dict[str, Any] = {"role": role, "content": content}
@@ -227,11 +318,8 @@ def rebuild_message(
             message["__openclaw"] = sender
             pieces.append(_json(sender))
     elif role == "assistant":
-        identity = [first.get(k) for k in ("modelProvider", "modelApi", "modelId")]
-        if all(isinstance(v, str) for v in identity):
-            message.update({"provider": identity[0], "api": identity[1], "model": identity[2]})
-            if isinstance(first.get("responseModelId"), str):
-                message["responseModel"] = first["responseModelId"]
+        if identity is not None:
+            message.update(identity)
         reasoning = first.get("topLevelReasoningContent")
         if isinstance(reasoning, str) and reasoning.strip():
             message["reasoning_content"] = reasoning

@@ -25,7 +25,7 @@ from lcm_cli.engine.compaction.context_items import Item
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.db.store.stamps import iso_timestamp, parse_timestamp
-from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer
+from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer, stored_model
 
 DEFAULT_TOKEN_BUDGET = 128000
 UNTIL_UNDER_MAX_ROUNDS = 10
@@ -385,7 +385,7 @@ class Compactor:
                 self.cid,
                 message_ids,
                 summary.content,
-                model=self.summarizer.model,
+                model=stored_model(self.summarizer),
                 file_ids=src.find_file_ids(texts),
                 source_message_token_count=removed,
             ),
@@ -528,7 +528,7 @@ class Compactor:
                 self.cid,
                 ids,
                 summary.content,
-                model=self.summarizer.model,
+                model=stored_model(self.summarizer),
                 file_ids=src.find_file_ids([rows[s][1] for s in ids], seed=seeds),
             ),
         )

@@ -31,8 +31,10 @@ class SummaryRequest(NamedTuple):
 class Summarizer(Protocol):
     """Turns a :class:`SummaryRequest` into summary text.
 
-    ``model`` is the label stored in ``summaries.model`` (for example ``extractive`` or
-    ``ollama/llama3.1``).
+    ``model`` names the summarizer in results and logs (for example ``extractive`` or
+    ``ollama/llama3.1``). ``summaries.model`` gets :func:`stored_model` of it: a
+    model-backed summarizer also has ``model_id``, the model id alone, which is what
+    lossless-claw stores there.
     """
 
     model: str
@@ -51,6 +53,21 @@ class ChatModel(Protocol):
     def complete(self, system: str, prompt: str, *, max_tokens: int, timeout_ms: int) -> str:
         """Return the model's answer text."""
         ...
+
+
+def stored_model(summarizer: object) -> str:
+    """The ``summaries.model`` value for summaries ``summarizer`` writes.
+
+    lossless-claw (0.15.3 and 1.0) stores the first resolved candidate's model id without
+    its provider (``llama3.1``, not ``ollama/llama3.1``), ``emergency-fallback`` for its
+    truncation summarizer, and ``unknown`` when it knows no model; summarizers without a
+    ``model_id`` (extractive, emergency) store their ``model`` label.
+    """
+    for name in ("model_id", "model"):
+        value = getattr(summarizer, name, None)
+        if isinstance(value, str) and value.strip():
+            return value
+    return "unknown"
 
 
 class SummarizerError(Exception):

@@ -28,6 +28,7 @@ from lcm_cli.engine.summarize.base import (
     Summarizer,
     SummarizerAuthError,
     SummaryRequest,
+    stored_model,
 )
 
 Clock = Callable[[], float]  # seconds, monotonic
@@ -189,6 +190,7 @@ class GuardedSummarizer:
         self.guard = guard
         self.scope = scope
         self.model = inner.model
+        self.model_id = stored_model(inner)
         self.billable = bool(getattr(inner, "billable", False))
         self.breaker_key = breaker_key(inner)
 

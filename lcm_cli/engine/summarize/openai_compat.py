@@ -84,6 +84,7 @@ class OpenAICompatSummarizer:
         self.sleep = sleep
         first = self.candidates[0]
         self.model = first.label
+        self.model_id = first.model  # what summaries.model stores (base.stored_model)
         self.breaker_key = f"provider:{first.provider};model:{first.model}"
 
     # --- the two protocols ------------------------------------------------------------------

@@ -216,7 +216,7 @@ def rewrite(ctx: Context, req: Request) -> Result:
     require_lcm_tables(ctx)
     targets, cascaded = _targets(ctx, ctx.db, req)
     summarizer = build_summarizer(ctx.effective, ctx.env)
-    model = str(getattr(summarizer, "model", "unknown"))
+    model = str(getattr(summarizer, "model_id", None) or getattr(summarizer, "model", "unknown"))
     entries = _plan(ctx, targets, cascaded, summarizer)
     apply = req[APPLY]
     data: dict[str, Any] = {

@@ -80,7 +80,8 @@ def test_apply_with_cascade_rewrites_bottom_up_and_keeps_ids_and_links(example: 
     content, tokens, model_name = conn.execute(
         "SELECT content, token_count, model FROM summaries WHERE summary_id = ?", (LEAF_A,)
     ).fetchone()
-    assert content.startswith("Rewritten #1") and model_name == "local/test-model"
+    # The model id alone, as lossless-claw stores summaries.model (not provider/model).
+    assert content.startswith("Rewritten #1") and model_name == "test-model"
     # The consumer's descendant tokens follow its rewritten children (doctor checks them too).
     desc = conn.execute(
         "SELECT descendant_token_count FROM summaries WHERE summary_id = ?", (CONDENSED,)
