@@ -266,6 +266,9 @@ def parse_command_line(tokens: list[str], *, naming: bool = False) -> tuple[tupl
             continue
         words.append(token)
 
+    asked_help = words[:1] == ["help"]  # `lcm help summaries list` is that command's --help
+    if asked_help:
+        words = words[1:]
     command = ROOT
     path: tuple[str, ...] = ()
     for word in words:
@@ -275,7 +278,7 @@ def parse_command_line(tokens: list[str], *, naming: bool = False) -> tuple[tupl
         else:
             break
     rest = words[len(path) :]
-    wants_help = any(name in HELP_OPTIONS for name in options)
+    wants_help = asked_help or any(name in HELP_OPTIONS for name in options)
     if _is_group(command) and not _runs(command):
         if rest:
             problems.append(f"`{line}`: `{_title(path)}` has no command {rest[0]!r}")

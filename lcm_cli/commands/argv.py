@@ -11,6 +11,8 @@ from the same declarations, so there is nothing to keep in step.
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -60,7 +62,7 @@ GLOBALS: tuple[Param[object], ...] = (
     Param(
         "format",
         {"type": "string", "enum": list(FORMATS), "default": "json"},
-        "json (default), table (rich), tsv, or ndjson (a list: one item a line).",
+        "json (default; on a terminal, $LCM_FORMAT if set), table (rich), tsv, or ndjson (a list: one item a line).",
         metavar="FORMAT",
     ),
     Param("pretty", {"type": "boolean", "default": False}, "Indent JSON output."),
@@ -133,6 +135,29 @@ def _takes_json_at(table: dict[tuple[str, ...], CommandShape], words: list[str],
     return False
 
 
+#: A person's default format, read only when stdout is a terminal: piped output, which
+#: agents and scripts read, stays JSON unless ``--format`` says otherwise.
+FORMAT_VARIABLE = "LCM_FORMAT"
+
+
+def terminal_format() -> str | None:
+    """The format ``$LCM_FORMAT`` names when stdout is a terminal, else None."""
+    value = os.environ.get(FORMAT_VARIABLE, "").strip()
+    try:
+        on_terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        on_terminal = False
+    if not value or not on_terminal:
+        return None
+    if value not in FORMATS:
+        raise invalid_argument(
+            f"{FORMAT_VARIABLE}={value!r} is not an output format: set it to one of {', '.join(FORMATS)}, "
+            "or unset it.",
+            {"variable": FORMAT_VARIABLE, "value": value, "allowed": list(FORMATS)},
+        )
+    return value
+
+
 def parse_argv(argv: list[str]) -> Parsed:
     """Read ``argv`` against the command table; raise the reference's first error."""
     table = command_table()
@@ -151,6 +176,9 @@ def parse_argv(argv: list[str]) -> Parsed:
     version = bool(names & set(VERSION_FLAGS))
     help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
     globals_ = {n: v for n, v in options if n in GLOBAL_OPTIONS and n not in VERSION_FLAGS + HELP_FLAGS}
+    if words[:1] == ["help"] and ("help",) not in table:
+        # `lcm help [CMD...]` is `lcm [CMD...] --help` (the reference answers INVALID_COMMAND).
+        words, help_ = words[1:], not version
     if not words:
         return Parsed(None, (), {}, (), globals_, help=not version, version=version)
     path, command = _command_of(table, words)
@@ -160,6 +188,8 @@ def parse_argv(argv: list[str]) -> Parsed:
         return Parsed(command, path, {}, (), globals_, help=True)
     for name in set(globals_) & set(command.options):
         del globals_[name]  # the command's own option of that spelling (`summaries rewrite --all`)
+    if "--format" not in globals_ and command.name in OPERATIONS and (chosen := terminal_format()):
+        globals_["--format"] = chosen
     args = tuple(words[len(path) :])
     if len(args) != len(command.args):
         message = (
