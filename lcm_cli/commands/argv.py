@@ -176,8 +176,9 @@ def parse_argv(argv: list[str]) -> Parsed:
     version = bool(names & set(VERSION_FLAGS))
     help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
     globals_ = {n: v for n, v in options if n in GLOBAL_OPTIONS and n not in VERSION_FLAGS + HELP_FLAGS}
-    if words[:1] == ["help"] and ("help",) not in table:
-        # `lcm help [CMD...]` is `lcm [CMD...] --help` (the reference answers INVALID_COMMAND).
+    if words[:1] == ["help"] and len(words) > 1 and ("help",) not in table:
+        # `lcm help CMD...` is `lcm CMD... --help`, an improvement on the reference, which
+        # answers INVALID_COMMAND; a bare `lcm help` keeps the reference's answer.
         words, help_ = words[1:], not version
     if not words:
         return Parsed(None, (), {}, (), globals_, help=not version, version=version)
