@@ -12,7 +12,9 @@ Concurrency: requests run on a small thread pool, each worker with its own warm
 :class:`~lcm_cli.engine.context.Context` (config resolved once, read connection kept
 open). Reads run concurrently; operations that write wait in a per-session queue (session
 key, else session id, else conversation id), so one session's writes apply in arrival
-order while other sessions carry on. Every write is its own transaction, so stopping
+order while other sessions carry on. A write's follow-up (the debt drain that calls the
+summarizer model) runs in the session's own follow-up lane, so a turn never waits behind a
+model. Every write is its own transaction, so stopping
 (EOF, ``shutdown``, SIGTERM/SIGINT) waits for the writes in flight (up to
 ``LCM_SERVE_GRACE_MS``) and never leaves one half-done; reads still running after 1 s are
 answered ``SERVER_STOPPING`` and cut (SQLite interrupted, regex helper killed).
@@ -141,11 +143,12 @@ class Server:
     def _schedule_follow_up(self, key: str, follow_up: Any) -> None:
         """Run an operation's follow-up (the debt drain after a deferred turn) in the background.
 
-        It goes into the session's write queue, so it runs when the session is otherwise
-        idle and never overlaps its writes; when another write of the session is already
-        waiting it is skipped (that write's own follow-up, if any, comes next), as the
-        reference skips its drain on a busy session. A stopping server skips it too: the
-        state that asked for it stays recorded (debt waits for the next maintain).
+        It goes into the session's own follow-up lane, not its write queue: the drain waits
+        for the summarizer model, and a turn must never wait behind it (the engine takes the
+        session's write lock only around each write, so the two interleave safely). One
+        follow-up per session at a time; one that finds another already waiting is skipped
+        (that one drains the same debt). A stopping server skips it too: the state that asked
+        for it stays recorded (debt waits for the next maintain).
         """
 
         def run_follow_up() -> None:
@@ -161,15 +164,16 @@ class Server:
 
                     traceback.print_exc()
 
+        lane = key + "\x00follow-up"
         with self._queues_lock:
-            queue = self._queues.get(key)
+            queue = self._queues.get(lane)
             if queue:
                 return
-            if queue is not None:  # this worker is draining the session: it runs the job next
+            if queue is not None:  # a follow-up of this session runs: this one comes next
                 queue.append(run_follow_up)
                 return
-            self._queues[key] = collections.deque([run_follow_up])
-        self._executor.submit(self._drain, key)
+            self._queues[lane] = collections.deque([run_follow_up])
+        self._executor.submit(self._drain, lane)
 
     def _drain(self, key: str) -> None:
         with self._count_lock:

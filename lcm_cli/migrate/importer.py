@@ -944,10 +944,10 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         for message in selection.new(transcript.iter_messages(want)):
             batch.append(message.as_row())
             if len(batch) >= INSERT_BATCH:
-                store.add_messages(conversation_id, batch)
+                store.add_messages(conversation_id, batch, trust_anchors=False)
                 batch = []
         if batch:
-            store.add_messages(conversation_id, batch)
+            store.add_messages(conversation_id, batch, trust_anchors=False)
     if verified_at is not None:
         # As 1.0's importer: one verified anchor-trust row per inserted entry with an id.
         trust_inserted(conn, conversation_id, last_seq, verified_at)

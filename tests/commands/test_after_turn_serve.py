@@ -3,9 +3,9 @@
 A long conversation (1,000 turns: each an after-turn with the host's growing live list,
 an assemble every few turns) under a small budget, in both threshold modes, checking
 that nothing is lost, the context stays under budget, the fresh tail is intact and the
-summary DAG is well formed; and a `kill -9` of the server in the middle of an inline
-compaction (a slow summarizer endpoint on 127.0.0.1), after which the database is
-consistent and the next turn completes.
+summary DAG is well formed; and a `kill -9` of the server in the middle of the background
+drain that follows a turn (a slow summarizer endpoint on 127.0.0.1: no turn calls it),
+after which the database is consistent and the next turn completes.
 """
 
 from __future__ import annotations
@@ -212,9 +212,12 @@ def test_a_burst_of_after_turns_is_drained_in_the_background_once_idle(tmp_path:
             client.proc.wait()
 
 
-def test_kill_9_during_an_inline_compaction_leaves_a_consistent_database(
+def test_kill_9_during_a_background_drain_leaves_a_consistent_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Before issue 30 this killed an inline compaction: the turn itself called the slow
+    # model. No turn calls a model now, in either mode; the model runs in the drain the
+    # server starts after answering the turn (its follow-up), and that is what is killed.
     endpoint = Endpoint()
     home = home_with(tmp_path, proactiveThresholdCompactionMode="inline", summaryModel="slow-model")
     monkeypatch.setenv("LCM_SUMMARIZER", "openai")
@@ -231,28 +234,19 @@ def test_kill_9_during_an_inline_compaction_leaves_a_consistent_database(
             if data["threshold"]["currentTokens"] > 0.6 * BUDGET:
                 break
         assert not endpoint.requests
-        # Every summary answer now takes 0.4 s; the turn that crosses the threshold
-        # compacts inline and is killed after the first pass has been asked for.
+        # Every summary answer now takes 0.4 s. The turn that crosses the threshold is
+        # answered after a local (interim) compaction; the drain that follows asks the model.
         endpoint.script = [{"sleep": 0.4, **reply("a slow summary of the turns")} for _ in range(40)]
         while True:
-            pre = len(session.live)
-            session.live.extend(turn(i))
+            data = session.after_turn(i)
             i += 1
-            session.next_id += 1
-            params = {
-                "sessionId": "s1",
-                "sessionKey": KEY,
-                "messages": session.live,
-                "prePromptMessageCount": pre,
-                "tokenBudget": BUDGET,
-            }
-            client.send({"id": session.next_id, "method": "session.after_turn", "params": params})
-            deadline = time.monotonic() + 0.3
-            while not endpoint.requests and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if endpoint.requests:
+            if data["debt"]:
+                assert data["compaction"]["summarizer"] == "extractive-interim"
                 break
-            client.read()  # below the threshold still: take the answer, send the next turn
+        deadline = time.monotonic() + 10
+        while not endpoint.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert endpoint.requests  # the background drain called the model
         time.sleep(0.6)  # a pass or two may commit; another summary call is in flight
         client.proc.kill()
         client.proc.wait()
@@ -266,7 +260,7 @@ def test_kill_9_during_an_inline_compaction_leaves_a_consistent_database(
             stored = [r[0] for r in conn.execute("SELECT content FROM messages ORDER BY seq")]
         finally:
             conn.close()
-        # The killed turn's messages were committed before the compaction began.
+        # Every answered turn's messages are stored.
         assert stored == [m["content"] for m in session.live]
 
         # Restart with a fast endpoint: the next turn completes, compaction included.
@@ -281,7 +275,17 @@ def test_kill_9_during_an_inline_compaction_leaves_a_consistent_database(
             "session.compact", {"sessionKey": KEY, "tokenBudget": BUDGET, "apply": True, "manual": True}
         )
         assert compacted["ok"] is True
-        check_database(home, session.live).close()
+        # The killed drain left its row running; the host's maintain pays it with the model.
+        maintained = session.ask("session.maintain", {"sessionKey": KEY, "tokenBudget": BUDGET})
+        assert maintained["reason"] != "no deferred compaction debt", maintained
+        wait_for_no_debt(home)
+        conn = check_database(home, session.live)
+        try:
+            assert conn.execute(
+                "SELECT COUNT(*) FROM summaries WHERE model = 'extractive-interim'"
+            ).fetchone() == (0,)
+        finally:
+            conn.close()
         assert client.close() == 0
     finally:
         if client is not None and client.proc.poll() is None:

@@ -254,6 +254,32 @@ def _block_from_part(
     return None
 
 
+# A stored ``originalRole`` the host knows; any other value falls back to the stored role.
+_RUNTIME_ROLES = {"toolResult": "toolResult", "assistant": "assistant", "user": "user", "system": "user"}
+
+
+def _first_of(metas: Sequence[Mapping[str, Any]], key: str) -> str | None:
+    """The first non-empty string stored under ``key`` in the parts' metadata."""
+    return next((v for m in metas if isinstance(v := m.get(key), str) and v), None)
+
+
+def _tool_field(
+    parts: Sequence[Mapping[str, Any]],
+    metas: Sequence[Mapping[str, Any]],
+    column: str,
+    key: str,
+    raw_keys: tuple[str, str],
+) -> str | None:
+    """A tool result's call id or name: per part, its column, then its metadata, then its raw block."""
+    for part, meta in zip(parts, metas):
+        raw = meta.get("raw")
+        candidates = (part[column], meta.get(key), *(raw.get(k) for k in raw_keys if isinstance(raw, dict)))
+        found = next((v for v in candidates if isinstance(v, str) and v), None)
+        if found is not None:
+            return found
+    return None
+
+
 def rebuild_message(
     row: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]
 ) -> tuple[dict[str, Any], int, str] | None:
@@ -262,19 +288,17 @@ def rebuild_message(
     content_text = row["content"] or ""
     metas = [_loads(p["metadata"]) for p in parts]
     metas = [m if isinstance(m, dict) else {} for m in metas]
-    first = metas[0] if metas else {}
-    original = first.get("originalRole")
-    if isinstance(original, str) and original:
-        role = "user" if original == "system" else original
-    else:
-        role = {"tool": "toolResult", "assistant": "assistant"}.get(stored, "user")
-    if role not in ("user", "assistant", "toolResult"):
-        role = "user"
+    # Each field is read from the first part that has it, as both 0.15.3 and 1.0 do:
+    # ingest writes them on every part, but a row another writer made may not.
+    original = _first_of(metas, "originalRole")
+    role = _RUNTIME_ROLES.get(original or "") or {"tool": "toolResult", "assistant": "assistant"}.get(
+        stored, "user"
+    )
     if stored == "assistant" and not content_text.strip() and not parts:
         return None
     call = None
     if role == "toolResult":
-        call = next((p["tool_call_id"] for p in parts if p["tool_call_id"]), None) or first.get("toolCallId")
+        call = _tool_field(parts, metas, "tool_call_id", "toolCallId", ("toolCallId", "tool_call_id"))
         if not call:
             role = "assistant"
     # The identity is decided for the whole message (it is stored on the first part only,
@@ -305,26 +329,31 @@ def rebuild_message(
     message: dict[str, Any] = {"role": role, "content": content}
     text = scored_text(content)
     pieces = [text]
+    # A user message carries no sender metadata: lossless-claw 1.0 dropped the
+    # ``__openclaw`` field (0.15.3 sent the stored one and counted its JSON).
     if role == "toolResult":
-        name = (
-            next((p["tool_name"] for p in parts if p["tool_name"]), None)
-            or first.get("toolName")
-            or "unknown"
-        )
-        message.update({"toolCallId": call, "toolName": name, "isError": bool(first.get("isError", False))})
-    elif role == "user" and row["sender"]:
-        sender = _loads(row["sender"])
-        if isinstance(sender, dict):
-            message["__openclaw"] = sender
-            pieces.append(_json(sender))
+        name = _tool_field(parts, metas, "tool_name", "toolName", ("name", "toolName")) or "unknown"
+        message.update({"toolCallId": call, "toolName": name})
+        is_error = next((m["isError"] for m in metas if isinstance(m.get("isError"), bool)), None)
+        if is_error is not None:
+            message["isError"] = is_error
     elif role == "assistant":
         if identity is not None:
             message.update(identity)
-        reasoning = first.get("topLevelReasoningContent")
-        if isinstance(reasoning, str) and reasoning.strip():
+        reasoning = next(
+            (
+                m["topLevelReasoningContent"]
+                for m in metas
+                if m.get("topLevelReasoningField") == "reasoning_content"
+                and isinstance(m.get("topLevelReasoningContent"), str)
+                and m["topLevelReasoningContent"]
+            ),
+            None,
+        )
+        if reasoning is not None:
             message["reasoning_content"] = reasoning
             pieces.append(reasoning)
-    tokens = estimate_tokens("\n".join(pieces))
+    tokens = estimate_tokens("\n".join(piece for piece in pieces if piece))
     if role == "assistant":
         message["usage"] = {
             "input": 0,
@@ -343,7 +372,7 @@ def rebuild_message(
 
 _ITEMS = """
 SELECT ci.ordinal, ci.item_type, ci.message_id, ci.summary_id,
-       m.role, m.content AS m_content, {sender} AS sender,
+       m.role, m.content AS m_content,
        s.kind, s.depth, s.content AS s_content, s.earliest_at, s.latest_at, s.descendant_count
 FROM context_items ci
 LEFT JOIN messages m ON m.message_id = ci.message_id
@@ -395,19 +424,14 @@ def _summary_message(values: tuple[Any, ...], sources: tuple[str, ...], zone: tz
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _rebuilt(
-    role: str, content: str | None, sender: str | None, parts: tuple[tuple[Any, ...], ...]
+    role: str, content: str | None, parts: tuple[tuple[Any, ...], ...]
 ) -> tuple[dict[str, Any], int, str] | None:
-    return rebuild_message(
-        {"role": role, "content": content, "sender": sender}, [dict(zip(_PART_KEYS, p)) for p in parts]
-    )
+    return rebuild_message({"role": role, "content": content}, [dict(zip(_PART_KEYS, p)) for p in parts])
 
 
 def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) -> list[Resolved]:
     """Every context item as a model message; deleted rows are skipped."""
-    # Databases older than sender metadata (lossless-claw < 0.15.2) lack the column.
-    message_columns = {r[1] for r in conn.execute("PRAGMA table_info(messages)")}
-    sender = "m.openclaw_sender_metadata" if "openclaw_sender_metadata" in message_columns else "NULL"
-    cursor = conn.execute(_ITEMS.format(sender=sender), (conversation_id,))
+    cursor = conn.execute(_ITEMS, (conversation_id,))
     columns = [d[0] for d in cursor.description]
     rows = [dict(zip(columns, r)) for r in cursor.fetchall()]
     parts: dict[int, list[tuple[Any, ...]]] = {}
@@ -433,7 +457,7 @@ def resolve_items(conn: sqlite3.Connection, conversation_id: int, zone: tzinfo) 
             continue
         if r["role"] is None:
             continue
-        rebuilt = _rebuilt(r["role"], r["m_content"], r["sender"], tuple(parts.get(r["message_id"], ())))
+        rebuilt = _rebuilt(r["role"], r["m_content"], tuple(parts.get(r["message_id"], ())))
         if rebuilt is None:
             continue
         message, tokens, text = rebuilt

@@ -5,7 +5,9 @@ the projection epoch, the deferred-debt check (emergency drain, degraded results
 bounded live fallbacks, the assembler itself, a fork's live suffix, the prompt-recall
 cue and the final serialized clamp. Writes (stubs, the drain) happen only for sessions
 LCM may write, under the session's in-process lock, and never hold a transaction
-across a summarizer call (``drain_debt`` commits each pass on its own).
+across a summarizer call (``drain_debt`` commits each pass on its own). No model is
+called here: with a model configured the emergency drain summarizes locally and leaves
+the model's work to the background drain (:mod:`lcm_cli.engine.compaction.interim`).
 """
 
 from __future__ import annotations
@@ -117,8 +119,17 @@ def _stored_tokens(ctx: Context, cid: int) -> int:
 
 
 def _drain(ctx: Context, session: Session, budget: int, attempts: int) -> dict[str, Any]:
-    """The emergency drain: forced past the retry backoff while fewer than 3 attempts failed."""
-    from lcm_cli.engine.compaction.compactor import Compactor, drain_debt
+    """The emergency drain, with no model call on the turn's path.
+
+    With a local summarizer configured it is the reference's drain, forced past the retry
+    backoff while fewer than 3 attempts failed. With a model configured the local
+    extractive summarizer stands in (:mod:`lcm_cli.engine.compaction.interim`): always
+    forced, since it spends nothing, and the debt stays pending so the next background
+    drain re-summarizes its output with the model.
+    """
+    from lcm_cli.engine.compaction.compactor import Compactor
+    from lcm_cli.engine.compaction.drain import drain_debt
+    from lcm_cli.engine.compaction.interim import is_interim, turn_path_summarizer
     from lcm_cli.engine.compaction.ops import configured_summarizer, debt_resolution
     from lcm_cli.engine.db.sessions import queue_key, session_lock
 
@@ -130,19 +141,23 @@ def _drain(ctx: Context, session: Session, budget: int, attempts: int) -> dict[s
     resolution = debt_resolution(
         ctx.effective, session.session_key, row[0] if row else None, row[1] if row else None
     )
+    summarizer = turn_path_summarizer(configured_summarizer(ctx))
+    force = is_interim(summarizer) or attempts < EMERGENCY_RETRY_LIMIT
     with session_lock(queue_key(session.session_id, session.session_key)):
         compactor = Compactor(
-            ctx.store(), session.conversation_id, resolution.apply(ctx.effective), configured_summarizer(ctx)
+            ctx.store(), session.conversation_id, resolution.apply(ctx.effective), summarizer
         )
         try:
-            outcome = drain_debt(compactor, token_budget=budget, force=attempts < EMERGENCY_RETRY_LIMIT)
+            outcome = drain_debt(compactor, token_budget=budget, force=force)
         except Exception as exc:  # the debt row keeps the failure; assembly degrades instead
             return {
                 "changed": False,
                 "reason": "emergency drain failed",
                 "error": f"{type(exc).__name__}: {exc}",
             }
-    return {k: v for k, v in outcome.items() if k != "compaction"}
+    out = {k: v for k, v in outcome.items() if k != "compaction"}
+    out["summarizer"] = summarizer.model
+    return out
 
 
 def _degraded_reason(

@@ -12,11 +12,13 @@ failure skips the pass: nothing is written and the failure is reported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone, tzinfo
+from contextlib import AbstractContextManager
+from datetime import datetime, tzinfo
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.compaction import context_items as ci
@@ -24,7 +26,7 @@ from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.context_items import Item
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
-from lcm_cli.engine.db.store.stamps import iso_timestamp, parse_timestamp
+from lcm_cli.engine.db.store.stamps import iso_timestamp
 from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer, stored_model
 
 DEFAULT_TOKEN_BUDGET = 128000
@@ -275,8 +277,14 @@ class Compactor:
         *,
         custom_instructions: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        write_lock: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
-        """Bind a conversation, its effective config and the summarizer to use."""
+        """Bind a conversation, its effective config and the summarizer to use.
+
+        ``write_lock``: taken around each write only (the session's in-process lock), so a
+        slow summarizer call never holds it: the turn path, which takes the same lock,
+        never waits for a model. Without it the caller is expected to hold what it needs.
+        """
         self.store = store
         self.conn = store.conn
         self.cid = conversation_id
@@ -287,6 +295,7 @@ class Compactor:
             custom_instructions if custom_instructions is not None else self.settings.custom_instructions
         )
         self.clock = clock
+        self.write_lock: Callable[[], AbstractContextManager[Any]] = write_lock or contextlib.nullcontext
 
     # -- reading -----------------------------------------------------------
 
@@ -419,7 +428,7 @@ class Compactor:
         if summary.auth_failure:
             return _PassOutcome("auth-failure", error="provider auth failure")
         removed = sum(i.tokens for i in chunk)
-        with self.store.transaction() as conn:
+        with self.write_lock(), self.store.transaction() as conn:
             if not ci.chunk_is_intact(conn, self.cid, chunk):
                 return _PassOutcome("chunk-changed")
             summary_id = insert(summary, removed)
@@ -505,9 +514,9 @@ class Compactor:
                 return chunk
         return None
 
-    def condensed_pass(self, chunk: Sequence[Item], previous_context: str | None) -> _PassOutcome:
-        """Summarize one run of same-depth summaries into a depth+1 node and write it."""
-        ids = [i.summary_id for i in chunk if i.summary_id is not None]
+    def condensed_source(self, ids: Sequence[str]) -> tuple[str, dict[str, Any], list[str]]:
+        """The condensed source text of summaries ``ids`` (in order), their rows and the
+        file ids they carry."""
         rows = self._summary_rows(ids)
         blocks: list[str] = []
         seeds: list[str] = []
@@ -519,9 +528,15 @@ class Compactor:
                 blocks.append(
                     src.condensed_block(row[2] or row[4], row[3] or row[4], text, self.settings.zone)
                 )
+        return "\n\n".join(blocks), rows, seeds
+
+    def condensed_pass(self, chunk: Sequence[Item], previous_context: str | None) -> _PassOutcome:
+        """Summarize one run of same-depth summaries into a depth+1 node and write it."""
+        ids = [i.summary_id for i in chunk if i.summary_id is not None]
+        source_text, rows, seeds = self.condensed_source(ids)
         return self._summarize_and_replace(
             chunk,
-            "\n\n".join(blocks),
+            source_text,
             (chunk[0].depth or 0) + 1,
             previous_context,
             lambda summary, removed: self.store.add_condensed_summary(
@@ -878,9 +893,6 @@ def _json_list(raw: Any) -> list[str]:
 # Deferred compaction debt (§4.12)
 # --------------------------------------------------------------------------
 
-_BREAKER_OPEN = "summary provider circuit breaker is open"
-_BACKOFF_EXEMPT = ("provider auth failure", _BREAKER_OPEN)
-
 
 def record_debt(
     store: Store,
@@ -925,92 +937,3 @@ def record_debt(
             resolved_at=None,
             updated_at=iso_timestamp(now),
         )
-
-
-def drain_debt(
-    compactor: Compactor,
-    *,
-    token_budget: int | None = None,
-    force: bool = False,
-    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
-) -> dict[str, Any]:
-    """Run pending compaction debt through the threshold route, bookkeeping the row (§4.12).
-
-    The drain passes the process's circuit breaker as any compaction does: an open breaker
-    keeps the debt pending without calling the model, an auth failure counts towards it,
-    a drain that compacted closes it.
-    """
-    from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker
-
-    store, cid = compactor.store, compactor.cid
-    row = store.conn.execute(
-        "SELECT pending, running, reason, token_budget, next_attempt_after, retry_attempts"
-        " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
-        (cid,),
-    ).fetchone()
-    if row is None or not (row[0] or row[1]):
-        return {"changed": False, "reason": "no deferred compaction debt"}
-    pending, running, reason, recorded_budget, next_after, attempts = row
-    start = now()
-    next_moment = parse_timestamp(next_after)
-    if next_moment is not None and next_moment > start and not force:
-        return {
-            "changed": False,
-            "reason": "deferred compaction backoff active",
-            "nextAttemptAfter": next_after,
-        }
-    store.set_maintenance(cid, pending=False, running=True, last_started_at=iso_timestamp(start))
-    budgets = [b for b in (token_budget, recorded_budget) if b and b > 0]
-    budget = compactor.settings.budget(min(budgets) if budgets else None)
-    try:
-        if reason and reason != "threshold":
-            items = compactor.items()
-            if ci.stored_context_tokens(items) <= compactor.settings.threshold(budget):
-                _finish_debt(store, cid, keep_pending=False, failure=None, attempts=attempts, now=now())
-                return {"changed": False, "reason": "legacy deferred compaction no longer needed"}
-        breaker, key = circuit_breaker(compactor.effective), breaker_key(compactor.summarizer)
-        if breaker.is_open(key):
-            _finish_debt(store, cid, keep_pending=True, failure=_BREAKER_OPEN, attempts=attempts, now=now())
-            return {"changed": False, "reason": "circuit breaker open"}
-        result = compactor.compact(token_budget=budget, target="threshold")
-        if result["reason"].startswith("provider auth failure"):
-            breaker.record_auth_failure(key)
-        elif result["compacted"]:
-            breaker.record_success(key)
-    except Exception as exc:
-        _finish_debt(
-            store,
-            cid,
-            keep_pending=True,
-            failure=f"{type(exc).__name__}: {exc}",
-            attempts=attempts,
-            now=now(),
-        )
-        raise
-    exhausted = bool(result.get("exhausted"))
-    keep = not result["ok"] and not exhausted
-    failure = None if result["ok"] or exhausted else (result.get("failure") or result["reason"])
-    _finish_debt(store, cid, keep_pending=keep, failure=failure, attempts=attempts, now=now())
-    return {"changed": bool(result["compacted"]), "reason": result["reason"], "compaction": result}
-
-
-def _finish_debt(
-    store: Store, cid: int, *, keep_pending: bool, failure: str | None, attempts: int, now: datetime
-) -> None:
-    stamp = iso_timestamp(now)
-    if failure and not any(marker in failure for marker in _BACKOFF_EXEMPT):
-        attempts = (attempts or 0) + 1
-        delay = min(timedelta(minutes=5) * 2 ** (attempts - 1), timedelta(minutes=30))
-        next_after: str | None = iso_timestamp(now + delay)
-    else:
-        attempts, next_after = 0, None
-    store.set_maintenance(
-        cid,
-        running=False,
-        pending=keep_pending,
-        last_finished_at=stamp,
-        last_failure_summary=failure,
-        retry_attempts=attempts,
-        next_attempt_after=next_after,
-        updated_at=stamp,
-    )

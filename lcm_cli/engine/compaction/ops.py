@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
-from contextlib import ExitStack
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -192,16 +193,18 @@ def compact(ctx: Context, req: Request) -> Result:
         if manual or force:
             spend_guard(ctx.effective).clear(scope)  # an operator's or forced run clears the backoff
         summarizer = guarded(configured, ctx.effective, scope)
-    # A real run holds the session's in-process writer lock (one writer per session in a
-    # warm `lcm serve`) and uses the context's store; a dry run works on its own copy.
+    # A real run takes the session's in-process writer lock (one writer per session in a
+    # warm `lcm serve`) around each write, never across a summarizer call, and uses the
+    # context's store; a dry run works on its own copy.
     with ExitStack() as stack:
+        write_lock = None
         if apply:
-            stack.enter_context(session_lock(queue_key(found.session_id, found.session_key)))
+            write_lock = _writer(found.session_id, found.session_key)
             store = ctx.store()
         else:
             store = _conversation_copy(ctx.database_path, row["conversation_id"])
             stack.callback(store.close)
-        compactor = Compactor(store, row["conversation_id"], effective, summarizer)
+        compactor = Compactor(store, row["conversation_id"], effective, summarizer, write_lock=write_lock)
         before = _snapshot(compactor)
         outcome = compactor.compact(
             token_budget=budget,
@@ -231,8 +234,13 @@ def compact(ctx: Context, req: Request) -> Result:
 
 @operation("session.maintain")
 def maintain(ctx: Context, req: Request) -> Result:
-    """Run pending compaction debt now; ``--force`` ignores an active retry backoff."""
-    from lcm_cli.engine.compaction.compactor import Compactor, drain_debt
+    """Run pending compaction debt now; ``--force`` ignores an active retry backoff.
+
+    This is where the model works: interim summaries the turn path wrote are
+    re-summarized first, then the threshold route runs, within ``compactUntilUnderDeadlineMs``.
+    """
+    from lcm_cli.engine.compaction.compactor import Compactor
+    from lcm_cli.engine.compaction.drain import drain_debt
 
     found = resolve_target(ctx, req)
     # The host's maintain result carries transcript-GC counts; lcm does no transcript GC.
@@ -256,12 +264,25 @@ def maintain(ctx: Context, req: Request) -> Result:
         ctx.effective, found.session_key, pending["context_threshold"], pending["source"]
     )
     summarizer = configured_summarizer(ctx)
-    with session_lock(queue_key(found.session_id, found.session_key)):
-        compactor = Compactor(
-            ctx.store(), row["conversation_id"], resolution.apply(ctx.effective), summarizer
-        )
-        outcome = drain_debt(compactor, token_budget=option_int(req, TOKEN_BUDGET), force=req[FORCE])
+    compactor = Compactor(
+        ctx.store(),
+        row["conversation_id"],
+        resolution.apply(ctx.effective),
+        summarizer,
+        write_lock=_writer(found.session_id, found.session_key),
+    )
+    outcome = drain_debt(compactor, token_budget=option_int(req, TOKEN_BUDGET), force=req[FORCE])
     return Result({**base, "thresholdResolution": resolution.to_dict(), **outcome})
+
+
+def _writer(session_id: str | None, session_key: str | None) -> Callable[[], AbstractContextManager[None]]:
+    """The session's in-process writer lock, to be taken around each write.
+
+    Held only while a pass writes, never while the model answers, so a turn of the same
+    session (which takes this lock too) never waits for a summarizer.
+    """
+    key = queue_key(session_id, session_key)
+    return lambda: session_lock(key)
 
 
 def _nothing_to_maintain(effective: dict[str, Any]) -> str:

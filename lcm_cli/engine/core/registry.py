@@ -896,16 +896,17 @@ OPERATIONS: dict[str, OpSpec] = {
         writes=True,
         stdin=True,
         summary=(
-            "After a turn: store its new messages, then compact (inline) or record debt (deferred) "
-            "when over the threshold."
+            "After a turn: store its new messages, then record debt (deferred) or compact locally "
+            "(inline) when over the threshold; never waits for a model."
         ),
         help=(
             "After a turn: store its new messages, then apply the threshold policy.\n\n"
             "The new messages are messages[N:] (N = --pre-prompt-message-count). With --session-file "
             "the transcript is reconciled first; when it cannot be lined up with the database nothing "
-            "is stored this turn. Over the threshold, the context is compacted now "
-            "(proactiveThresholdCompactionMode inline) or one threshold debt row is recorded for `lcm "
-            "maintain` (deferred, the default)."
+            "is stored this turn. Over the threshold, one threshold debt row is recorded for `lcm "
+            "maintain` (deferred, the default), or (proactiveThresholdCompactionMode inline) the "
+            "context is compacted now with the local extractive summarizer, the model's work left "
+            "as debt: no turn waits for a summarizer model."
         ),
         example=(
             'echo \'[{"role": "user", "content": "Is the nightly green?"}]\' | lcm after-turn '
@@ -946,8 +947,8 @@ OPERATIONS: dict[str, OpSpec] = {
             "What OpenClaw 2026.8+ calls as commitTurn: the turn's messages and its turn_advancements "
             "ledger row are stored in one transaction. A retry with the same key answers status "
             '"duplicate" and stores nothing; the same key with another turn is refused '
-            "(TURN_ADVANCEMENT_CONFLICT). Then the threshold policy applies, as after `lcm "
-            "after-turn`."
+            "(TURN_ADVANCEMENT_CONFLICT). Then, over the threshold, one debt row is recorded for "
+            "`lcm maintain` (always deferred, as lossless-claw 1.0 does); no summarizer model is called."
         ),
         example=(
             "lcm commit-turn --advancement-key turn-1 --session-id s1 --session-key agent:main:main "

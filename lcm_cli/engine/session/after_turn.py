@@ -6,6 +6,13 @@ are stored, then the context is tested against the threshold (§4.2, with
 is over, compacted now (``proactiveThresholdCompactionMode: inline``) or recorded as one
 coalesced ``threshold`` debt row for a later drain (``deferred``, the default).
 
+No summarizer model is called here. ``inline`` compacts with the configured summarizer
+only when it is local; with a model configured the local extractive summarizer stands in
+and the debt row is recorded too, so the background drain (`lcm serve`'s follow-up,
+`lcm maintain`) re-summarizes those interim summaries with the model
+(:mod:`lcm_cli.engine.compaction.interim`). ``session.commit_turn`` never compacts: as in
+lossless-claw 1.0, whose ``commitTurn`` always takes the deferred route, it records debt.
+
 Each step is its own unit of work under the session's lock, as in the reference: the
 transcript reconcile (one transaction), the ingest of the batch (one transaction), the
 compaction (one transaction per pass, the summarizer called outside any), the debt row
@@ -30,9 +37,7 @@ from lcm_cli.engine.compaction.threshold import evaluate, resolve_threshold
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
-    APPLY,
     AUTO_COMPACTION_SUMMARY,
-    COMPACTION_TARGET,
     CURRENT_TOKEN_COUNT,
     FILE,
     IS_HEARTBEAT,
@@ -42,7 +47,6 @@ from lcm_cli.engine.core.params import (
     SESSION_FILE,
     TOKEN_BUDGET,
     Request,
-    Selector,
 )
 from lcm_cli.engine.core.registry import FollowUp, Result, operation
 from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
@@ -297,10 +301,11 @@ def post_turn_threshold(
 
     debt_reason: str | None = None
     if mode == "inline":
-        compaction = _compact_now(ctx, cid, budget, decision.observed_tokens, model)
+        compaction = _compact_now(ctx, store, cid, session_id, key, tuned, budget, decision.observed_tokens)
         data["compaction"] = compaction
         data["reason"] = compaction["reason"]
-        if not compaction["ok"]:
+        if not compaction["ok"] or compaction.get("interim"):
+            # A failed sweep is still owed; so are interim summaries, which wait for the model.
             debt_reason = "threshold"
     else:
         debt_reason = "threshold"
@@ -309,10 +314,9 @@ def post_turn_threshold(
     if debt_reason is not None:
         _record(store, cid, session_id, key, tuned, resolution, budget, decision, items)
         data["debt"] = {"recorded": True, "reason": debt_reason}
-        if mode == "deferred":
-            # Deferred means "not on the host's clock": a warm door drains it after
-            # answering; elsewhere it waits for the host's maintain.
-            follow_ups = (FollowUp("session.maintain", {"conversation_id": cid}),)
+        # Not on the host's clock: a warm door drains it after answering; elsewhere it
+        # waits for the host's maintain.
+        follow_ups = (FollowUp("session.maintain", {"conversation_id": cid}),)
     return Result(data, follow_ups=follow_ups)
 
 
@@ -322,29 +326,36 @@ def compaction_mode(effective: dict[str, Any]) -> str:
     return str(effective["proactiveThresholdCompactionMode"])
 
 
-def _compact_now(ctx: Context, cid: int, budget: int, observed: int | None, model: Any) -> dict[str, Any]:
-    """The threshold route through ``session.compact`` (breaker, spend guard, session lock)."""
-    from lcm_cli.engine.compaction.ops import compact
+def _compact_now(
+    ctx: Context,
+    store: Any,
+    cid: int,
+    session_id: str,
+    key: str | None,
+    tuned: dict[str, Any],
+    budget: int,
+    observed: int | None,
+) -> dict[str, Any]:
+    """``inline`` mode: the threshold route now, on the turn's path, so with no model call.
 
-    request = Request(
-        selector=Selector("conversationId", cid),
-        values={
-            APPLY: True,
-            COMPACTION_TARGET: "threshold",
-            TOKEN_BUDGET: budget,
-            CURRENT_TOKEN_COUNT: observed,
-            MODEL: model,
-        },
-    )
-    try:
-        outcome: dict[str, Any] = compact(ctx, request).data
-    except LcmError as exc:  # SUMMARIZER_FAILED: passes before the failure are kept
-        details = exc.details if isinstance(exc.details, dict) else {}
-        outcome = {**details, "ok": False, "compacted": bool(details.get("compacted")), "error": exc.code}
-        outcome.setdefault("reason", exc.message)
-    keep = ("ok", "compacted", "reason", "result", "exhausted", "failure", "error", "before", "after")
+    The configured summarizer runs when it is local; a configured model is stood in for by
+    the extractive summarizer, whose interim summaries the next drain re-summarizes with
+    the model (:mod:`lcm_cli.engine.compaction.interim`). The session's lock is taken
+    around each write.
+    """
+    from lcm_cli.engine.compaction.compactor import Compactor
+    from lcm_cli.engine.compaction.interim import is_interim, turn_path_summarizer
+    from lcm_cli.engine.compaction.ops import configured_summarizer
+
+    summarizer = turn_path_summarizer(configured_summarizer(ctx))
+    lock_key = queue_key(session_id, key)
+    compactor = Compactor(store, cid, tuned, summarizer, write_lock=lambda: session_lock(lock_key))
+    outcome = compactor.compact(token_budget=budget, target="threshold", current_token_count=observed)
+    keep = ("ok", "compacted", "reason", "result", "exhausted", "failure")
     out = {k: outcome[k] for k in keep if k in outcome}
     out["passes"] = len(outcome.get("passes") or ())
+    out["summarizer"] = summarizer.model
+    out["interim"] = is_interim(summarizer) and out["passes"] > 0
     return out
 
 

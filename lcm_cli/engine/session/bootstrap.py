@@ -561,7 +561,7 @@ def _import_after(
     out: dict[str, Any],
     result: dict[str, Any],
 ) -> dict[str, Any]:
-    conn, cid = batch.conn, batch.conversation()
+    cid = batch.conversation()
     out["hasOverlap"] = anchor >= 0
     pending = [
         m for m in messages[anchor + 1 :] if _built(m).entry_id is None or _built(m).entry_id not in present
@@ -579,7 +579,7 @@ def _import_after(
     rows = []
     adopted = 0
     for item in pending[:cap]:
-        if _built(item).entry_id is not None and _adopt(conn, cid, _built(item)):
+        if _built(item).entry_id is not None and _adopt(batch.store, cid, _built(item)):
             adopted += 1
             continue
         rows.append(item)
@@ -590,16 +590,23 @@ def _import_after(
     return out
 
 
-def _adopt(conn: Any, cid: int, message: Any) -> bool:
-    """Stamp the entry id on the earliest unstamped identical row (one runtime ingest wrote)."""
-    row = conn.execute(
+def _adopt(store: Any, cid: int, message: Any) -> bool:
+    """Stamp the entry id on the earliest unstamped identical row (one runtime ingest wrote).
+
+    The stamped anchor is recorded as verified, as lossless-claw 1.0's reconcile records
+    an unstamped row it adopts or a stored entry id it checked by role and content.
+    """
+    from lcm_cli.engine.db.store.anchor_trust import MATCHED_REASON, PROJECTION_RECONCILE
+
+    row = store.conn.execute(
         "SELECT message_id FROM messages WHERE conversation_id = ? AND transcript_entry_id IS NULL"
         " AND role = ? AND identity_hash = ? AND content = ? ORDER BY seq LIMIT 1",
         (cid, message.role, message.identity_hash, message.content),
     ).fetchone()
     if row is None:
         return False
-    conn.execute(
+    store.conn.execute(
         "UPDATE messages SET transcript_entry_id = ? WHERE message_id = ?", (message.entry_id, row[0])
     )
+    store.trust_anchor(cid, row[0], message.entry_id, source=PROJECTION_RECONCILE, reason=MATCHED_REASON)
     return True

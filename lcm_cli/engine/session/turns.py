@@ -23,8 +23,10 @@ they duplicate, and only the rest is stored.
 
 The answer lists each message: ``stored`` (its ``messageId``), ``duplicate`` (the row it
 duplicates, ``duplicateOf``) or ``skipped`` (a reason, as ingest gives). After the
-commit, the threshold policy of ``session.after_turn`` applies (compact now, or record
-debt for the warm server to drain).
+commit the threshold is tested as ``session.after_turn`` tests it; over it, debt is
+recorded for the warm server (or the host's maintain) to drain, whatever
+``proactiveThresholdCompactionMode`` says: lossless-claw 1.0's commitTurn never compacts
+inline, and no summarizer is called on the turn's path.
 """
 
 from __future__ import annotations
@@ -335,7 +337,7 @@ def _outcome(entry: dict[str, Any], offset: int) -> dict[str, Any]:
 @operation("session.commit_turn")
 def commit_turn(ctx: Context, req: Request) -> Result:
     """Commit a turn: ``committed`` the first time, ``duplicate`` for a retry of the same key."""
-    from lcm_cli.engine.session.after_turn import compaction_mode, post_turn_threshold
+    from lcm_cli.engine.session.after_turn import post_turn_threshold
     from lcm_cli.engine.session.inputs import read_input, request_session
 
     key_value = req[ADVANCEMENT_KEY]
@@ -484,7 +486,9 @@ def commit_turn(ctx: Context, req: Request) -> Result:
             "stableKeyCollisions": result["stableKeyCollisions"],
         }
     found = find_active(conn, session_id, key)
-    return post_turn_threshold(ctx, data, found, session_id, key, req, compaction_mode(ctx.effective))
+    # Deferred whatever proactiveThresholdCompactionMode says, as lossless-claw 1.0's
+    # commitTurn: the committed turn is answered without compacting.
+    return post_turn_threshold(ctx, data, found, session_id, key, req, "deferred")
 
 
 def _committed(conn: Any, advancement_key: str) -> bool:

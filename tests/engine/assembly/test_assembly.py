@@ -133,7 +133,8 @@ def test_raw_messages_are_rebuilt_from_parts(store: Store) -> None:
     )
     _tool_turn(store, cid, "call_abc", 10)
     messages = assemble(store.conn, cid, effective())["messages"]
-    assert messages[0] == {"role": "user", "content": "read it", "__openclaw": {"senderName": "Ada"}}
+    # Stored sender metadata stays in the row; lossless-claw 1.0 no longer sends it to the model.
+    assert messages[0] == {"role": "user", "content": "read it"}
     call = messages[1]
     assert call["role"] == "assistant"
     assert call["content"] == [

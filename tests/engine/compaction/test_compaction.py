@@ -12,7 +12,8 @@ import pytest
 
 from lcm_cli.engine.assembly.assembler import assemble
 from lcm_cli.engine.compaction import context_items as ci
-from lcm_cli.engine.compaction.compactor import Compactor, drain_debt, record_debt
+from lcm_cli.engine.compaction.compactor import Compactor, record_debt
+from lcm_cli.engine.compaction.drain import drain_debt
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
 from tests.support.compaction_sim import (

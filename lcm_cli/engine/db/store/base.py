@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.db import schema, totals
 from lcm_cli.engine.db.connection import bind_none_directly, connect, decode_text
+from lcm_cli.engine.db.store import anchor_trust
 from lcm_cli.engine.db.store.ids import PartIds
 
 _StoreT = TypeVar("_StoreT", bound="StoreBase")
@@ -54,6 +55,8 @@ class StoreBase:
         self.has_messages_fts = usable and schema.table_exists(conn, "messages_fts")
         self.has_summaries_fts = usable and schema.table_exists(conn, "summaries_fts")
         self.has_summaries_fts_cjk = trigram and schema.table_exists(conn, "summaries_fts_cjk")
+        #: Whether message writes record anchor trust (:mod:`lcm_cli.engine.db.store.anchor_trust`).
+        self.has_anchor_trust = schema.table_exists(conn, anchor_trust.TABLE)
 
     @classmethod
     def open(cls: type[_StoreT], path: str | Path) -> _StoreT:

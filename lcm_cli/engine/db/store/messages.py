@@ -1,6 +1,8 @@
 """Messages, their parts and their ``messages_fts`` text (database.md §8).
 
-A message write also appends the new messages to the context unless told not to.
+A message write also appends the new messages to the context unless told not to, and
+records each one stored with a transcript entry id as a verified anchor, as lossless-claw
+1.0's ingest does (:mod:`lcm_cli.engine.db.store.anchor_trust`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lcm_cli.engine.core.tokens import estimate_tokens
+from lcm_cli.engine.db.store.anchor_trust import IMPORTED_REASON, TRANSCRIPT_IMPORT, trust_verified
 from lcm_cli.engine.db.store.base import StoreBase
 from lcm_cli.engine.db.store.context_items import INSERT_CONTEXT
 from lcm_cli.engine.db.store.ids import message_identity_hash
-from lcm_cli.engine.db.store.stamps import sqlite_timestamp
+from lcm_cli.engine.db.store.stamps import iso_timestamp, sqlite_timestamp
 
 
 def fts_message_text(content: str) -> str | None:
@@ -93,7 +96,7 @@ _INSERT_PART = (
 
 
 class MessageWrites(StoreBase):
-    """Writes ``messages``, ``message_parts`` and ``messages_fts`` rows."""
+    """Writes ``messages``, ``message_parts``, ``messages_fts`` and anchor-trust rows."""
 
     def add_message(
         self,
@@ -111,6 +114,7 @@ class MessageWrites(StoreBase):
         sender_metadata: Mapping[str, Any] | str | None = None,
         stable_event_key: str | None = None,
         in_context: bool = True,
+        trust_anchors: bool = True,
     ) -> int:
         """Insert one message (plus parts, FTS row, context item); return its ``message_id``.
 
@@ -133,7 +137,8 @@ class MessageWrites(StoreBase):
             "sender_metadata": sender_metadata,
             "stable_event_key": stable_event_key,
         }
-        return self.add_messages(conversation_id, [row], in_context=in_context)[0]
+        ids = self.add_messages(conversation_id, [row], in_context=in_context, trust_anchors=trust_anchors)
+        return ids[0]
 
     def add_messages(
         self,
@@ -141,11 +146,14 @@ class MessageWrites(StoreBase):
         rows: Iterable[Mapping[str, Any]],
         *,
         in_context: bool = True,
+        trust_anchors: bool = True,
     ) -> list[int]:
         """Insert many messages at once (same keys and defaults as :meth:`add_message`).
 
         Each row needs ``role`` and ``content``; other keys are the keyword
-        arguments of :meth:`add_message`. Returns the new ids in row order. A part is a
+        arguments of :meth:`add_message`. Returns the new ids in row order. With
+        ``trust_anchors`` (and the anchor-trust table), a row with a ``transcript_entry_id``
+        gets 1.0's ``verified`` / ``transcript-import`` anchor-trust row. A part is a
         mapping as for :meth:`add_message`, or already the tuple of its column values
         ``(part_type, text_content, tool_call_id, tool_name, tool_input, tool_output,
         metadata)``, each a string or None (stored as given).
@@ -171,6 +179,7 @@ class MessageWrites(StoreBase):
             message_rows: list[tuple[Any, ...]] = []
             part_rows: list[tuple[Any, ...]] = []
             fts_rows: list[tuple[int, str]] = []
+            anchors: list[tuple[int, str]] = []
             ids: list[int] = []
             for row in rows:
                 role = row["role"]
@@ -184,6 +193,9 @@ class MessageWrites(StoreBase):
                 message_id = next_id
                 next_id += 1
                 ids.append(message_id)
+                entry_id = row.get("transcript_entry_id")
+                if entry_id:
+                    anchors.append((message_id, entry_id))
                 message_rows.append(
                     (
                         message_id,
@@ -194,7 +206,7 @@ class MessageWrites(StoreBase):
                         estimate_tokens(content) if token_count is None else token_count,
                         identity_hash or message_identity_hash(role, content),
                         _json_text(row.get("sender_metadata")),
-                        row.get("transcript_entry_id"),
+                        entry_id,
                         row.get("created_at") or now,
                         row.get("large_content"),
                         row.get("stable_event_key"),
@@ -215,6 +227,15 @@ class MessageWrites(StoreBase):
                     if text is not None:
                         fts_rows.append((message_id, text))
             self.conn.executemany(_INSERT_MESSAGE, message_rows)
+            if anchors and trust_anchors and self.has_anchor_trust:
+                trust_verified(
+                    self.conn,
+                    conversation_id,
+                    anchors,
+                    source=TRANSCRIPT_IMPORT,
+                    reason=IMPORTED_REASON,
+                    verified_at=iso_timestamp(),
+                )
             if part_rows:
                 self.conn.executemany(_INSERT_PART, part_rows)
             if fts_rows:
@@ -226,6 +247,20 @@ class MessageWrites(StoreBase):
                     ((conversation_id, ordinal + i, "message", mid, None, now) for i, mid in enumerate(ids)),
                 )
             return ids
+
+    def trust_anchor(
+        self, conversation_id: int, message_id: int, entry_id: str, *, source: str, reason: str
+    ) -> None:
+        """Record ``entry_id`` on ``message_id`` as a verified anchor (upsert); nothing without the table."""
+        if self.has_anchor_trust:
+            trust_verified(
+                self.conn,
+                conversation_id,
+                [(message_id, entry_id)],
+                source=source,
+                reason=reason,
+                verified_at=iso_timestamp(),
+            )
 
     def _part_row(
         self, part: Mapping[str, Any], message_id: int, session_id: str, ordinal: int
