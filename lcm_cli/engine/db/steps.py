@@ -11,7 +11,10 @@ writer that found the lock taken sleeps in SQLite's busy handler (1, 2, 5, 10, 1
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 #: What one step aims to hold the write lock for. Cost per row varies a lot (the page
 #: cache, FTS5 merging its segments at commit), so the aim leaves room under 100 ms.
@@ -33,3 +36,29 @@ def next_step_size(size: int, held: float, target: float = STEP_SECONDS, *, floo
 def yield_to_writers(held: float) -> None:
     """Pause after a step that held the write lock ``held`` seconds, so waiting writers get it."""
     time.sleep(min(MAX_PAUSE_SECONDS, max(MIN_PAUSE_SECONDS, held)))
+
+
+class Held:
+    """How long one step held the write lock (``seconds``, set when its COMMIT is done)."""
+
+    seconds: float = 0.0
+
+
+@contextmanager
+def step(conn: sqlite3.Connection) -> Iterator[Held]:
+    """One step: ``BEGIN IMMEDIATE``, the block, ``COMMIT``; any error rolls it back.
+
+    The lock is timed from ``BEGIN IMMEDIATE`` to the end of ``COMMIT``; the caller sizes
+    the next step from it (:func:`next_step_size`) and pauses (:func:`yield_to_writers`).
+    """
+    held = Held()
+    conn.execute("BEGIN IMMEDIATE")
+    started = time.perf_counter()  # the lock is held from here
+    try:
+        yield held
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    held.seconds = time.perf_counter() - started

@@ -41,7 +41,6 @@ the next writer carries on; until it completes the totals read as stale.
 from __future__ import annotations
 
 import sqlite3
-import time
 
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.db import steps
@@ -487,16 +486,9 @@ def ensure_fresh(
     rows = FIRST_STEP_ROWS
     counting: str | None = None
     while True:
-        conn.execute("BEGIN IMMEDIATE")
-        started = time.perf_counter()  # the lock is held from here
-        try:
+        with steps.step(conn) as lock:
             upcoming = _advance(conn, rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        held = time.perf_counter() - started
+        held = lock.seconds
         if on_step is not None:
             on_step({"table": counting, "rows": rows, "seconds": held, "done": upcoming is None})
         if upcoming is None:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -437,30 +436,23 @@ def _delete_records(conn: sqlite3.Connection, run: str, begin_seq: int) -> None:
     size = _FIRST_DELETE_ROWS
     last = begin_seq
     while True:
-        conn.execute("BEGIN IMMEDIATE")
-        started = time.perf_counter()
-        try:
+        with steps.step(conn) as lock:
             bound = conn.execute(
                 f"SELECT seq FROM {LOG_TABLE} WHERE seq > ? AND run = ? ORDER BY seq LIMIT 1 OFFSET ?",
                 (last, run, size - 1),
             ).fetchone()
-            if bound is None:
+            if bound is None:  # the last step: the rest, then the run's begin record
                 conn.execute(f"DELETE FROM {LOG_TABLE} WHERE seq > ? AND run = ?", (last, run))
                 conn.execute(f"DELETE FROM {LOG_TABLE} WHERE seq = ?", (begin_seq,))
-                conn.execute("COMMIT")
-                return
-            conn.execute(
-                f"DELETE FROM {LOG_TABLE} WHERE seq > ? AND seq <= ? AND run = ?", (last, bound[0], run)
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        held = time.perf_counter() - started
+            else:
+                conn.execute(
+                    f"DELETE FROM {LOG_TABLE} WHERE seq > ? AND seq <= ? AND run = ?", (last, bound[0], run)
+                )
+        if bound is None:
+            return
         last = int(bound[0])
-        steps.yield_to_writers(held)
-        size = steps.next_step_size(size, held, floor=50, ceiling=50_000)
+        steps.yield_to_writers(lock.seconds)
+        size = steps.next_step_size(size, lock.seconds, floor=50, ceiling=50_000)
 
 
 def export_leftovers(conn: sqlite3.Connection, database_path: str) -> list[dict[str, Any]]:

@@ -469,9 +469,7 @@ def _replay(
     conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints between batches, not inside a COMMIT
     try:
         while mark > 0:
-            conn.execute("BEGIN IMMEDIATE")
-            started = time.perf_counter()
-            try:
+            with steps.step(conn) as lock:
                 # CROSS JOIN: the steps drive (by ord, a range of the key), never a scan of the slots.
                 rows = conn.execute(
                     """SELECT s.ord, s.tbl, s.rid, s.before, s.after, l.id, l.status FROM temp.undo_steps s
@@ -519,12 +517,7 @@ def _replay(
                 fts.sync(messages, summaries)
                 mark = int(rows[-1][0]) if rows else 0
                 _set_mark(conn, plan, mark)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            held = time.perf_counter() - started
+            held = lock.seconds
             batches.append(held)
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             if progress is not None:

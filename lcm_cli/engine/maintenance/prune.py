@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -592,16 +591,9 @@ def delete_in_batches(
     try:
         while True:
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                started = time.perf_counter()  # the lock is held from here
-                try:
+                with steps.step(conn) as lock:
                     batch = delete_staged(conn, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                held = time.perf_counter() - started
+                held = lock.seconds
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             except sqlite3.Error as exc:
                 raise BatchError(exc, deleted) from exc

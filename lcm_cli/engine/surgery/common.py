@@ -230,12 +230,12 @@ def refresh_descendant_totals(conn: sqlite3.Connection, changed: Iterable[str]) 
         updated += conn.execute(
             """UPDATE summaries SET
                  descendant_count = (SELECT COALESCE(SUM(p.descendant_count + 1), 0) FROM summary_parents sp
-                   JOIN summaries p ON p.summary_id = sp.parent_summary_id WHERE sp.summary_id = ?1),
+                   JOIN summaries p ON p.summary_id = sp.parent_summary_id WHERE sp.summary_id = :sid),
                  descendant_token_count = (SELECT COALESCE(SUM(p.token_count + p.descendant_token_count), 0)
                    FROM summary_parents sp JOIN summaries p ON p.summary_id = sp.parent_summary_id
-                   WHERE sp.summary_id = ?1)
-               WHERE summary_id = ?1 AND kind = 'condensed'""",
-            (row["summary_id"],),
+                   WHERE sp.summary_id = :sid)
+               WHERE summary_id = :sid AND kind = 'condensed'""",
+            {"sid": row["summary_id"]},
         ).rowcount
     return updated
 
