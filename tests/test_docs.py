@@ -406,11 +406,20 @@ def test_inventory_says_which_commands_write_and_which_preview() -> None:
     from lcm_cli.commands.catalog import build_inventory
 
     by_command = {c["command"]: c for c in build_inventory()["commands"]}
-    assert by_command["status"]["writes"] is False and by_command["status"]["dryRunByDefault"] is False
-    assert by_command["config set"]["writes"] is True and by_command["config set"]["dryRunByDefault"] is False
+    nothing = {"database": False, "config": False, "files": []}
+    assert by_command["status"]["writes"] == nothing and by_command["status"]["dryRunByDefault"] is False
+    assert by_command["commands"]["writes"] == nothing
+    assert by_command["config set"]["writes"] == {"database": False, "config": True, "files": []}
+    assert by_command["config set"]["dryRunByDefault"] is False
     for previewing in ("migrate-sessions", "rotate", "prune", "doctor apply", "compact"):
-        assert by_command[previewing]["writes"] is True, previewing
+        assert by_command[previewing]["writes"]["database"] is True, previewing
         assert by_command[previewing]["dryRunByDefault"] is True, previewing
+    # Commands that write files name the options that say where, database or not.
+    assert by_command["export"]["writes"] == {"database": False, "config": False, "files": ["--out"]}
+    assert by_command["browse"]["writes"]["files"] == ["--screenshot"]
+    assert by_command["prune"]["writes"] == {"database": True, "config": False, "files": ["--out"]}
+    assert by_command["hook"]["writes"]["byOperation"] is True
+    assert all("writes" in entry and entry["section"] for entry in by_command.values())
 
 
 # --- (e) config keys -------------------------------------------------------------------

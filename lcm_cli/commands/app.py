@@ -22,7 +22,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from lcm_cli.commands.argv import GLOBALS, GLOBALS_EPILOG, ROOT_HELP, CommandShape, Parsed
 from lcm_cli.commands.catalog import Node, command_tree, option_help, option_metavar
 from lcm_cli.engine.core.params import PARAMS, Param
-from lcm_cli.engine.core.registry import ARGUMENTS, OPERATIONS, OpSpec
+from lcm_cli.engine.core.registry import ARGUMENTS, COMMAND_SECTIONS, OPERATIONS, OpSpec
 
 _HELP_OPTIONS = {"help_option_names": ["--help", "-h"]}
 
@@ -64,6 +64,22 @@ def _params(spec: OpSpec, *, required: bool) -> list[Any]:
 
 def _help(spec: OpSpec) -> str:
     return f"{spec.help}\n\nExample: {spec.example}" if spec.example else spec.help
+
+
+def _one_line(node: Node) -> str:
+    """The command's one-line help, whole: lists wrap it rather than cut it at '...'."""
+    return node.help.strip().split("\n")[0]
+
+
+class _SectionedGroup(TyperGroup):
+    """The root command: `lcm --help` lists the commands under the sections they are declared in."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        width = max(len(word) for word in self.commands)  # one column across the sections
+        for title, words in COMMAND_SECTIONS.items():
+            rows = [(word.ljust(width), self.commands[word].get_short_help_str()) for word in words]
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
 
 def _root_params(ctx: Any) -> dict[str, Any]:
@@ -151,6 +167,7 @@ def _command(node: Node) -> Any:
             callback=_callback(node),
             params=_params(spec, required=node.name in OPERATIONS),
             help=_help(spec),
+            short_help=_one_line(node),
             epilog=GLOBALS_EPILOG,
             rich_markup_mode=None,
             # A JSON argument may be a negative number: click must not read `-1` as an option.
@@ -162,6 +179,7 @@ def _command(node: Node) -> Any:
         callback=_callback(node) if spec is not None else None,
         params=_params(spec, required=True) if spec is not None else [],
         help=_help(spec) if spec is not None else node.help,
+        short_help=_one_line(node),
         epilog=GLOBALS_EPILOG if spec is not None else None,
         invoke_without_command=spec is not None,
         no_args_is_help=spec is None,
@@ -175,7 +193,7 @@ def build_command() -> TyperGroup:
         _option(p, p.help, p.metavar, *(("-v",) if p.name == "version" else ())) for p in GLOBALS
     ]
     root_params += list(typer.main.get_install_completion_arguments())
-    return TyperGroup(
+    return _SectionedGroup(
         name="lcm",
         commands={node.words[0]: _command(node) for node in command_tree()},
         callback=lambda **_: None,

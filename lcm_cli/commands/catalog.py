@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.core.params import PARAMS, Param
 from lcm_cli.engine.core.registry import (
     ARGUMENTS,
-    COMMAND_ORDER,
+    COMMAND_SECTIONS,
     DOOR_COMMANDS,
     GROUPS,
     OPERATIONS,
@@ -46,7 +46,7 @@ def command_tree() -> list[Node]:
     }
     by_words.update({(word,): (word, spec) for word, spec in DOOR_COMMANDS.items()})
     nodes = []
-    for word in COMMAND_ORDER:
+    for word in (word for words in COMMAND_SECTIONS.values() for word in words):
         children = tuple(
             Node(words, *by_words[words]) for words in by_words if len(words) == 2 and words[0] == word
         )
@@ -120,6 +120,29 @@ def _describe_option(param: Param[Any], help_text: str, command: str | None = No
     return entry
 
 
+def _writes(node: Node) -> dict[str, Any]:
+    """What running the command writes, read off its declaration.
+
+    ``database`` (lcm.db), ``config`` (openclaw.json) and ``files``: the options that name
+    a file or folder it writes (their help gives the default when the option is left out).
+    `lcm hook` and `lcm serve` write what the operations they run write.
+    """
+    spec = node.spec
+    assert spec is not None
+    if node.words[0] in ("hook", "serve"):
+        return {"database": True, "config": True, "files": [], "byOperation": True}
+    writes = node.name in OPERATIONS and spec.writes
+    return {
+        "database": writes and spec.opens_db,
+        "config": writes and not spec.opens_db,
+        "files": [PARAMS[field].option for field in spec.outputs or ()],
+    }
+
+
+def _section(words: tuple[str, ...]) -> str:
+    return next(title for title, top in COMMAND_SECTIONS.items() if words[0] in top)
+
+
 def build_inventory() -> dict[str, Any]:
     """`lcm commands`: every runnable command with its arguments, options, operation and example."""
     from lcm_cli.commands.argv import GLOBALS
@@ -144,6 +167,8 @@ def build_inventory() -> dict[str, Any]:
             ],
             "options": [_describe_option(PARAMS[f], option_help(spec, f), node.name) for f in spec.options],
             "example": spec.example,
+            "section": _section(node.words),
+            "writes": _writes(node),
         }
         for option, field in zip(entry["options"], spec.options):
             if spec.outputs and field in spec.outputs:
@@ -152,7 +177,6 @@ def build_inventory() -> dict[str, Any]:
         if is_operation:
             entry["needsSelector"] = spec.needs_selector
             entry["readsDatabase"] = spec.opens_db
-            entry["writes"] = spec.writes
             # A writer that takes --apply only previews without it.
             entry["dryRunByDefault"] = "apply" in spec.options
         elif spec.interactive:

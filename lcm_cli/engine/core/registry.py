@@ -4,7 +4,7 @@
 which request fields and positional arguments it takes, its summary, help and example)
 without importing anything, so a door can parse, validate and document a call before
 paying for the implementation. With :data:`ARGUMENTS`, :data:`DOOR_COMMANDS`,
-:data:`GROUPS` and :data:`COMMAND_ORDER` it is the whole manifest the doors are generated
+:data:`GROUPS` and :data:`COMMAND_SECTIONS` it is the whole manifest the doors are generated
 from. Modules bind their functions with :func:`operation`; :func:`get_operation` imports
 only the module that owns the requested name.
 """
@@ -1209,40 +1209,41 @@ GROUPS: dict[str, str] = {
     "prompts": "Summary prompt templates (leaf, condensed-d1..d3, system): list, show, export, diff, render.",
 }
 
-# The order of `lcm --help`: inspect, recall, keep and maintain, operate, host doors; then
-# the groups in the same order. Subcommands follow OPERATIONS.
-COMMAND_ORDER: tuple[str, ...] = (
-    "status",
-    "browse",
-    "grep",
-    "describe",
-    "expand",
-    "expand-query",
-    "export",
-    "tool",
-    "ingest",
-    "after-turn",
-    "commit-turn",
-    "compact",
-    "maintain",
-    "migrate-sessions",
-    "rotate",
-    "hook",
-    "serve",
-    "commands",
-    "conversations",
-    "messages",
-    "summaries",
-    "context",
-    "session",
-    "backup",
-    "doctor",
-    "prune",
-    "vacuum",
-    "config",
-    "prompts",
-    "control",
-)
+# `lcm --help` in sections, each in the order a reader looks for it; a group's subcommands
+# follow OPERATIONS.
+COMMAND_SECTIONS: dict[str, tuple[str, ...]] = {
+    "Core (read the history)": (
+        "status",
+        "conversations",
+        "messages",
+        "summaries",
+        "context",
+        "browse",
+        "commands",
+    ),
+    "Recall (search and expand)": ("grep", "describe", "expand", "expand-query", "export", "tool"),
+    "Maintenance (keep, check, repair)": (
+        "migrate-sessions",
+        "backup",
+        "doctor",
+        "prune",
+        "vacuum",
+        "compact",
+        "maintain",
+        "rotate",
+        "config",
+        "prompts",
+        "control",
+    ),
+    "Engine doors (what the host calls each turn)": (
+        "ingest",
+        "after-turn",
+        "commit-turn",
+        "session",
+        "hook",
+        "serve",
+    ),
+}
 
 
 class FollowUp(Record):
