@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.support.sample import build_sample
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Property tests judge answers, never speed: a loaded CI machine must not fail them on a
+# per-example deadline or on how long generating an input took.
+settings.register_profile("lcm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("lcm")
 
 
 @dataclass

@@ -20,6 +20,7 @@ from lcm_cli.engine.core.params import (
     ALL_PAGES,
     FIELDS,
     FORMATS,
+    NO_HEADERS,
     PARAMS,
     Param,
     option_name,
@@ -62,12 +63,14 @@ GLOBALS: tuple[Param[object], ...] = (
     Param(
         "format",
         {"type": "string", "enum": list(FORMATS), "default": "json"},
-        "json (default; on a terminal, $LCM_FORMAT if set), table (rich), tsv, or ndjson (a list: one item a line).",
+        "json (default; on a terminal, $LCM_FORMAT if set), table (rich), tsv (the reference's report "
+        "layout), ndjson (a list: one item a line), csv or tsv-plain (a header and one line per record).",
         metavar="FORMAT",
     ),
     Param("pretty", {"type": "boolean", "default": False}, "Indent JSON output."),
     FIELDS,
     ALL_PAGES,
+    NO_HEADERS,
     Param("version", {"type": "boolean", "default": False}, "Print the version as JSON and exit."),
 )
 VERSION_FLAGS = ("--version", "-v")

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.commands.argv import Parsed
 from lcm_cli.engine.core.errors import invalid_argument
+from lcm_cli.engine.core.params import ROW_FORMATS
 from lcm_cli.engine.core.registry import OPERATIONS
 
 if TYPE_CHECKING:
@@ -81,6 +82,13 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
     """Run a validated command of a CLI door (fast path or typer) and print its outcome; the exit status."""
     assert parsed.command is not None
     output.format = parsed.globals.get("--format", "json")
+    output.headers = not parsed.globals.get("--no-headers")
+    if not output.headers and output.format not in ROW_FORMATS:
+        raise invalid_argument(
+            f"--no-headers applies to --format csv or tsv-plain; --format {output.format} has no header "
+            "line to leave out.",
+            {"option": "no-headers", "format": output.format},
+        )
     if parsed.command.name == "commands":
         from lcm_cli.commands.catalog import build_inventory
 
@@ -177,11 +185,12 @@ def run_all(parsed: Parsed, output: Any) -> int:
             f"--all streams the items of a list command; `{name}` returns no list. Drop --all.",
             {"option": "all", "command": name},
         )
-    if output.format not in ("json", "ndjson"):
+    if output.format not in ("json", "ndjson", *ROW_FORMATS):
         raise invalid_argument(
-            f"--all always writes NDJSON; drop --format {output.format}.", {"option": "all"}
+            f"--all writes NDJSON, CSV or plain TSV; drop --format {output.format}.", {"option": "all"}
         )
     params = request_params(parsed)
+    header: list[str] | None = None
     while True:
         outcome = invoke(
             name,
@@ -192,7 +201,15 @@ def run_all(parsed: Parsed, output: Any) -> int:
             openclaw_dir=parsed.globals.get("--openclaw-dir"),
             output_format="ndjson",
         )
-        output.stdout.write(to_ndjson(outcome.envelope, continuation=False))
+        if output.format in ROW_FORMATS:
+            from lcm_cli.render.rows import header_of, records, render_rows
+
+            rows = records(outcome.envelope, spec.items)
+            first = header is None
+            header = header if header is not None else header_of(rows)  # the first page's columns
+            output.stdout.write(render_rows(rows, header, output.format, headers=first and output.headers))
+        else:
+            output.stdout.write(to_ndjson(outcome.envelope, continuation=False))
         output.stdout.flush()
         pagination = outcome.envelope.get("pagination") or {}
         cursor = pagination.get("nextCursor")

@@ -101,6 +101,7 @@ class Output:
     ) -> None:
         self.format = fmt
         self.pretty = pretty
+        self.headers = True  # --no-headers: csv and tsv-plain leave out their header line
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
 
@@ -118,6 +119,11 @@ class Output:
             self.stdout.write(render_tsv(js_numbers(envelope), inert=_is_terminal(self.stdout)))
         elif self.format == "ndjson":
             self.stdout.write(to_ndjson(envelope))
+        elif self.format in ("csv", "tsv-plain"):
+            from lcm_cli.render.rows import header_of, records, render_rows
+
+            rows = records(js_numbers(envelope), _items_key(str(envelope.get("command", ""))))
+            self.stdout.write(render_rows(rows, header_of(rows), self.format, headers=self.headers))
         else:
             self.stdout.write(to_json(envelope, pretty=self.pretty))
         self.stdout.flush()

@@ -68,3 +68,130 @@ def test_a_bad_lcm_format_on_a_terminal_names_the_variable() -> None:
     assert code == 2 and out == ""
     error = json.loads(err)["error"]
     assert error["code"] == "INVALID_ARGUMENT" and error["details"]["variable"] == "LCM_FORMAT"
+
+
+def test_root_help_groups_commands_in_sections_without_cutting_their_help() -> None:
+    from lcm_cli.engine.core.registry import COMMAND_SECTIONS
+
+    out = lcm("--help")
+    assert out.code == 0
+    assert "..." not in out.stdout.split("\n", 1)[1]  # the usage line's ARGS... aside, nothing is cut
+    positions = [out.stdout.index(f"\n{title}:\n") for title in COMMAND_SECTIONS]
+    assert positions == sorted(positions)
+    for title, words in COMMAND_SECTIONS.items():
+        start = out.stdout.index(f"\n{title}:\n")
+        block = out.stdout[start:]
+        for word in words:
+            assert f"\n  {word} " in block, (title, word)
+
+
+def _ex_db(tmp_path: Path) -> str:
+    import shutil
+
+    target = tmp_path / "lcm.db"
+    shutil.copy(EXAMPLE / "lcm.db", target)
+    return str(target)
+
+
+def test_csv_is_the_items_under_one_header_in_the_fields_order(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    db = _ex_db(tmp_path)
+    as_json = lcm("messages", "list", "--db", db, "--conversation-id", "2", "--include-content")
+    items = as_json.json["data"]["items"]
+    fields = "content,messageId,role"
+    out = lcm(
+        "messages",
+        "list",
+        "--db",
+        db,
+        "--conversation-id",
+        "2",
+        "--include-content",
+        "--format",
+        "csv",
+        "--fields",
+        fields,
+    )
+    assert out.code == 0, out.stderr
+    rows = list(csv.reader(io.StringIO(out.stdout)))
+    assert rows[0] == fields.split(",")
+    # Commas, quotes and line breaks in stored text survive the round trip exactly.
+    assert rows[1:] == [[item["content"], str(item["messageId"]), item["role"]] for item in items]
+    bare = lcm(
+        "messages",
+        "list",
+        "--db",
+        db,
+        "--conversation-id",
+        "2",
+        "--format",
+        "csv",
+        "--fields",
+        fields,
+        "--no-headers",
+        "--include-content",
+    )
+    assert list(csv.reader(io.StringIO(bare.stdout))) == rows[1:]
+
+
+def test_plain_tsv_cuts_and_sorts(tmp_path: Path) -> None:
+    db = _ex_db(tmp_path)
+    out = lcm(
+        "conversations",
+        "list",
+        "--db",
+        db,
+        "--format",
+        "tsv-plain",
+        "--no-headers",
+        "--fields",
+        "conversationId,messageCount",
+    )
+    assert out.code == 0, out.stderr
+    listed = lcm("conversations", "list", "--db", db).json["data"]["items"]
+    assert out.stdout.splitlines() == [f"{c['conversationId']}\t{c['messageCount']}" for c in listed]
+
+
+def test_a_record_nests_as_dot_path_columns(tmp_path: Path) -> None:
+    db = _ex_db(tmp_path)
+    status = lcm("status", "--db", db).json["data"]
+    out = lcm("status", "--db", db, "--format", "tsv-plain")
+    header, row = (line.split("\t") for line in out.stdout.splitlines())
+    values = dict(zip(header, row))
+    assert values["status.messages.count"] == str(status["status"]["messages"]["count"])
+    assert values["version"] == status["version"]
+
+
+def test_all_pages_as_csv_print_one_header(tmp_path: Path) -> None:
+    db = _ex_db(tmp_path)
+    out = lcm(
+        "messages",
+        "list",
+        "--db",
+        db,
+        "--conversation-id",
+        "2",
+        "--limit",
+        "5",
+        "--all",
+        "--format",
+        "csv",
+        "--fields",
+        "messageId",
+    )
+    assert out.code == 0, out.stderr
+    ids = [
+        str(m["messageId"])
+        for m in lcm("messages", "list", "--db", db, "--conversation-id", "2", "--limit", "500").json["data"][
+            "items"
+        ]
+    ]
+    assert out.stdout.splitlines() == ["messageId", *ids]
+
+
+def test_no_headers_without_a_row_format_is_refused(tmp_path: Path) -> None:
+    out = lcm("status", "--db", _ex_db(tmp_path), "--no-headers")
+    assert out.code == 2 and out.stdout == ""
+    assert out.error["code"] == "INVALID_ARGUMENT" and out.error["details"]["option"] == "no-headers"

@@ -41,7 +41,9 @@ else:
 
 ROLES = ("system", "user", "assistant", "tool")
 KINDS = ("leaf", "condensed")
-FORMATS = ("json", "table", "tsv", "ndjson")
+#: Formats of plain records, a header and one line each (lcm_cli.render.rows).
+ROW_FORMATS = ("csv", "tsv-plain")
+FORMATS = ("json", "table", "tsv", "ndjson", *ROW_FORMATS)
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
@@ -433,6 +435,10 @@ ALL_PAGES: Param[bool] = Param(
     _flag(),
     "Follow nextCursor to the end and stream every item as NDJSON (one per line).",
     option="--all",
+)
+
+NO_HEADERS: Param[bool] = Param(
+    "no_headers", _flag(), "With --format csv or tsv-plain: leave out the header line."
 )
 
 # --- the hook and serve doors ------------------------------------------------------------
