@@ -162,7 +162,7 @@ def parse_when(text: str, option: str, *, now_ms: int | None = None) -> int:
         value = value.replace(" ", "T", 1)
     stamp = parse_iso_timestamp(value)
     if stamp is None:
-        raise _bad_value(option, text, WHEN_HINT)
+        raise _bad_value(option, text, WHEN_HINT, now_ms=now_ms)
     return stamp
 
 
@@ -171,12 +171,72 @@ def parse_when(text: str, option: str, *, now_ms: int | None = None) -> int:
 EARLIEST_MS = -8_640_000_000_000_000
 
 
-def _bad_value(option: str, value: str, expected: str) -> LcmError:
-    return LcmError(
-        "INVALID_TIME_FILTER",
-        f"Invalid {option} value {value!r}: expected {expected}.",
-        {"value": value},
-    )
+_UNIT_WORDS = r"(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?)"
+
+
+def _spoken_duration(text: str) -> str | None:
+    """``3 days``, ``2 hours ago``, ``last 90 minutes`` as the grammar's duration (``3d``)."""
+    match = re.fullmatch(r"(?i)(?:last\s+)?([0-9]+)\s*" + _UNIT_WORDS + r"(?:\s+ago)?", text.strip())
+    if not match or int(match.group(1)) < 1:
+        return None
+    unit = match.group(2).lower()
+    return f"{int(match.group(1))}{'m' if unit.startswith('mi') or unit == 'm' else unit[0]}"
+
+
+def _stamp_text(instant: int) -> str:
+    text = to_iso_ms(instant)
+    return text.replace(".000Z", "Z")
+
+
+def _same_instant(value: str, *, duration: bool, strict: bool, now_ms: int | None) -> str | None:
+    """The accepted spelling of what ``value`` most likely means, or None.
+
+    ``duration``: the option takes a duration (the reference's ``--recency``); ``strict``:
+    the reference's timestamp grammar (zone required), else lcm's own (:func:`parse_when`).
+    """
+    spoken = _spoken_duration(value)
+    if duration:
+        return spoken
+    if spoken is not None:
+        return spoken if not strict else _stamp_text(_now_ms(now_ms) - (parse_duration_ms(spoken) or 0))
+    text = value.strip()
+    word = text.lower()
+    today = _now_ms(now_ms) // _DAY_MS * _DAY_MS
+    named = {
+        "now": _now_ms(now_ms),
+        "today": today,
+        "yesterday": today - _DAY_MS,
+        "tomorrow": today + _DAY_MS,
+    }
+    if word in named:
+        return _stamp_text(named[word])
+    # Lower-case t/z, a trailing UTC, slashes for dashes: the same instant, misspelled.
+    text = re.sub(r"(?i)\s*utc$", "Z", text.replace("/", "-"))
+    text = re.sub(r"(?<=[0-9])t(?=[0-9])", "T", text)
+    text = re.sub(r"z$", "Z", text)
+    try:
+        return _stamp_text(parse_when(text, "", now_ms=now_ms))
+    except LcmError:
+        return None
+
+
+def _bad_value(
+    option: str,
+    value: str,
+    expected: str,
+    *,
+    duration: bool = False,
+    strict: bool = False,
+    now_ms: int | None = None,
+) -> LcmError:
+    """INVALID_TIME_FILTER for ``value``; it offers the accepted spelling of the same instant when there is one."""
+    message = f"Invalid {option} value {value!r}: expected {expected}."
+    details: dict[str, object] = {"value": value}
+    fixed = _same_instant(value, duration=duration, strict=strict, now_ms=now_ms) if option else None
+    if fixed is not None and fixed != value:
+        message += f" Did you mean {option} {fixed}?"
+        details.update(accepted=fixed, suggestions=[f"{option} {fixed}"])
+    return LcmError("INVALID_TIME_FILTER", message, details)
 
 
 def resolve_time_range(
@@ -216,6 +276,51 @@ def resolve_time_range(
             )
         after, before = parts
         option_after = option_before = "--between"
+    try:
+        return _bounds(after, before, recency, option_after, option_before, now_ms=now_ms, strict=strict)
+    except LcmError as exc:
+        offered = isinstance(exc.details, dict) and "accepted" in exc.details
+        if between is None or not offered:
+            raise
+        # Offer the whole range with each end in its accepted spelling.
+        ends = [
+            end
+            if _parses(end, strict=strict, now_ms=now_ms)
+            else _same_instant(end, duration=False, strict=strict, now_ms=now_ms)
+            for end in (after or "", before or "")
+        ]
+        message = exc.message.split(" Did you mean")[0]
+        if None in ends:
+            raise LcmError("INVALID_TIME_FILTER", message, {"value": exc.details["value"]}) from None
+        fixed = "..".join(str(end) for end in ends)
+        raise LcmError(
+            "INVALID_TIME_FILTER",
+            f"{message} Did you mean --between {fixed}?",
+            {"value": exc.details["value"], "accepted": fixed, "suggestions": [f"--between {fixed}"]},
+        ) from None
+
+
+def _parses(text: str, *, strict: bool, now_ms: int | None) -> bool:
+    if strict:
+        return parse_iso_timestamp(text) is not None
+    try:
+        parse_when(text, "", now_ms=now_ms)
+    except LcmError:
+        return False
+    return True
+
+
+def _bounds(
+    after: str | None,
+    before: str | None,
+    recency: str | None,
+    option_after: str,
+    option_before: str,
+    *,
+    now_ms: int | None,
+    strict: bool,
+) -> TimeRange:
+    """The normalized bounds of already-combined time options (see :func:`resolve_time_range`)."""
     lower: int | None = None
     upper: int | None = None
     if not strict:
@@ -229,15 +334,17 @@ def resolve_time_range(
     if after is not None and lower is None:
         lower = parse_iso_timestamp(after)
         if lower is None:
-            raise _bad_value(option_after, after, _ISO_HINT)
+            raise _bad_value(option_after, after, _ISO_HINT, strict=True, now_ms=now_ms)
     if before is not None and upper is None:
         upper = parse_iso_timestamp(before)
         if upper is None:
-            raise _bad_value(option_before, before, _ISO_HINT)
+            raise _bad_value(option_before, before, _ISO_HINT, strict=True, now_ms=now_ms)
     if recency is not None:
         span = parse_duration_ms(recency)
         if span is None:
-            raise _bad_value("--recency", recency, "a positive duration like 30m, 12h, 7d or 2w")
+            raise _bad_value(
+                "--recency", recency, "a positive duration like 30m, 12h, 7d or 2w", duration=True
+            )
         lower = _now_ms(now_ms) - span
         if lower < EARLIEST_MS:
             raise _bad_value(

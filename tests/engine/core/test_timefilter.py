@@ -308,7 +308,9 @@ def assert_time_error(out: Any, value: Any = None, *, details: bool = True) -> N
     error = out.error
     assert error["code"] == "INVALID_TIME_FILTER"
     if details:
-        assert error["details"] == {"value": value}
+        # The reference's details, plus the accepted spelling when there is one.
+        assert error["details"]["value"] == value
+        assert set(error["details"]) <= {"value", "accepted", "suggestions"}
     else:
         assert "details" not in error
 

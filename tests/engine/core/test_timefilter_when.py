@@ -49,3 +49,48 @@ def test_reference_commands_keep_the_strict_grammar_and_ours_take_the_whole() ->
     assert ours.time == TimeRange("2026-07-01T00:00:00.000Z", "2026-07-02T00:00:00.000Z")
     assert validate_request("doctor.scan", ("recency",), {"recency": "2026-07-01"}).time.after
     assert resolve_time_range(None, None, None, "7d", now_ms=NOW).after == to_iso_ms(NOW - 7 * 86_400_000)
+
+
+@pytest.mark.parametrize(
+    ("option_args", "accepted"),
+    [
+        # The reference's strict grammar: the same instant, with its zone.
+        ({"after": "2026-06-02"}, "2026-06-02T00:00:00Z"),
+        ({"after": "2026-06-02t08:00z"}, "2026-06-02T08:00:00Z"),
+        ({"before": "2026/06/02 08:00 UTC"}, "2026-06-02T08:00:00Z"),
+        ({"after": "yesterday"}, "2026-05-27T00:00:00Z"),
+        ({"after": "2 days ago"}, "2026-05-26T20:26:40Z"),
+        ({"recency": "3days"}, "3d"),
+        ({"recency": "last 90 minutes"}, "90m"),
+        ({"between": "2026-06-02..2026-06-03T00:00Z"}, "2026-06-02T00:00:00Z..2026-06-03T00:00Z"),
+    ],
+)
+def test_a_refused_reference_time_offers_the_accepted_spelling(
+    option_args: dict[str, str], accepted: str
+) -> None:
+    values = {name: option_args.get(name) for name in ("after", "before", "between", "recency")}
+    with pytest.raises(LcmError) as refused:
+        resolve_time_range(**values, now_ms=NOW)
+    option = next(iter(option_args))
+    assert refused.value.details["accepted"] == accepted
+    assert refused.value.details["suggestions"] == [f"--{option} {accepted}"]
+    # The offer is accepted as it stands.
+    resolve_time_range(**{**values, option: accepted}, now_ms=NOW)
+
+
+@pytest.mark.parametrize("text", ["2 days ago", "last 3 weeks", "yesterday", "2026-06-02t08:00Z"])
+def test_a_refused_when_offers_the_accepted_spelling(text: str) -> None:
+    with pytest.raises(LcmError) as refused:
+        parse_when(text, "--since", now_ms=NOW)
+    accepted = refused.value.details["accepted"]
+    assert refused.value.details["suggestions"] == [f"--since {accepted}"]
+    parse_when(accepted, "--since", now_ms=NOW)
+
+
+@pytest.mark.parametrize("text", ["soon", "2026-13-45", "3x"])
+def test_nonsense_gets_no_offer(text: str) -> None:
+    with pytest.raises(LcmError) as when:
+        parse_when(text, "--since", now_ms=NOW)
+    with pytest.raises(LcmError) as recency:
+        resolve_time_range(None, None, None, text, now_ms=NOW)
+    assert "suggestions" not in when.value.details and "suggestions" not in recency.value.details
