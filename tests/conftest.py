@@ -72,12 +72,20 @@ def lcm(*args: str) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
-def lcm_process(*args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> Outcome:
-    """Run the installed `lcm` as a real subprocess."""
+def lcm_process(
+    *args: str, env: dict[str, str] | None = None, cwd: str | None = None, input: str | None = None
+) -> Outcome:
+    """Run the installed `lcm` as a real subprocess (``input`` on its stdin)."""
     exe = Path(sys.executable).with_name("lcm")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "lcm_cli"]
     result = subprocess.run(
-        command + list(args), capture_output=True, text=True, env=env or dict(os.environ), cwd=cwd, timeout=60
+        command + list(args),
+        capture_output=True,
+        text=True,
+        env=env or dict(os.environ),
+        cwd=cwd,
+        timeout=60,
+        input=input,
     )
     return Outcome(result.returncode, result.stdout, result.stderr)
 

@@ -363,8 +363,8 @@ ERRORS: dict[str, ErrorCode] = {
     ),
     "DATABASE_QUERY_FAILED": ErrorCode(
         5,
-        "any other SQLite error while querying",
-        "rerun with `LCM_DEBUG=1` and report it with the database's lossless-claw version",
+        "any other SQLite error while querying; `details.reason` says which case: `not-lcm-database` (an SQLite file without lcm's tables), `not-sqlite` (not an SQLite file), `read-only` (the file, its folder or the file system refuses a write), `sqlite-error` (anything else)",
+        "`not-lcm-database`/`not-sqlite`: point `--db` or `--openclaw-dir` at the agent's `lcm.db`; `read-only`: make the file and its folder writable, or use a read-only command; `sqlite-error`: rerun with `LCM_DEBUG=1` and report it with the database's lossless-claw version",
     ),
     "DATABASE_CORRUPT": ErrorCode(
         5,

@@ -155,7 +155,7 @@ def require_sqlite_file(path: str, *, not_a_database: str = "DATABASE_OPEN_FAILE
         raise LcmError(
             not_a_database,
             f"{path} is not an SQLite database (file is not a database). Check --db / LCM_DATABASE_PATH.",
-            details,
+            {**details, "reason": "not-sqlite"},
         )
     return info
 
@@ -297,6 +297,12 @@ def corrupt_database_error(path: str, text: str) -> LcmError:
     )
 
 
+def _unwritable(path: str) -> bool:
+    """True when this process may not write the database or create its -wal/-shm beside it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    return not (os.access(path, os.W_OK) and os.access(directory, os.W_OK | os.X_OK))
+
+
 def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> LcmError:
     """Map an error raised while querying to DATABASE_BUSY, DATABASE_CORRUPT or DATABASE_QUERY_FAILED."""
     text = _sqlite_text(exc) or ""
@@ -310,8 +316,17 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str, timeout_ms: int) -> Lc
     if any(m in text for m in _CORRUPTION_MARKERS):
         # The file has SQLite's header (checked on open), so this is damage, not a wrong file.
         return corrupt_database_error(path, text)
+    if "readonly" in text or "read-only" in text or ("unable to open" in text and _unwritable(path)):
+        # The user's file, not a bug: the file, its folder or the file system refuses writes.
+        return LcmError(
+            "DATABASE_QUERY_FAILED",
+            f"Database query failed: {text}. {path} cannot be written by this process: make the "
+            "file and its folder writable (SQLite writes its -wal and -shm beside it), or run a "
+            "read-only command on it.",
+            {"databasePath": path, "reason": "read-only"},
+        )
     return LcmError(
         "DATABASE_QUERY_FAILED",
         f"Database query failed: {text}.",
-        {"databasePath": path},
+        {"databasePath": path, "reason": "sqlite-error"},
     )

@@ -28,8 +28,9 @@ def require_lcm_tables(ctx: Context) -> None:
         raise LcmError(
             "DATABASE_QUERY_FAILED",
             f"Database query failed: {ctx.database_path} has no {', '.join(missing)} "
-            "table; is --db pointing at an LCM database (lcm.db)?",
-            {"databasePath": ctx.database_path},
+            "table; is --db pointing at an LCM database (lcm.db)? Point --db (or --openclaw-dir) "
+            "at the agent's lcm.db.",
+            {"databasePath": ctx.database_path, "reason": "not-lcm-database", "missingTables": missing},
         )
 
 

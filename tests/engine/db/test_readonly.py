@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import lcm
+from tests.conftest import lcm, lcm_process
 from tests.support.legacy_schema import ERAS, make_legacy_db
 
 READS = [
@@ -64,7 +67,7 @@ def test_file_that_is_not_sqlite(tmp_path: Path) -> None:
     out = lcm("--db", str(path), "status")
     # As the reference: its lazy open meets a non-database at the first query.
     assert out.code == 5 and out.error["code"] == "DATABASE_QUERY_FAILED"
-    assert out.error["details"] == {"databasePath": str(path)}
+    assert out.error["details"] == {"databasePath": str(path), "reason": "not-sqlite"}
 
 
 def test_sqlite_file_without_lcm_tables(tmp_path: Path) -> None:
@@ -76,6 +79,39 @@ def test_sqlite_file_without_lcm_tables(tmp_path: Path) -> None:
     out = lcm("--db", str(path), "conversations", "list")
     assert out.code == 5 and out.error["code"] == "DATABASE_QUERY_FAILED"
     assert "conversations" in out.error["message"]
+    assert out.error["details"]["reason"] == "not-lcm-database" and "bug" not in out.error["message"]
+
+
+@contextlib.contextmanager
+def _unwritable(path: Path) -> Iterator[None]:
+    """Make ``path`` refuse writes: mode bits for a user, the immutable attribute for root."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("root cannot make a file read-only here (no chattr +i)")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("target", ["file", "folder"])
+def test_a_write_to_a_read_only_database_says_so(db_path: Path, target: str) -> None:
+    turn = '{"role": "user", "content": "hello"}'
+    with _unwritable(db_path if target == "file" else db_path.parent):
+        out = lcm_process("--db", str(db_path), "ingest", "--session-key", "agent:main:main", input=turn)
+        assert lcm("--db", str(db_path), "status").code == 0  # reads still work
+    assert out.code == 5 and out.stdout == ""
+    error = out.error
+    assert error["code"] == "DATABASE_QUERY_FAILED"  # the reference's code; the case is in details
+    assert error["details"]["reason"] == "read-only"
+    assert "writable" in error["message"] and "bug" not in error["message"]
 
 
 def test_locked_database_gives_database_busy_after_a_bounded_wait(
