@@ -49,6 +49,8 @@ HELP_BEGIN = "<!-- BEGIN GENERATED HELP -->"
 HELP_END = "<!-- END GENERATED HELP -->"
 CONFIG_BEGIN = "<!-- BEGIN GENERATED CONFIG -->"
 CONFIG_END = "<!-- END GENERATED CONFIG -->"
+EXITS_BEGIN = "<!-- BEGIN GENERATED EXIT STATUSES -->"
+EXITS_END = "<!-- END GENERATED EXIT STATUSES -->"
 ERRORS_BEGIN = "<!-- BEGIN GENERATED ERRORS -->"
 ERRORS_END = "<!-- END GENERATED ERRORS -->"
 CHECKS_BEGIN = "<!-- BEGIN GENERATED CHECKS -->"
@@ -265,6 +267,15 @@ def generated_errors() -> str:
     return "\n".join(lines) + "\n"
 
 
+def generated_exit_statuses() -> str:
+    """The table of every exit status, from ``EXIT_STATUSES``."""
+    from lcm_cli.engine.core.exit_codes import EXIT_STATUSES
+
+    lines = [NOTICE, "", "| Exit | Meaning |", "|---:|---|"]
+    lines += [f"| {status} | {_cell(meaning)} |" for status, meaning in EXIT_STATUSES.items()]
+    return "\n".join(lines) + "\n"
+
+
 def generated_skill_errors() -> str:
     """SKILL.md's error table: the same codes, with the next step an agent takes."""
     from lcm_cli.engine.core.exit_codes import ERRORS
@@ -327,12 +338,14 @@ def render(text: str) -> str:
     """The whole document with both generated regions brought up to date."""
     text = replace_region(text, HELP_BEGIN, HELP_END, generated_help())
     text = replace_region(text, ERRORS_BEGIN, ERRORS_END, generated_errors())
+    text = replace_region(text, EXITS_BEGIN, EXITS_END, generated_exit_statuses())
     return replace_region(text, CONFIG_BEGIN, CONFIG_END, generated_config())
 
 
 def render_skill(text: str) -> str:
     """skills/lcm/SKILL.md with its generated error table and destructive fixes brought up to date."""
     text = replace_region(text, ERRORS_BEGIN, ERRORS_END, generated_skill_errors())
+    text = replace_region(text, EXITS_BEGIN, EXITS_END, generated_exit_statuses())
     return replace_region(text, DESTRUCTIVE_BEGIN, DESTRUCTIVE_END, generated_skill_destructive())
 
 

@@ -116,7 +116,7 @@ def test_check_mode_reports_drift_and_rewrite_fixes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc, skill = tmp_path / "cli.md", tmp_path / "SKILL.md"
-    errors = f"{GEN.ERRORS_BEGIN}\n{GEN.ERRORS_END}\n"
+    errors = f"{GEN.ERRORS_BEGIN}\n{GEN.ERRORS_END}\n{GEN.EXITS_BEGIN}\n{GEN.EXITS_END}\n"
     doc.write_text(
         f"intro\n{GEN.HELP_BEGIN}\nold help\n{GEN.HELP_END}\n{errors}middle\n{GEN.CONFIG_BEGIN}\n{GEN.CONFIG_END}\nend\n",
         encoding="utf-8",
@@ -140,20 +140,30 @@ def test_check_mode_reports_drift_and_rewrite_fixes_it(
     monkeypatch.setattr(GEN, "generated_skill_errors", lambda: "| next steps |\n")
     monkeypatch.setattr(GEN, "generated_skill_destructive", lambda: "- a fix\n")
     monkeypatch.setattr(GEN, "generated_checks", lambda: "| checks |\n")
+    monkeypatch.setattr(GEN, "generated_exit_statuses", lambda: "| exits |\n")
 
     assert GEN.main(["--check"]) == 1
     assert "gen_cli_docs.py" in capsys.readouterr().err
     assert GEN.main([]) == 0
     assert doc.read_text(encoding="utf-8") == (
         f"intro\n{GEN.HELP_BEGIN}\nnew help\n{GEN.HELP_END}\n{GEN.ERRORS_BEGIN}\n| codes |\n{GEN.ERRORS_END}\n"
-        f"middle\n{GEN.CONFIG_BEGIN}\n| keys |\n{GEN.CONFIG_END}\nend\n"
+        f"{GEN.EXITS_BEGIN}\n| exits |\n{GEN.EXITS_END}\nmiddle\n{GEN.CONFIG_BEGIN}\n| keys |\n{GEN.CONFIG_END}\nend\n"
     )
     assert (
         skill.read_text(encoding="utf-8") == f"skill\n{GEN.ERRORS_BEGIN}\n| next steps |\n{GEN.ERRORS_END}\n"
-        f"{GEN.DESTRUCTIVE_BEGIN}\n- a fix\n{GEN.DESTRUCTIVE_END}\n"
+        f"{GEN.EXITS_BEGIN}\n| exits |\n{GEN.EXITS_END}\n{GEN.DESTRUCTIVE_BEGIN}\n- a fix\n{GEN.DESTRUCTIVE_END}\n"
     )
     assert doctor.read_text(encoding="utf-8") == f"checks\n{GEN.CHECKS_BEGIN}\n| checks |\n{GEN.CHECKS_END}\n"
     assert GEN.main(["--check"]) == 0
+
+
+def test_every_exit_status_is_declared() -> None:
+    from lcm_cli.engine.core.exit_codes import ERRORS, EXIT_STATUSES, FINDINGS_EXIT_STATUS
+
+    used = {error.status for error in ERRORS.values()} | {0, 1, FINDINGS_EXIT_STATUS, 130}
+    assert used <= set(EXIT_STATUSES)
+    skill = (REPO / "skills" / "lcm" / "SKILL.md").read_text(encoding="utf-8")
+    assert all(f"| {status} |" in skill for status in EXIT_STATUSES)
 
 
 # --- (b) help text and examples --------------------------------------------------------

@@ -78,7 +78,8 @@ def test_demo_commands_run_on_the_example_without_touching_it() -> None:
         ["backup", "list"],
     ):
         out = lcm(*base, *words)
-        assert out.code == 0, out.stderr
+        # The bundled transcripts are not imported yet: verify reports them missing (exit 6).
+        assert out.code == (6 if "--verify" in words else 0), out.stderr
     assert files_under(EXAMPLE) == before
 
 

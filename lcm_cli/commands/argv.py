@@ -203,7 +203,7 @@ def parse_argv(argv: list[str]) -> Parsed:
         # `lcm backup lst`: a mistyped subcommand of a command that is also a group.
         subcommands = [p[1] for p in table if len(p) == 2 and p[0] == path[0]]
         close = suggest(args[0], subcommands) if len(path) == 1 and args else []
-        if close and command.name not in REFERENCE_COMMANDS:
+        if close:
             shown = [f"lcm {path[0]} {c}" for c in close]
             raise LcmError(
                 "INVALID_COMMAND", f"{message} Did you mean `{'` or `'.join(shown)}`?", {"suggestions": shown}
@@ -226,8 +226,8 @@ class _UnknownOption(Exception):
 def _unknown_option(
     name: str, argv: list[str], table: dict[tuple[str, ...], CommandShape], every_option: dict[str, bool]
 ) -> LcmError:
-    """The reference's unknown-option error (no details); for a command of lcm's own, the
-    closest options it takes ride along in ``details.suggestions``."""
+    """The reference's unknown-option error; the closest options the command takes ride along
+    in ``details.suggestions`` (the reference's own commands get them too: an improvement)."""
     message = f"Unknown option '{name}'. Run `lcm --help` for the options."
     words: list[str] = []
     skip = False
@@ -239,10 +239,12 @@ def _unknown_option(
         else:
             words.append(token)
     _, command = _command_of(table, words)
-    if command is None or command.name in REFERENCE_COMMANDS:
+    if command is None:
         return invalid_argument(message)
     close = suggest(name, [*command.options, *(p.option for p in GLOBALS)])
     if not close:
+        if command.name in REFERENCE_COMMANDS:
+            return invalid_argument(message)  # as the reference: no details
         return invalid_argument(message, {"option": name.lstrip("-"), "command": command.name})
     return invalid_argument(
         f"{message} Did you mean {' or '.join(close)}?",
@@ -336,11 +338,24 @@ def _group_help(
     else:
         prefix, typed, known = "lcm ", words[0], sorted({p[0] for p in table})
     close = [prefix + c for c in suggest(typed, known)]
+    if len(words) > 1 and words[0] not in groups:
+        close = [_with_subcommand(table, c, words[1]) for c in close]
     if not close:
         raise LcmError("INVALID_COMMAND", message)  # as the reference: no details
     raise LcmError(
         "INVALID_COMMAND", f"{message} Did you mean `{'` or `'.join(close)}`?", {"suggestions": close}
     )
+
+
+def _with_subcommand(table: dict[tuple[str, ...], CommandShape], suggestion: str, typed: str) -> str:
+    """`lcm conversation lst` -> `lcm conversations list`: a fixed group completed by the
+    (fixed) subcommand typed after it; the group alone when the next word is no subcommand."""
+    group = suggestion.removeprefix("lcm ")
+    subcommands = [p[1] for p in table if len(p) == 2 and p[0] == group]
+    if typed in subcommands:
+        return f"{suggestion} {typed}"
+    close = suggest(typed, subcommands)
+    return f"{suggestion} {close[0]}" if close else suggestion
 
 
 def _command_params(

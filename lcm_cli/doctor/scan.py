@@ -16,6 +16,7 @@ from typing import Any
 from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.exit_codes import FINDINGS_EXIT_STATUS
 from lcm_cli.engine.core.params import CHECK, FINDINGS_ONLY, THOROUGH, Request
 from lcm_cli.engine.core.params import FAIL_ON as FAIL_ON_PARAM
 from lcm_cli.engine.core.registry import Result, operation
@@ -24,7 +25,6 @@ from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, Scope, sever
 from lcm_cli.engine.maintenance.junk import scan_input
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
 
-FINDINGS_EXIT_STATUS = 6
 FAIL_ON = ("info", "warn", "error", "none")
 DEFAULT_FAIL_ON = "warn"
 _STATUS = {"info": "INFO", "warn": "WARN", "error": "FAIL"}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
+from lcm_cli.engine.core.exit_codes import FINDINGS_EXIT_STATUS
 from lcm_cli.engine.core.params import (
     APPLY,
     BACKUP,
@@ -34,6 +35,7 @@ from lcm_cli.engine.core.params import (
     SESSIONS_DIR,
     SINCE,
     STORE,
+    VERBOSE,
     VERIFY,
     Request,
 )
@@ -187,11 +189,39 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         data["incompleteByReason"] = dict(
             sorted(Counter(r["reason"] for r in reports if r["status"] == "incomplete").items())
         )
+    data.update(_totals(reports))
     # As the reference importer: a file that failed (also in a dry run) makes the run exit 1,
-    # with the whole report still on stdout.
-    data["exitStatus"] = 1 if data["errorFiles"] else 0
+    # with the whole report still on stdout; a verify that found entries missing exits 6, as a
+    # check that found problems does (a legacy file without entry ids has nothing to redo).
+    missing = verify and data["incompleteByReason"].get("missing-entries", 0) > 0
+    data["exitStatus"] = 1 if data["errorFiles"] else FINDINGS_EXIT_STATUS if missing else 0
+    if verify and not req[VERBOSE]:
+        for report in reports:  # the entries verify found missing; their count stays
+            report.pop("missing", None)
     data["files"] = reports
     return Result(data, exit_status=data["exitStatus"])
+
+
+def _totals(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the per-file reports add up to, by status and by reason, for the top level."""
+    lines: Counter[str] = Counter()
+    for report in reports:
+        lines.update(report["skippedLines"]["byReason"])
+    by_status = Counter(r["status"] for r in reports)
+
+    def reasons(status: str) -> dict[str, int]:
+        return dict(
+            sorted(
+                Counter(r.get("reason") or "unspecified" for r in reports if r["status"] == status).items()
+            )
+        )
+
+    return {
+        "filesByStatus": dict(sorted(by_status.items())),
+        "skippedFilesByReason": reasons("skipped"),
+        "errorFilesByReason": reasons("error"),
+        "skippedLinesByReason": dict(sorted(lines.items())),
+    }
 
 
 # --- per-file reports -----------------------------------------------------------------
@@ -952,17 +982,25 @@ def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: A
         # As 1.0's importer: one verified anchor-trust row per inserted entry with an id.
         trust_inserted(conn, conversation_id, last_seq, verified_at)
     report["warnings"].extend(selection.warnings)
-    # updatedAt is the last message's time, not the import's: "most recently updated"
-    # stays the order the conversations were had in.
-    conn.execute(
-        """UPDATE conversations SET bootstrapped_at = COALESCE(bootstrapped_at, datetime('now')),
-           updated_at = COALESCE(
-             (SELECT created_at FROM messages WHERE conversation_id = ?
-              ORDER BY julianday(created_at) DESC, seq DESC LIMIT 1),
-             datetime('now'))
-           WHERE conversation_id = ?""",
-        (conversation_id, conversation_id),
-    )
+    if selection.imported:
+        # updatedAt is the last message's time, not the import's: "most recently updated"
+        # stays the order the conversations were had in.
+        conn.execute(
+            """UPDATE conversations SET bootstrapped_at = COALESCE(bootstrapped_at, datetime('now')),
+               updated_at = COALESCE(
+                 (SELECT created_at FROM messages WHERE conversation_id = ?
+                  ORDER BY julianday(created_at) DESC, seq DESC LIMIT 1),
+                 datetime('now'))
+               WHERE conversation_id = ?""",
+            (conversation_id, conversation_id),
+        )
+    else:
+        # Up to date: nothing changed, so updatedAt (the order of `conversations list`) stays.
+        conn.execute(
+            "UPDATE conversations SET bootstrapped_at = COALESCE(bootstrapped_at, datetime('now'))"
+            " WHERE conversation_id = ? AND bootstrapped_at IS NULL",
+            (conversation_id,),
+        )
     recorded = report["file"]
     if report.get("source") == "sqlite":
         from lcm_cli.engine.transcript.host_store import session_marker

@@ -167,9 +167,28 @@ def test_did_you_mean_for_commands_options_and_id_kinds(state_dir: Path) -> None
     assert "details" not in lcm(*base, "nope").error
 
 
+def test_the_most_used_commands_suggest_too(state_dir: Path) -> None:
+    base = ("--openclaw-dir", str(state_dir))
+    for words, typo, fixed in (
+        (("status",), "--fromat", "--format"),
+        (("messages", "list", "--conversation-id", "1"), "--limt", "--limit"),
+        (("summaries", "list"), "--dept", "--depth"),
+        (("conversations", "list"), "--cusor", "--cursor"),
+    ):
+        error = lcm(*base, *words, typo, "x").error
+        assert error["code"] == "INVALID_ARGUMENT" and error["details"]["suggestions"] == [fixed], words
+    for typed, fixed in (
+        (("conversation", "list"), "lcm conversations list"),
+        (("summary", "lst"), "lcm summaries list"),
+        (("confg", "show"), "lcm config show"),
+        (("mesages",), "lcm messages"),
+    ):
+        assert lcm(*base, *typed).error["details"]["suggestions"] == [fixed], typed
+
+
 def test_the_reference_commands_keep_their_details(state_dir: Path) -> None:
     base = ("--openclaw-dir", str(state_dir))
-    assert "details" not in lcm(*base, "status", "--limt", "3").error  # cli-contract: parser errors
+    assert "details" not in lcm(*base, "status", "--zzzzzz", "3").error  # cli-contract: parser errors
     assert lcm(*base, "status", "--limit", "3").error["details"] == {"option": "limit", "command": "status"}
     assert lcm(*base, "messages", "list", "--conversation-id", "sum_x").error["details"] == {"value": "sum_x"}
     assert "details" not in lcm(*base, "status", "extra").error
@@ -213,7 +232,7 @@ def test_lcm_commands_types_each_option() -> None:
     assert by_name["grep"]["--after"]["format"] == by_name["prune"]["--before"]["format"] == "when"
     assert by_name["migrate-sessions"]["--since"]["format"] == "when"
     formats = next(o for o in data["globalOptions"] if o["name"] == "--format")
-    assert formats["enum"] == ["json", "table", "tsv", "ndjson"]
+    assert formats["enum"] == ["json", "table", "tsv", "ndjson", "csv", "tsv-plain"]
     assert {"--fields", "--all"} <= {o["name"] for o in data["globalOptions"]}
 
 

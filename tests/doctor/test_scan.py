@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.doctor.checks import CHECKS
-from lcm_cli.doctor.scan import FINDINGS_EXIT_STATUS
+from lcm_cli.engine.core.exit_codes import FINDINGS_EXIT_STATUS
 from lcm_cli.engine.maintenance.markers import classify
 from tests.conftest import REPO, lcm, lcm_process
 from tests.support.doctor_seed import DIRECTIVE, TRUNCATION, build_healthy, build_seeded, write_config

@@ -99,12 +99,17 @@ def test_every_incomplete_file_has_a_reason(tmp_path: Path) -> None:
     sessions = state / "agents/main/sessions"
     write_transcript(sessions / "legacy.jsonl", session_id="legacy", messages=6, with_ids=False, seed=9)
     _migrate(state, "--file", str(sessions / "legacy.jsonl"), "--file", str(sessions / "s0.jsonl"), "--apply")
-    data = _migrate(state, "--verify")
+    out = lcm("--openclaw-dir", str(state), "migrate-sessions", "--verify")
+    assert out.code == 6  # entries missing: a finding
+    data = out.json["data"]
     incomplete = {f["sessionId"]: f for f in data["files"] if f["status"] == "incomplete"}
     assert set(incomplete) == {"legacy", "s1", "s2"}
     assert incomplete["legacy"]["reason"] == "entries-without-id" and incomplete["legacy"]["hint"]
     assert incomplete["s1"]["reason"] == "missing-entries" and "--apply" in incomplete["s1"]["hint"]
     assert data["incompleteByReason"] == {"entries-without-id": 1, "missing-entries": 2}
+    # Only a legacy file without entry ids left: nothing to redo, so no finding.
+    only_legacy = _migrate(state, "--verify", "--file", str(sessions / "legacy.jsonl"))
+    assert only_legacy["incompleteByReason"] == {"entries-without-id": 1} and only_legacy["exitStatus"] == 0
 
 
 @pytest.mark.parametrize("mode", [(), ("--apply",)], ids=["dry-run", "apply"])

@@ -312,11 +312,48 @@ def test_verify_finds_missing_entries(state: Path) -> None:
     conn.commit()
     conn.close()
     before = db.read_bytes()
-    data = migrate(state, "--verify")
-    assert data["incompleteFiles"] == 1
+    # Incomplete is a finding: exit 6, the summary at the top, the counts per file.
+    out = lcm("--openclaw-dir", str(state), "migrate-sessions", "--verify")
+    assert out.code == 6, out.stderr
+    data = out.json["data"]
+    assert data["incompleteFiles"] == 1 and data["exitStatus"] == 6
+    assert data["incompleteByReason"] == {"missing-entries": 1}
+    assert data["filesByStatus"] == {"complete": 2, "incomplete": 1}
     broken = next(f for f in data["files"] if f["status"] == "incomplete")
-    assert broken["missing"][0]["entryId"] == victim[1]
+    assert broken["missingEntries"] == 1 and "missing" not in broken
+    # The per-entry detail is behind --verbose.
+    verbose = lcm("--openclaw-dir", str(state), "migrate-sessions", "--verify", "--verbose")
+    assert verbose.code == 6
+    detailed = next(f for f in verbose.json["data"]["files"] if f["status"] == "incomplete")
+    assert detailed["missing"][0]["entryId"] == victim[1]
+    assert len(out.stdout) < len(verbose.stdout)
     assert db.read_bytes() == before  # verify never writes
+
+
+def test_totals_by_reason_at_the_top(state: Path) -> None:
+    sessions = state / "agents" / "main" / "sessions"
+    (sessions / "empty.jsonl").write_text("")
+    with (sessions / "s0.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    data = migrate(state)
+    assert data["filesByStatus"] == {"skipped": 1, "would-import": 3}
+    assert data["skippedFilesByReason"] == {"no-persistable-messages": 1}
+    assert sum(data["skippedLinesByReason"].values()) == data["skippedLines"] >= 1
+    assert data["errorFilesByReason"] == {}
+
+
+def test_an_up_to_date_conversation_keeps_its_updated_at(state: Path) -> None:
+    migrate(state, "--apply")
+    db = state / "lcm.db"
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE conversations SET updated_at = '2030-01-01 00:00:00'")  # as a live turn sets it
+    conn.commit()
+    conn.close()
+    order = lcm("--openclaw-dir", str(state), "conversations", "list").json["data"]["items"]
+    again = migrate(state, "--apply")
+    assert again["filesByStatus"] == {"up-to-date": 3}
+    assert rows(db, "SELECT DISTINCT updated_at FROM conversations") == [("2030-01-01 00:00:00",)]
+    assert lcm("--openclaw-dir", str(state), "conversations", "list").json["data"]["items"] == order
 
 
 def test_waits_for_a_live_writer(state: Path) -> None:

@@ -405,6 +405,21 @@ ERRORS: dict[str, ErrorCode] = {
 
 EXIT_STATUS: dict[str, int] = {code: error.status for code, error in ERRORS.items()}
 
+#: The exit status of a check that found problems; the report is on stdout as usual.
+FINDINGS_EXIT_STATUS = 6
+
+#: Every exit status `lcm` uses and what it means (the tables of docs/cli.md and SKILL.md).
+EXIT_STATUSES: dict[int, str] = {
+    0: "success (also for `--help`, `--version` and `lcm` with no arguments)",
+    1: "unexpected internal failure (`INTERNAL_ERROR`); or a report on stdout whose work partly failed: `migrate-sessions` with a file it could not read or import (`errorFiles` > 0), `summaries rewrite` with a summary it could not rewrite",
+    2: "the invocation is wrong: command, option, selector, time filter or cursor",
+    3: "something asked for does not exist: database, config file, config key, conversation, summary",
+    4: "the config file cannot be read, validated, backed up or written; a backup or archive failed",
+    5: "the database cannot be opened, queried or written (the error's `details.reason` says why)",
+    FINDINGS_EXIT_STATUS: "a check found problems, with the report on stdout as usual: `lcm doctor` at or above `--fail-on` (default `warn`), `migrate-sessions --verify` that found transcript entries missing from the database",
+    130: "interrupted (Ctrl-C); the error object says `INTERNAL_ERROR`",
+}
+
 
 def exit_status(code: str) -> int:
     """Exit status for an error code; unknown codes are internal failures (1)."""

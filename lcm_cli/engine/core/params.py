@@ -340,8 +340,9 @@ JSON: Param[bool] = Param(
 )
 VERBOSE: Param[bool] = Param(
     "verbose",
-    _flag("accepted for compatibility; every file is always reported"),
-    "Accepted for compatibility; every file is always reported.",
+    _flag("with --verify: list the entries each file is missing (without it, their count)"),
+    "With --verify: list the entries each file is missing (without it, each file gives their "
+    "count). Every file is always listed.",
 )
 STATE_DIR: Param[str | None] = Param(
     "state_dir",
