@@ -79,18 +79,31 @@ def duration(ms: float) -> str:
     return f"{amount:.0f} {unit}" if whole else f"{amount:.1f} {unit}"
 
 
+# Local time, marked with its zone ("2026-06-02 10:42:00 CEST"), so no one takes it for UTC.
+_LOCAL = "%Y-%m-%d %H:%M:%S %Z"
+# Numbers that name one thing rather than count things: shown as stored, never grouped.
+_ORDINALS = ("seq", "ordinal", "depth", "line", "version", "exitStatus", "pid", "port")
+
+
 def local_time(text: str) -> str | None:
-    """A stored UTC timestamp as local time without milliseconds, or None if it is none."""
+    """A stored UTC timestamp as local time, zone-marked, without milliseconds; None if it is none."""
     found = _TIME.fullmatch(text)
     if not found:
         return None
     moment = datetime.fromisoformat(f"{found[1]}T{found[2]}+00:00")
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone().strftime(_LOCAL)
 
 
 def _epoch_ms(value: float) -> str:
     moment = datetime.fromtimestamp(value / 1000, tz=timezone.utc)
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone().strftime(_LOCAL)
+
+
+def count(key: str, value: int) -> str:
+    """A count with its thousands grouped (12,345); ids, sequence numbers and the like as they are."""
+    if is_copy(key) or any(key == name or key.endswith(name[:1].upper() + name[1:]) for name in _ORDINALS):
+        return str(value)
+    return f"{value:,}"
 
 
 def scalar(key: str, value: Any, verbatim: bool = False, unit: str = "") -> str:
@@ -111,6 +124,8 @@ def scalar(key: str, value: Any, verbatim: bool = False, unit: str = "") -> str:
             return duration(value)
         if key.endswith("MtimeMs"):
             return _epoch_ms(value)
+        if isinstance(value, int):
+            return count(key, value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, str):
