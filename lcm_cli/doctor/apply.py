@@ -574,7 +574,6 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
         "notRepairable": not_repairable,
     }
     if not req[APPLY]:
-        data["message"] = "Dry run: nothing was written. Re-run with --apply to make these changes."
         return Result(data)
     mode = choose_mode(req[BACKUP], no_backup=req[NO_BACKUP])
     if mode == "changes" and any(u.unit == "schema" for u, _ in planned):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
-from lcm_cli.engine.core.params import FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
+from lcm_cli.engine.core.params import APPLY, FIELDS, MAX_TOKENS, STATE_DIR, Request, validate_request
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import ARGUMENTS, FollowUp, Operation, Result, command_words, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
@@ -126,6 +126,9 @@ def _run_once(op: Operation, ctx: Context, request: Request) -> tuple[Result, di
         if translated is None:
             raise
         raise translated from None
+    if spec.applies and not request[APPLY] and isinstance(result.data, dict):
+        # Every writer's dry run says so, and what --apply would do, in the same words.
+        result.data["message"] = f"Dry run: nothing was written. Re-run with --apply to {spec.applies}."
     envelope: dict[str, Any] = {"ok": True, "command": op.name, "data": result.data}
     if result.pagination is not None:
         envelope["pagination"] = result.pagination

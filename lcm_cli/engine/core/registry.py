@@ -59,6 +59,7 @@ class OpSpec(Record):
     items: str = ""  # the list in data (if any): `--fields` keeps fields of each, ndjson prints one a line
     caps_output: bool = False  # --max-tokens caps everything printed (the door enforces it)
     outputs: Mapping[str, str] | None = None  # option -> "file" | "directory" it writes (see above)
+    applies: str = ""  # what --apply does ("archive and delete these"): a dry run's answer says it
 
 
 class Argument(Record):
@@ -344,6 +345,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=Render(rows=(_REWRITES,)),
         items="summaries",
+        applies="back up and write these",
     ),
     "summaries.dissolve": OpSpec(
         "lcm_cli.engine.surgery.dissolve",
@@ -362,6 +364,7 @@ OPERATIONS: dict[str, OpSpec] = {
         param_help={"apply": "Write, under a change backup (dry run otherwise)."},
         render=Render(rows=(_CONTEXT_ITEMS,)),
         items="context",
+        applies="back up and dissolve",
     ),
     "summaries.transplant": OpSpec(
         "lcm_cli.engine.surgery.transplant",
@@ -387,6 +390,7 @@ OPERATIONS: dict[str, OpSpec] = {
         metavars={"to": "ID"},
         render=Render(rows=(_COPIES,)),
         items="summaries",
+        applies="back up and copy",
     ),
     "summaries.graph": OpSpec(
         "lcm_cli.engine.surgery.graph",
@@ -466,6 +470,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm doctor apply --check fts --apply",
         render=_DOCTOR,
+        applies="make these changes",
     ),
     "doctor.clean": OpSpec(
         "lcm_cli.doctor.clean",
@@ -487,6 +492,7 @@ OPERATIONS: dict[str, OpSpec] = {
             ),
         },
         render=_DOCTOR,
+        applies="back up and delete these",
     ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
@@ -525,6 +531,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_MIGRATE,
         items="files",
+        applies="back up and import these",
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.maintenance.backup_ops",
@@ -593,6 +600,7 @@ OPERATIONS: dict[str, OpSpec] = {
             ),
         },
         render=_BACKUP,
+        applies="put this backup in place",
     ),
     "prune": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -623,6 +631,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         outputs={"out": "file"},
         render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
+        applies="archive and delete these",
     ),
     "vacuum": OpSpec(
         "lcm_cli.engine.maintenance.vacuum",
@@ -642,6 +651,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm vacuum --apply",
         param_help={"apply": "Do the plan (dry run otherwise)."},
+        applies="do the plan",
     ),
     "prune.restore": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -653,6 +663,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Put the conversations of a prune archive back (verified first; safe to run twice).",
         example="lcm prune restore ~/.openclaw/lcm.db.prune-20260710T123456789Z.jsonl.gz --apply",
         render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
+        applies="bring these conversations back",
     ),
     # The control contract's results are sanitized: no paths, not even in meta.
     # `rotate` writes, so the whole contract waits in the session's write queue under serve.
@@ -990,6 +1001,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "apply": "Really compact (dry run on an in-memory copy otherwise).",
         },
         render=_RECORDS,
+        applies="compact",
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.assembly.ops",
@@ -1053,6 +1065,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_file": "The session's transcript JSONL (default: the path its bootstrap checkpoint records).",
         },
         render=_RECORDS,
+        applies="back up and rotate the transcript",
     ),
     "prompts.list": OpSpec(
         _PROMPTS,

@@ -228,8 +228,6 @@ def prune_conversations(ctx: Context, req: Request) -> Result:
         "estimatedReclaimBytes": estimate,
     }
     if not req[APPLY] or not ids:
-        if not req[APPLY]:
-            data["message"] = "Dry run: nothing was written. Re-run with --apply to archive and delete these."
         return Result(data)
     ctx.close()
     if target is None:

@@ -267,7 +267,6 @@ def vacuum(ctx: Context, req: Request) -> Result:
     else:
         data["plan"] = "nothing online: " + _full_vacuum_hint(facts)
     if not req[APPLY]:
-        data["message"] = "Dry run: nothing was written. Re-run with --apply to do the plan."
         return Result(data)
     ctx.close()
     if full:

@@ -189,7 +189,6 @@ def dissolve(ctx: Context, req: Request) -> Result:
         **plan.report(ctx.db),
     }
     if not req[APPLY]:
-        data["message"] = "Dry run: nothing was written. Re-run with --apply to back up and dissolve."
         return Result(data)
     with protected_writer(ctx, mode, BACKUP_LABEL, "summaries dissolve") as (conn, taken):
         _apply(conn, plan, purge)

@@ -238,6 +238,4 @@ def rewrite(ctx: Context, req: Request) -> Result:
         for s in ("rewritten", "would-rewrite", "unchanged", "failed", "skipped")
     }
     data.update(counts=counts, summaries=entries)
-    if not apply:
-        data["message"] = "Dry run: nothing was written. Re-run with --apply to back up and write these."
     return Result(data, exit_status=1 if counts["failed"] else 0)

@@ -303,8 +303,6 @@ def transplant(ctx: Context, req: Request) -> Result:
     plan = Plan(ctx, ctx.db, req)
     data: dict[str, Any] = {"applied": False, "backupPath": None, "backupKind": None, **plan.report()}
     if not req[APPLY] or not plan.summaries:
-        if not req[APPLY]:
-            data["message"] = "Dry run: nothing was written. Re-run with --apply to back up and copy."
         return Result(data)
     with protected_writer(ctx, mode, BACKUP_LABEL, "summaries transplant") as (conn, taken):
         conn.execute("BEGIN IMMEDIATE")
