@@ -3,12 +3,13 @@ and the normalized snapshot of an ``lcm.db`` that both engines' results are comp
 
 One module serves the three sides of ``tests/compat/test_engine_goldens.py``:
 
-* ``python -m tests.compat.engine_seeds inputs PATH`` writes the scenarios (config and steps)
-  as JSON: the input a driver of lossless-claw's engine reads (docs/compat.md, "Engine
+* ``python -m tests.compat.engine_seeds inputs SET PATH`` writes the scenarios of one set
+  (``0.15.3`` or ``1.0.0-beta.4``: config and steps, as that line's host drives them) as
+  JSON: the input a driver of lossless-claw's engine reads (docs/compat.md, "Engine
   goldens", says what that driver does);
 * ``python -m tests.compat.engine_seeds serve PORT`` runs the deterministic chat-completions
   stub on 127.0.0.1 for such a driver; ``GET /requests`` returns what it was sent;
-* ``python -m tests.compat.engine_seeds golden RAW OUT`` turns the driver's raw output (its
+* ``python -m tests.compat.engine_seeds golden SET RAW OUT`` turns the driver's raw output (its
   answers and a copy of the database after each step) into the golden JSON files, with the
   same :func:`snapshot` and :func:`source_texts` the test applies to our engine.
 
@@ -30,10 +31,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+#: The two lossless-claw lines the goldens were recorded from (``goldens/engine-<set>/``).
+SET_0_15 = "0.15.3"
+SET_1_0 = "1.0.0-beta.4"
+SETS = (SET_0_15, SET_1_0)
+
 SESSION_ID = "0b7e3c1a-5f00-4c2e-9a00-00000000e001"
 SESSION_KEY = "agent:main:main"
 BASE_MS = 1_780_000_000_000
 BIG_BUDGET = 200_000
+#: The host store a committed turn's anchors name (no such file: neither engine reads it).
+STORE_PATH = "/nonexistent/openclaw/agents/main/agent/openclaw-agent.sqlite"
 
 WORDS = (
     "deploy billing schema index migration nightly build cache worker queue retry timeout "
@@ -121,6 +129,9 @@ class Script:
         # Driver options: "stubMode" ("auth-fail": the stub answers 401), "useSessionFile"
         # (our side passes the transcript path too; the reference's afterTurn always gets one).
         self.options: dict[str, Any] = {}
+        # The lines whose engine this scenario runs against (1.0 has no rotate; 0.15.3 no
+        # commitTurn, pending summaries or model identity).
+        self.sets: tuple[str, ...] = SETS
 
     def turn(self, messages: list[dict[str, Any]], token_budget: int = BIG_BUDGET) -> None:
         before = len(self.live)
@@ -202,6 +213,7 @@ class Script:
             "options": self.options,
             "sessionId": SESSION_ID,
             "sessionKey": SESSION_KEY,
+            "sets": list(self.sets),
             "steps": self.steps,
         }
 
@@ -565,6 +577,7 @@ def scenario_fork_bounded() -> dict[str, Any]:
 def scenario_rotate() -> dict[str, Any]:
     # A JSONL host: the transcript grows with each turn; rotate cuts it to the preserved tail.
     s = Script("rotate", _base_config())
+    s.sets = (SET_0_15,)  # the 1.0 line rotates nothing: the host owns the transcript
     s.options["useSessionFile"] = True
     header = {
         "type": "session",
@@ -848,9 +861,212 @@ def scenario_parallel_tools() -> dict[str, Any]:
     return s.done()
 
 
-def scenarios() -> list[dict[str, Any]]:
-    """Every seeded scenario, most valuable first."""
-    return [
+# --------------------------------------------------------------------------------------
+# Scenarios of the 1.0 line only (commitTurn, pending summaries, model identity, the clamp)
+# --------------------------------------------------------------------------------------
+
+
+def commit(
+    s: Script, messages: list[dict[str, Any]], token_budget: int = BIG_BUDGET, key: str | None = None
+) -> None:
+    """A host-delivered turn (``commitTurn``): ``messages`` follow the live list's end."""
+    s.turn(messages, token_budget)
+    step = s.steps.pop()
+    s.steps.append(commit_step(step, key or f"turn-{len(s.steps):03d}"))
+
+
+def commit_step(step: dict[str, Any], key: str) -> dict[str, Any]:
+    """The ``commitTurn`` a current host (OpenClaw 2026.8 and later) sends for an afterTurn step.
+
+    The turn is the live list's suffix after ``prePromptMessageCount``; its anchors name
+    transcript entries ``e<position>`` of one generation, as the host's SQLite transcript
+    would, and the token budget travels as ``runtimeSettings.limits.promptTokenBudget``.
+    """
+    position = step["prePromptMessageCount"]
+    messages = step["messages"][position:]
+    target = {
+        "agentId": "main",
+        "sessionId": SESSION_ID,
+        "sessionKey": SESSION_KEY,
+        "storePath": STORE_PATH,
+        "generation": "g1",
+    }
+    last = position + len(messages) - 1
+    admission = {
+        **target,
+        "entryId": f"e{position:04d}",
+        "effectiveParentId": f"e{position - 1:04d}" if position else None,
+        "activeMessagePosition": position,
+        "rawSeq": position,
+        "logicalTurnId": key,
+        "role": messages[0]["role"],
+    }
+    terminal = {
+        **target,
+        "entryId": f"e{last:04d}",
+        "effectiveParentId": f"e{last - 1:04d}" if last else None,
+        "activeMessagePosition": last,
+        "rawSeq": last,
+    }
+    return {
+        "op": "commitTurn",
+        "advancementKey": key,
+        "admission": admission,
+        "terminal": terminal,
+        "messages": messages,
+        "tokenBudget": step["tokenBudget"],
+    }
+
+
+def for_set(scenario: dict[str, Any], line: str) -> dict[str, Any]:
+    """``scenario`` as the host of lossless-claw line ``line`` drives it.
+
+    0.15.3's hosts deliver turns through ``afterTurn`` with the whole live list; the 1.0
+    line's hosts (OpenClaw 2026.8 and later) through ``commitTurn`` with the turn alone.
+    """
+    if line == SET_0_15:
+        return scenario
+    steps = [
+        commit_step(step, f"turn-{index:03d}") if step["op"] == "afterTurn" else step
+        for index, step in enumerate(scenario["steps"])
+    ]
+    return {**scenario, "steps": steps}
+
+
+def scenario_pending_publish() -> dict[str, Any]:
+    # Below the threshold, every leaf chunk outside the tail is prepared in the background
+    # (pending summaries); the turn that crosses the threshold publishes the prepared
+    # prefix without a model call in the foreground.
+    s = Script("pending-publish", _base_config(leafChunkTokens=400))
+    s.sets = (SET_1_0,)
+    for i in range(18):
+        s.text_turn(4)
+        s.steps[-1] = commit_step(s.steps[-1], f"turn-{i:03d}")
+        s.steps[-1]["tokenBudget"] = 1800
+    s.assemble(1800)
+    s.steps.append({"op": "maintain"})
+    s.assemble(1800)
+    s.assemble(1200, prompt="what about the nightly build?", tools=["read"])
+    return s.done()
+
+
+def _with_identity(message: dict[str, Any], identity: dict[str, str] | None) -> dict[str, Any]:
+    out = {k: v for k, v in message.items() if k not in ("api", "provider", "model")}
+    out.update(identity or {})
+    return out
+
+
+def scenario_model_identity() -> dict[str, Any]:
+    # Assistant messages of the session's model, of another model and with no identity,
+    # with thinking signed by the provider, by OpenClaw's reasoning_content sentinel and by
+    # an OpenAI reasoning item: assembly re-attaches the stored identity and gates signatures.
+    # No leaf chunk is ever due (leafChunkTokens): nothing is summarized, so every answer
+    # is assembly's own.
+    s = Script("model-identity", _base_config(leafChunkTokens=20_000))
+    s.sets = (SET_1_0,)
+    rng, clock = s.rng, s.clock
+    same = {"api": "openai-completions", "provider": "stub", "model": "stub-model"}
+    other = {
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4",
+        "responseModel": "claude-sonnet-4-20250514",
+    }
+    reasoning_item = json.dumps({"type": "reasoning", "id": "rs_0001", "encrypted_content": "gAAAAB"})
+    cases = [
+        (same, "sig-provider-1"),
+        (same, "reasoning_content"),
+        (other, "sig-anthropic-2"),
+        (None, "sig-legacy-3"),
+        (None, "reasoning_content"),
+        (same, reasoning_item),
+        (other, "reasoning_content"),
+    ]
+    for i, (identity, signature) in enumerate(cases):
+        call_id = f"call_ident_{i}"
+        step = assistant(
+            clock,
+            [
+                {"type": "thinking", "thinking": _text(rng, 1), "thinkingSignature": signature},
+                {"type": "toolCall", "id": call_id, "name": "read", "arguments": {"path": f"f{i}.py"}},
+            ],
+            stop="toolUse",
+        )
+        reply = assistant(
+            clock,
+            [
+                {"type": "thinking", "thinking": _text(rng, 1), "thinkingSignature": signature},
+                {"type": "text", "text": _text(rng, 2)},
+            ],
+        )
+        commit(
+            s,
+            [
+                user(clock, _text(rng, 1)),
+                _with_identity(step, identity),
+                tool_result(clock, call_id, "read", _text(rng, 3)),
+                _with_identity(reply, identity),
+            ],
+        )
+        if i % 3 == 2:
+            s.text_turn()
+            s.steps[-1] = commit_step(s.steps[-1], f"turn-{len(s.steps) - 1:03d}")
+    s.assemble(BIG_BUDGET)
+    s.assemble(1500, prompt="what did f3.py say?", tools=["read"])
+    s.assemble(900)
+    return s.done()
+
+
+# Budgets around the point where the assembled messages fit the whole budget but not 90%
+# of it (the 1.0 line's final clamp), from below the fresh tail to all of it.
+CLAMP_BUDGETS = (400, 700, 900, 1100, 1300, 1500, 1700, 1900, 2100, 2400, 2800, 3400)
+
+
+def scenario_final_clamp() -> dict[str, Any]:
+    # The final clamp: 1.0 stops at 90% of the serialized budget, 0.15.3 at 100%. No leaf
+    # chunk is ever due (leafChunkTokens): the answers are assembly's own.
+    s = Script("final-clamp", _base_config(leafChunkTokens=20_000))
+    s.sets = (SET_1_0,)
+    for i in range(12):
+        if i % 3 == 1:
+            s.tool_turn(thinking=True, exotic=False)
+        else:
+            s.text_turn(4)
+        s.steps[-1] = commit_step(s.steps[-1], f"turn-{i:03d}")
+    for budget in CLAMP_BUDGETS:
+        s.assemble(budget)
+    for budget in CLAMP_BUDGETS[::3]:
+        s.assemble(budget, prompt="the cache worker?", tools=["read"])
+    return s.done()
+
+
+def scenario_commit_retries() -> dict[str, Any]:
+    # The host retries a commit it did not see acknowledged: the same key and payload
+    # answers duplicate and stores nothing twice; a reused key with another payload fails.
+    s = Script("commit-retries", _base_config())
+    s.sets = (SET_1_0,)
+    committed: list[dict[str, Any]] = []
+    for i in range(6):
+        s.text_turn()
+        s.steps[-1] = commit_step(s.steps[-1], f"turn-{i:03d}")
+        committed.append(s.steps[-1])
+        if i in (1, 4):
+            s.steps.append(dict(committed[-1]))  # the retry of the turn just committed
+    s.steps.append(dict(committed[0]))  # a late retry of the first turn
+    s.assemble(BIG_BUDGET)
+    changed = dict(committed[2])
+    changed["messages"] = [*changed["messages"][:-1], assistant(s.clock, [{"type": "text", "text": "other"}])]
+    s.steps.append(changed)  # the key of turn 2 with another answer: refused, nothing stored
+    s.text_turn()
+    s.steps[-1] = commit_step(s.steps[-1], "turn-006")
+    s.assemble(BIG_BUDGET)
+    return s.done()
+
+
+def scenarios(line: str | None = None) -> list[dict[str, Any]]:
+    """Every seeded scenario, most valuable first; with ``line``, those of that line's set,
+    as its host drives them (:func:`for_set`)."""
+    every = [
         scenario_text_compact(),
         scenario_tools_mixed(),
         scenario_threshold_inline(),
@@ -875,7 +1091,14 @@ def scenarios() -> list[dict[str, Any]]:
         scenario_large_payloads(),
         scenario_live_inputs(),
         scenario_parallel_tools(),
+        scenario_pending_publish(),
+        scenario_model_identity(),
+        scenario_final_clamp(),
+        scenario_commit_retries(),
     ]
+    if line is None:
+        return every
+    return [for_set(s, line) for s in every if line in s["sets"]]
 
 
 # --------------------------------------------------------------------------------------
@@ -1142,10 +1365,10 @@ def normalize_messages(messages: Any) -> Any:
 # --------------------------------------------------------------------------------------
 
 
-def _golden(raw: Path, out: Path) -> None:
+def _golden(raw: Path, out: Path, line: str) -> None:
     """Goldens from a driver's raw output: ``RAW/<scenario>/result.json`` and ``step-<n>.db``."""
     out.mkdir(parents=True, exist_ok=True)
-    for scenario in scenarios():
+    for scenario in scenarios(line):
         folder = raw / scenario["name"]
         result = json.loads((folder / "result.json").read_text())
         steps = []
@@ -1178,17 +1401,17 @@ def _serve(port: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``inputs PATH`` | ``serve PORT`` | ``golden RAW OUT``."""
-    if argv[:1] == ["inputs"] and len(argv) == 2:
-        Path(argv[1]).write_text(
-            json.dumps(scenarios(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    """``inputs SET PATH`` | ``serve PORT`` | ``golden SET RAW OUT`` (SET: 0.15.3 or 1.0.0-beta.4)."""
+    if argv[:1] == ["inputs"] and len(argv) == 3 and argv[1] in SETS:
+        Path(argv[2]).write_text(
+            json.dumps(scenarios(argv[1]), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
         )
         return 0
     if argv[:1] == ["serve"] and len(argv) == 2:
         _serve(int(argv[1]))
         return 0
-    if argv[:1] == ["golden"] and len(argv) == 3:
-        _golden(Path(argv[1]), Path(argv[2]))
+    if argv[:1] == ["golden"] and len(argv) == 4 and argv[1] in SETS:
+        _golden(Path(argv[2]), Path(argv[3]), argv[1])
         return 0
     print(main.__doc__, file=sys.stderr)
     return 2

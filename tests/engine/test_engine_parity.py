@@ -314,7 +314,7 @@ def test_leaf_source_leaves_out_the_thinking_of_a_tool_call_only_step(home: Path
         compactor = Compactor(store, 1, effective(), HeadSummarizer())
         source = compactor.leaf_source(compactor.items())[0]
     assert "PRIVATE" not in source
-    # As the reference (checked by tests/compat/goldens/engine): arguments with no readable
+    # As the reference (checked by tests/compat/goldens/engine-0.15.3): arguments with no readable
     # text leave the tool part's missing text, which the reference spells "null".
     assert "| assistant]\nnull\n" in source
 
