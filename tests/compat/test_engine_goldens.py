@@ -46,10 +46,19 @@ _NO_MODEL_ON_TURN = (
     "stands in (interim summaries) and `maintain`/`lcm serve` replace them with the model, "
     "where 0.15.3 (and 1.0) call the model in the foreground"
 )
+_FOLLOWS_1_0_CLAMP = (
+    "lcm follows lossless-claw 1.0's final clamp: it starts once the serialized estimate passes "
+    "90% of the budget (0.15.3: 100%); the 1.0 goldens govern"
+)
 KNOWN_0_15: dict[tuple[str, str], str] = {
     **{
         (name, path): _FOLLOWS_1_0_SENDER
         for name in ("tools-mixed", "prompt-aware-tools")
+        for path in ("assembly", "estimate")
+    },
+    **{
+        (name, path): _FOLLOWS_1_0_CLAMP
+        for name in ("fork-bounded", "manual-sweep", "parallel-tools", "prompt-recall")
         for path in ("assembly", "estimate")
     },
     ("sender-threshold", "assembly"): _FOLLOWS_1_0_SENDER,
@@ -102,10 +111,10 @@ _FORK_JSONL = (
     "transcripts and keeps 0.15.3's fork-bounded bootstrap (`fork-bounded bootstrap import`) and "
     "fork-bounded assembly there"
 )
-_CLAMP_AS_0_15 = (
-    "lcm's final clamp is still 0.15.3's: it starts over 100% of the budget where 1.0 starts "
-    "over 90%, and weighs tool results by their serialized estimate alone where 1.0 takes at "
-    "least its model-boundary estimate"
+_TOOL_RESULT_WEIGHT = (
+    "lcm weighs a tool result by its serialized estimate alone, as 0.15.3; 1.0 takes at least "
+    "its model-boundary estimate (text at two characters a token, framing, +20%), so its clamp "
+    "cuts earlier around tool results"
 )
 _EVERY_PATH = ("answers", "assembly", "compaction", "estimate", "stored", "summarizer")
 KNOWN_1_0: dict[tuple[str, str], str] = {
@@ -146,11 +155,11 @@ KNOWN_1_0: dict[tuple[str, str], str] = {
     },
     **{("fork-bounded", path): _FORK_JSONL for path in ("answers", "assembly", "estimate")},
     **{
-        (name, path): _CLAMP_AS_0_15
+        (name, path): _TOOL_RESULT_WEIGHT
         for name in ("final-clamp", "model-identity")
         for path in ("assembly", "estimate")
     },
-    **{(name, "estimate"): _CLAMP_AS_0_15 for name in ("large-tool-result", "numbers-live")},
+    **{(name, "estimate"): _TOOL_RESULT_WEIGHT for name in ("large-tool-result", "numbers-live")},
 }
 
 KNOWN = {SET_0_15: KNOWN_0_15, SET_1_0: KNOWN_1_0}

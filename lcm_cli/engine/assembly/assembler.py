@@ -610,6 +610,11 @@ def strip_trailing_assistants(
     return out
 
 
+def clamp_target(budget: int) -> int:
+    """The serialized estimate the final clamp keeps an assembly under: 90% of the budget."""
+    return max(1, math.floor(budget * 0.9))
+
+
 def clamp(
     messages: list[dict[str, Any]],
     budget: int,
@@ -617,17 +622,20 @@ def clamp(
     *,
     preserve_assistant_tail: bool = False,
 ) -> list[dict[str, Any]]:
-    """Keep the newest suffix within 90% of the budget when the total exceeds it (§6.7).
+    """Keep the newest suffix within 90% of the budget when the total exceeds 90% (§6.7).
 
-    Leading orphaned tool results go, the newest evicted user turn comes back if none is
-    left, and trailing assistants are stripped as :func:`strip_trailing_assistants` does;
-    without ``preserve_assistant_tail`` a suffix of assistants only is kept unstripped.
+    As lossless-claw 1.0: the clamp starts at its target, so a context between 90% and
+    100% of the budget is clamped too and the host keeps headroom for its own framing
+    (0.15.3 clamped only over the whole budget). Leading orphaned tool results go, the
+    newest evicted user turn comes back if none is left, and trailing assistants are
+    stripped as :func:`strip_trailing_assistants` does; without
+    ``preserve_assistant_tail`` a suffix of assistants only is kept unstripped.
     """
     if costs is None:
         costs = [serialized_tokens(m) for m in messages]
-    if sum(costs) <= max(1, math.floor(budget)) or not messages:
+    target = clamp_target(budget)
+    if sum(costs) <= target or not messages:
         return messages
-    target = max(1, math.floor(budget * 0.9))
     start = len(messages) - 1
     used = costs[start]
     while start > 0 and used + costs[start - 1] <= target:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.assembly import fallback as fb
 from lcm_cli.engine.assembly import prompt_recall as pr
 from lcm_cli.engine.assembly.assembler import assemble as assemble_context
-from lcm_cli.engine.assembly.assembler import clamp, resolve_budget
+from lcm_cli.engine.assembly.assembler import clamp, clamp_target, resolve_budget
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 
@@ -361,8 +361,8 @@ def run(
             projection["fingerprint"] = pr.fingerprint(cue)
         details = {**result["details"], **base}
         costs = [serialized_tokens(m) for m in messages]
-        if sum(costs) > budget and cue is not None:
-            # The cue is dropped first when the rest needs the room (§6.7).
+        if sum(costs) > clamp_target(budget) and cue is not None:
+            # The cue is dropped first whenever the final clamp would cut (§6.7).
             messages, costs, cue = messages[1:], costs[1:], None
             projection.pop("fingerprint", None)
         clamped = clamp(messages, budget, costs, preserve_assistant_tail=host_turn)

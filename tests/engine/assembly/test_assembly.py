@@ -245,6 +245,26 @@ def test_clamp_keeps_the_newest_suffix_within_ninety_percent() -> None:
     assert clamp(messages[:1], 10**6) == messages[:1]
 
 
+def test_clamp_starts_at_ninety_percent_of_the_budget_as_lossless_claw_1_0() -> None:
+    """A list between 90% and 100% of the budget is clamped (0.15.3 left it whole).
+
+    lossless-claw 1.0 (src/assemble-fallback.ts, ``clampMessagesToSerializedBudget``)
+    triggers at its target, 90% of the budget, so the host keeps headroom for its framing.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "first " * 40},
+        {"role": "assistant", "content": [{"type": "text", "text": "reply " * 40}]},
+        {"role": "user", "content": "latest question"},
+    ]
+    total = sum(serialized_tokens(m) for m in messages)
+    budget = total * 100 // 95  # the list is about 95% of it
+    kept = clamp(messages, budget)
+    assert kept == messages[1:]
+    assert sum(serialized_tokens(m) for m in kept) <= budget * 9 // 10
+    # At or under 90% nothing is cut.
+    assert clamp(messages, -(-total * 10 // 9)) == messages
+
+
 def test_tail_calls_are_dropped_only_when_their_result_exists_elsewhere() -> None:
     call = {"role": "assistant", "content": [{"type": "toolCall", "id": "c9", "name": "x"}]}
     early = {"role": "toolResult", "toolCallId": "c9", "content": [{"type": "text", "text": "r"}]}
