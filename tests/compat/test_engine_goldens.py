@@ -48,11 +48,12 @@ _NO_MODEL_ON_TURN = (
 )
 _FOLLOWS_1_0_CLAMP = (
     "lcm follows lossless-claw 1.0's final clamp: it starts once the serialized estimate passes "
-    "90% of the budget (0.15.3: 100%); the 1.0 goldens govern"
+    "90% of the budget (0.15.3: 100%), and a tool result weighs at least 1.0's model-boundary "
+    "estimate (two characters a token, framing, +20%); the 1.0 goldens govern"
 )
 KNOWN_0_15: dict[tuple[str, str], str] = {
     **{
-        (name, path): _FOLLOWS_1_0_SENDER
+        (name, path): _FOLLOWS_1_0_SENDER + "; " + _FOLLOWS_1_0_CLAMP
         for name in ("tools-mixed", "prompt-aware-tools")
         for path in ("assembly", "estimate")
     },
@@ -60,6 +61,10 @@ KNOWN_0_15: dict[tuple[str, str], str] = {
         (name, path): _FOLLOWS_1_0_CLAMP
         for name in ("fork-bounded", "manual-sweep", "parallel-tools", "prompt-recall")
         for path in ("assembly", "estimate")
+    },
+    **{
+        (name, "estimate"): _FOLLOWS_1_0_CLAMP
+        for name in ("large-payloads", "large-tool-result", "numbers-live")
     },
     ("sender-threshold", "assembly"): _FOLLOWS_1_0_SENDER,
     ("sender-threshold", "estimate"): _FOLLOWS_1_0_SENDER,
@@ -111,11 +116,6 @@ _FORK_JSONL = (
     "transcripts and keeps 0.15.3's fork-bounded bootstrap (`fork-bounded bootstrap import`) and "
     "fork-bounded assembly there"
 )
-_TOOL_RESULT_WEIGHT = (
-    "lcm weighs a tool result by its serialized estimate alone, as 0.15.3; 1.0 takes at least "
-    "its model-boundary estimate (text at two characters a token, framing, +20%), so its clamp "
-    "cuts earlier around tool results"
-)
 _EVERY_PATH = ("answers", "assembly", "compaction", "estimate", "stored", "summarizer")
 KNOWN_1_0: dict[tuple[str, str], str] = {
     **{
@@ -154,12 +154,6 @@ KNOWN_1_0: dict[tuple[str, str], str] = {
         for path in ("assembly", "estimate", "compaction", "summarizer", "stored")
     },
     **{("fork-bounded", path): _FORK_JSONL for path in ("answers", "assembly", "estimate")},
-    **{
-        (name, path): _TOOL_RESULT_WEIGHT
-        for name in ("final-clamp", "model-identity")
-        for path in ("assembly", "estimate")
-    },
-    **{(name, "estimate"): _TOOL_RESULT_WEIGHT for name in ("large-tool-result", "numbers-live")},
 }
 
 KNOWN = {SET_0_15: KNOWN_0_15, SET_1_0: KNOWN_1_0}

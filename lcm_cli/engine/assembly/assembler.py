@@ -610,6 +610,61 @@ def strip_trailing_assistants(
     return out
 
 
+# A tool result's cost at the model boundary (lossless-claw 1.0's estimate-tokens.ts): tool
+# output and JSON tokenize denser than prose, and every message and block has framing.
+_TOOL_RESULT_CHARS_PER_TOKEN = 2
+_JSON_CHARS_PER_TOKEN = 3
+_MESSAGE_OVERHEAD_TOKENS = 12
+_BLOCK_OVERHEAD_TOKENS = 6
+_BOUNDARY_SAFETY_MARGIN = 1.2
+
+
+def _boundary_text(text: str, chars_per_token: int) -> int:
+    return math.ceil(estimate_tokens(text) * (4 / chars_per_token))
+
+
+def _boundary_json(value: Any, chars_per_token: int) -> int:
+    if value is None:
+        return 0
+    return _boundary_text(stringify(value), chars_per_token)
+
+
+def _tool_result_block(block: Any) -> int:
+    if isinstance(block, str):
+        return _boundary_text(block, _TOOL_RESULT_CHARS_PER_TOKEN)
+    if not isinstance(block, dict):
+        return _boundary_json(block, _TOOL_RESULT_CHARS_PER_TOKEN)
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        return _BLOCK_OVERHEAD_TOKENS + _boundary_text(block["text"], _TOOL_RESULT_CHARS_PER_TOKEN)
+    return _BLOCK_OVERHEAD_TOKENS + _boundary_json(block, _TOOL_RESULT_CHARS_PER_TOKEN)
+
+
+def _tool_result_boundary(message: Mapping[str, Any]) -> int:
+    if message.get("role") not in ("tool", "toolResult") and message.get("type") != "toolResult":
+        return 0
+    content = message.get("content")
+    if isinstance(content, str):
+        tokens = _boundary_text(content, _TOOL_RESULT_CHARS_PER_TOKEN)
+    elif isinstance(content, list):
+        tokens = sum(_tool_result_block(block) for block in content)
+    else:
+        tokens = _boundary_json(content, _TOOL_RESULT_CHARS_PER_TOKEN)
+    name = message.get("toolName", message.get("tool_name"))
+    tokens += _MESSAGE_OVERHEAD_TOKENS + _boundary_json(name, _JSON_CHARS_PER_TOKEN)
+    return math.ceil(tokens * _BOUNDARY_SAFETY_MARGIN)
+
+
+def message_tokens(message: Mapping[str, Any]) -> int:
+    """A message's cost at the model boundary, as lossless-claw 1.0 weighs it (§6.7).
+
+    The serialized estimate, or for a tool result at least its boundary estimate (text at
+    two characters a token, the tool name as JSON at three, 12 tokens a message and 6 a
+    block, plus 20%): 1.0 raised tool results' cost so the final clamp leaves them room;
+    0.15.3 used the serialized estimate alone.
+    """
+    return max(serialized_tokens(message), _tool_result_boundary(message))
+
+
 def clamp_target(budget: int) -> int:
     """The serialized estimate the final clamp keeps an assembly under: 90% of the budget."""
     return max(1, math.floor(budget * 0.9))
@@ -632,7 +687,7 @@ def clamp(
     ``preserve_assistant_tail`` a suffix of assistants only is kept unstripped.
     """
     if costs is None:
-        costs = [serialized_tokens(m) for m in messages]
+        costs = [message_tokens(m) for m in messages]
     target = clamp_target(budget)
     if sum(costs) <= target or not messages:
         return messages
@@ -711,7 +766,7 @@ def assemble(
     )
     messages = tp.normalize(messages)
     messages = tp.sanitize_pairing(messages)
-    costs = [serialized_tokens(m) for m in messages]
+    costs = [message_tokens(m) for m in messages]
     clamped = (
         clamp(messages, budget, costs, preserve_assistant_tail=preserve_assistant_tail)
         if final_clamp
@@ -720,7 +775,7 @@ def assemble(
     if clamped is messages:
         estimated = sum(costs)
     else:
-        estimated = sum(serialized_tokens(m) for m in clamped)
+        estimated = sum(message_tokens(m) for m in clamped)
     messages = clamped
     return {
         "messages": messages,

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lcm_cli.engine.assembly import tool_pairing as tp
-from lcm_cli.engine.assembly.assembler import clamp, strip_trailing_assistants
-from lcm_cli.engine.core.tokens import serialized_tokens
+from lcm_cli.engine.assembly.assembler import clamp, message_tokens, strip_trailing_assistants
 
 
 def strip_prefill(messages: Sequence[dict[str, Any]], host_delivers_turn: bool) -> list[dict[str, Any]]:
@@ -28,7 +27,7 @@ def strip_prefill(messages: Sequence[dict[str, Any]], host_delivers_turn: bool) 
 
 def total_tokens(messages: Sequence[dict[str, Any]]) -> int:
     """The serialized estimate of a whole message list (§6.8 ``estimatedTokens``)."""
-    return sum(serialized_tokens(m) for m in messages)
+    return sum(message_tokens(m) for m in messages)
 
 
 def bounded_live(
@@ -43,9 +42,9 @@ def _suffix_within(messages: Sequence[dict[str, Any]], room: int) -> list[dict[s
     if not messages:
         return []
     start = len(messages) - 1
-    used = serialized_tokens(messages[start])
+    used = message_tokens(messages[start])
     while start > 0:
-        cost = serialized_tokens(messages[start - 1])
+        cost = message_tokens(messages[start - 1])
         if used + cost > room:
             break
         start -= 1
@@ -78,8 +77,8 @@ def append_fork_suffix(
     """
     head = list(assembled)
     tail = list(suffix)
-    head_costs = [serialized_tokens(m) for m in head]
-    tail_costs = [serialized_tokens(m) for m in tail]
+    head_costs = [message_tokens(m) for m in head]
+    tail_costs = [message_tokens(m) for m in tail]
     total = sum(head_costs) + sum(tail_costs)
     while total > budget and head:
         total -= head_costs.pop(0)

@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.assembly import fallback as fb
 from lcm_cli.engine.assembly import prompt_recall as pr
 from lcm_cli.engine.assembly.assembler import assemble as assemble_context
-from lcm_cli.engine.assembly.assembler import clamp, clamp_target, resolve_budget
+from lcm_cli.engine.assembly.assembler import clamp, clamp_target, message_tokens, resolve_budget
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
+from lcm_cli.engine.core.tokens import estimate_tokens
 
 HOST_DELIVERS = "hostDeliversCurrentTurnSeparately"
 DEGRADED_AUTHORITY = "preassembly_may_overflow"
@@ -360,7 +360,7 @@ def run(
         if cue is not None:
             projection["fingerprint"] = pr.fingerprint(cue)
         details = {**result["details"], **base}
-        costs = [serialized_tokens(m) for m in messages]
+        costs = [message_tokens(m) for m in messages]
         if sum(costs) > clamp_target(budget) and cue is not None:
             # The cue is dropped first whenever the final clamp would cut (§6.7).
             messages, costs, cue = messages[1:], costs[1:], None

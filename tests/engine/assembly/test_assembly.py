@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.assembly import tool_pairing as tp
-from lcm_cli.engine.assembly.assembler import assemble, clamp
+from lcm_cli.engine.assembly.assembler import assemble, clamp, message_tokens
 from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 from lcm_cli.engine.db.store import Store
 from tests.support.compaction_sim import effective, new_conversation, stamp
@@ -263,6 +263,24 @@ def test_clamp_starts_at_ninety_percent_of_the_budget_as_lossless_claw_1_0() -> 
     assert sum(serialized_tokens(m) for m in kept) <= budget * 9 // 10
     # At or under 90% nothing is cut.
     assert clamp(messages, -(-total * 10 // 9)) == messages
+
+
+def test_a_tool_result_weighs_its_model_boundary_estimate() -> None:
+    """lossless-claw 1.0 (src/estimate-tokens.ts): a tool result costs at least its
+    text at two characters a token plus framing, with 20% margin."""
+    result = {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "read",
+        "content": [{"type": "text", "text": "x" * 400}],
+    }
+    # text 400/2 = 200, block 6, message 12, the name as JSON ('"read"') ceil(2 * 4/3) = 3:
+    # 221 tokens, times 1.2 rounded up.
+    assert message_tokens(result) == 266 > serialized_tokens(result)
+    prose = {"role": "user", "content": "x" * 400}
+    assert message_tokens(prose) == serialized_tokens(prose)
+    # A string content counts as one text at two characters a token, without a block.
+    assert message_tokens({**result, "content": "x" * 400}) == -(-(200 + 12 + 3) * 12 // 10)
 
 
 def test_tail_calls_are_dropped_only_when_their_result_exists_elsewhere() -> None:
