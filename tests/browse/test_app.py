@@ -222,7 +222,9 @@ def test_search_jumps_to_a_message_and_a_summary(example_dir: Path) -> None:
         await settle(pilot)
         await pilot.press(*"retry", "enter")
         await settle(pilot)
-        await pilot.press("ctrl+end", "enter")
+        hits = app.screen.hits  # newest first: the summary sits among the messages
+        summary_row = next(i for i, hit in enumerate(hits) if hit["type"] == "summary")
+        await pilot.press(*["down"] * summary_row, "enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and "sum_1b2c3d4e5f607182" in screen_text(app)
 

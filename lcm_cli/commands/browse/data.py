@@ -131,7 +131,7 @@ class Source:
         params: dict[str, Any] = (
             {"conversation_id": conversation_id} if conversation_id else {"all_conversations": True}
         )
-        return self.call("grep", {**params, "limit": 200}, args=(pattern,))["data"]["hits"]  # type: ignore[no-any-return]
+        return self.call("grep", {**params, "mode": "regex", "limit": 200}, args=(pattern,))["data"]["hits"]  # type: ignore[no-any-return]
 
     # -- surgery: only the operations this lcm declares --------------------------------
 

@@ -174,8 +174,8 @@ MAX_TOKENS: Param[int | None] = Param(
 # --- recall: grep, describe, expand, export, expand-query ------------------------------
 MODE: Param[str | None] = Param(
     "mode",
-    {"enum": ["regex", "full_text"], "default": "regex"},
-    "regex (default, case-sensitive) or full_text (words, AND).",
+    {"enum": ["auto", "full_text", "regex"], "default": "auto"},
+    "auto (default: full_text unless the pattern is regex syntax), full_text or regex.",
     metavar="MODE",
 )
 SCOPE: Param[str | None] = Param(
@@ -201,6 +201,12 @@ DEADLINE_MS: Param[int | None] = Param(
     {"type": "integer", "minimum": 1, "maximum": 600000, "default": 5000},
     "Stop searching after MS milliseconds (default 5000).",
     metavar="MS",
+)
+SCAN_LIMIT: Param[int | None] = Param(
+    "scan_limit",
+    {"type": "integer", "minimum": 1, "maximum": 10_000_000, "default": 20000},
+    "Regex mode: read at most ROWS rows per source (default 20000).",
+    metavar="ROWS",
 )
 MAX_BYTES: Param[int | None] = Param(
     "max_bytes",

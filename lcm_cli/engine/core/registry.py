@@ -152,8 +152,9 @@ _CONVERSATIONS = Rows(
 # Search hits: messages and summaries in one list.
 _HITS = Rows(
     "snippet",
-    ("type", "id", "conversationId", "role", "kind", "timestamp", "snippet"),
-    drop=("conversationId", "kind", "role", "timestamp"),
+    ("type", "id", "conversationId", "sessionKey", "role", "kind", "timestamp", "snippet"),
+    drop=("kind", "role", "timestamp"),
+    text="snippet",  # one line per hit (where it is), its snippet below at full width
 )
 # Lists that may hold any stored record: summaries, messages, conversations, search hits.
 _RECORDS = Render(rows=(_SUMMARIES, _MESSAGES, _CONVERSATIONS, _HITS))
@@ -695,7 +696,17 @@ OPERATIONS: dict[str, OpSpec] = {
         "lcm_cli.engine.recall.grep",
         _SELECTOR
         + _TIME
-        + ("mode", "scope", "file_id", "all_conversations", "sort", "limit", "cursor", "deadline_ms"),
+        + (
+            "mode",
+            "scope",
+            "file_id",
+            "all_conversations",
+            "sort",
+            "limit",
+            "cursor",
+            "deadline_ms",
+            "scan_limit",
+        ),
         args=("pattern",),
         summary="Search messages, summaries or large files by regex or full text; meta says what ran.",
         help=(

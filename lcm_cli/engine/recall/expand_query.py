@@ -22,9 +22,11 @@ from lcm_cli.engine.core.params import MAX_TOKENS, QUERY, SUMMARY_ID, TIMEOUT_MS
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.recall import grep as grep_mod
+from lcm_cli.engine.recall import grep_sql
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.deadline import Deadline
 from lcm_cli.engine.recall.expand import default_cap, find_summary
+from lcm_cli.engine.recall.grep_sources import search_source
 from lcm_cli.engine.recall.scope import Scope, resolve_scope
 from lcm_cli.engine.summarize.base import ChatModel
 
@@ -165,7 +167,7 @@ def _candidates(
     if not query:
         return ordered, "explicit"
     grep_mod.check_full_text(query)
-    q = grep_mod.Query(
+    q = grep_sql.Query(
         ctx,
         query,
         "full_text",
@@ -176,14 +178,14 @@ def _candidates(
         req.time.before,
         CANDIDATE_LIMIT,
         deadline,
-        grep_mod.julian_now(),
+        grep_sql.julian_now(),
         [],
     )
-    page = grep_mod.search_summaries(q, {})
+    page = search_source(q, grep_sql.SUMMARIES, {})
     found = [h["id"] for h in page.hits]
     via = "summaries"
     if not found:
-        messages = grep_mod.search_messages(q, {})
+        messages = search_source(q, grep_sql.MESSAGES, {})
         ids = [h["id"] for h in messages.hits]
         if ids:
             marks = ",".join("?" for _ in ids)

@@ -605,9 +605,9 @@ class _Clock:
 
 def _snippet(text: str | None) -> str:
     """One line of at most 200 characters (197 and an ellipsis when cut), as grep's snippets."""
-    from lcm_cli.engine.recall.grep import _flatten
+    from lcm_cli.engine.recall.grep_sql import flatten
 
-    return _flatten(text or "", SNIPPET_CHARS)
+    return flatten(text or "", SNIPPET_CHARS)
 
 
 def _js_length(text: str) -> int:
@@ -656,7 +656,7 @@ def _time_bounds(values: dict[str, Any]) -> dict[str, str]:
 def _grep(
     ctx: Context, values: dict[str, Any], session_key: str | None, session_id: str | None
 ) -> tuple[str, dict[str, Any]]:
-    from lcm_cli.engine.recall.grep import FILE_SCAN_BYTES, REGEX_SCAN_ROWS, grep
+    from lcm_cli.engine.recall.grep import FILE_SCAN_BYTES, REGEX_SCAN_ROWS, run_search
 
     pattern = values["pattern"].strip()
     mode = values.get("mode") or "regex"
@@ -674,7 +674,7 @@ def _grep(
         "file_id": (values.get("fileIds") or None) if where == "files" else None,  # as lossless-claw reads it
     }
     req = _recall_request("grep", fields, pattern)
-    result = grep(ctx, req)
+    result = run_search(ctx, req, per_source=True)  # lossless-claw: limit per source
     meta = result.meta or {}
     hits = result.data["hits"]
     clock = _Clock(ctx)
@@ -700,13 +700,16 @@ def _grep(
     lines.append("")
     used = _js_length("\n".join(lines))
 
+    # lossless-claw's regex snippet is the matched text (`lcm grep` adds the context around it).
     def message(hit: dict[str, Any]) -> str:
         when = clock(hit["timestamp"])
-        return f"- [conv={hit['conversationId']} msg#{hit['id']}] ({hit['role']}, {when}): {_snippet(hit['snippet'])}"
+        text = _snippet(hit.get("match", hit["snippet"]))
+        return f"- [conv={hit['conversationId']} msg#{hit['id']}] ({hit['role']}, {when}): {text}"
 
     def summary(hit: dict[str, Any]) -> str:
         when = clock(hit["timestamp"])
-        return f"- [conv={hit['conversationId']} {hit['id']}] ({hit['kind']}, {when}): {_snippet(hit['snippet'])}"
+        text = _snippet(hit.get("match", hit["snippet"]))
+        return f"- [conv={hit['conversationId']} {hit['id']}] ({hit['kind']}, {when}): {text}"
 
     def file(hit: dict[str, Any]) -> str:
         name = f" ({hit['fileName']})" if hit.get("fileName") else ""

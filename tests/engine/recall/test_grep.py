@@ -65,7 +65,7 @@ def test_full_text_over_the_session_family(corpus_dir: tuple[Path, dict[str, Any
     assert meta["complete"] is True and meta["truncatedBy"] == {}
     summary = [h for h in body["data"]["hits"] if h["type"] == "summary"][0]
     assert (summary["kind"], summary["depth"], summary["conversationId"]) == ("condensed", 1, c["main"])
-    message = body["data"]["hits"][0]
+    message = [h for h in body["data"]["hits"] if h["type"] == "message"][0]
     assert message["snippet"] == "The billing deploy failed: timeout connecting to postgres"
     assert message["timestamp"] == "2026-07-01 09:01:00" and message["role"] == "assistant"
 
@@ -85,10 +85,14 @@ def test_regex_is_case_sensitive_first_match_and_alternation_works(
     corpus_dir: tuple[Path, dict[str, Any]],
 ) -> None:
     root, _ = corpus_dir
-    body = grep(root, "bill(ing)? (deploy|service)", "--all-conversations")
+    body = grep(root, "bill(ing)? (deploy|service)", "--all-conversations")  # auto: regex syntax
+    assert body["meta"]["mode"] == "regex" and body["meta"]["modeRequested"] == "auto"
     assert ids(body, "message") == [2, 1]
     assert ids(body, "summary") == []  # "Billing deploy" has a capital B
-    assert [h["snippet"] for h in body["data"]["hits"]] == ["billing deploy", "billing service"]
+    assert [h["match"] for h in body["data"]["hits"]] == ["billing deploy", "billing service"]
+    # The snippet is the match with its context, as full text gives it.
+    first = body["data"]["hits"][0]["snippet"]
+    assert first == "The billing deploy failed: timeout connecting to postgres"
     assert body["meta"]["searchPath"] == {"messages": "regex", "summaries": "regex"}
     assert body["meta"]["sort"] == "recency"
     assert body["meta"]["sources"]["messages"]["scannedRows"] == 10
@@ -111,7 +115,7 @@ def test_relevance_and_hybrid_sorts_return_ranked_hits(corpus_dir: tuple[Path, d
         ranks = [h["rank"] for h in body["data"]["hits"]]
         assert sorted(ids(body, "message")) == [1, 2, 9, 10]
         assert ranks == sorted(ranks) and body["meta"]["sort"] == sort
-    regex = grep(root, "billing", "--all-conversations", "--sort", "relevance")
+    regex = grep(root, "billing", "--mode", "regex", "--all-conversations", "--sort", "relevance")
     assert regex["meta"]["sort"] == "recency" and regex["meta"]["sortRequested"] == "relevance"
 
 
@@ -120,13 +124,13 @@ def test_bad_patterns_are_structured_errors_naming_the_mode(corpus_dir: tuple[Pa
     code, err = grep_error(root, "billing|deploy", "--mode", "full_text", *FAMILY)
     assert code == 2 and err["code"] == "INVALID_PATTERN" and err["details"]["acceptedBy"] == "regex"
     assert "--mode regex" in err["message"]
-    code, err = grep_error(root, "([", *FAMILY)
+    code, err = grep_error(root, "([", "--mode", "regex", *FAMILY)
     assert code == 2 and err["code"] == "INVALID_PATTERN" and err["details"]["acceptedBy"] == "full_text"
     code, err = grep_error(root, "   ", *FAMILY)
     assert code == 2 and err["details"]["reason"] == "empty"
     code, err = grep_error(root, '"" ""', "--mode", "full_text", *FAMILY)
     assert code == 2 and err["details"]["reason"] == "empty"
-    code, err = grep_error(root, "a" * 501, *FAMILY)
+    code, err = grep_error(root, "a" * 501, "--mode", "regex", *FAMILY)
     assert code == 2 and err["details"]["reason"] == "too long"
     # Inside quotes, regex characters are literal text and allowed.
     body = grep(root, '"127.0.0.1:5432"', "--mode", "full_text", *FAMILY)
@@ -276,7 +280,7 @@ def test_catastrophic_regex_is_cut_by_the_deadline_and_the_cursor_moves_on(
 
 def test_files_scope(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
     root, c = corpus_dir
-    body = grep(root, "billing", "--scope", "files", "--conversation-id", str(c["main"]))
+    body = grep(root, "billing", "--mode", "regex", "--scope", "files", "--conversation-id", str(c["main"]))
     hits = body["data"]["hits"]
     assert [(h["id"], h["line"], h["byteOffset"], h["match"]) for h in hits] == [
         ("file_text000000000001", 2, 13, "billing"),
@@ -487,7 +491,7 @@ def random_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_newest_matches_walk_equals_the_plain_join(
     random_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str], word: str
 ) -> None:
-    import lcm_cli.engine.recall.grep as grep_module
+    from lcm_cli.engine.recall import grep_newest
 
     args = [
         "--db",
@@ -514,9 +518,9 @@ def test_newest_matches_walk_equals_the_plain_join(
             if cursor is None:
                 return seen
 
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 1)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_MATCHES", 1)
     windowed = walk_ids()
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_MATCHES", 10**12)
     joined = walk_ids()
     assert windowed == joined and len(windowed) == len(set(windowed)) and windowed
 
@@ -529,7 +533,7 @@ def test_newest_matches_walk_equals_the_plain_join(
 def test_newest_summaries_index_walk_equals_the_plain_join(
     random_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
 ) -> None:
-    import lcm_cli.engine.recall.grep as grep_module
+    from lcm_cli.engine.recall import grep_newest
 
     args = ["--db", str(random_corpus), "grep", "alpha", "--mode", "full_text", "--scope", "summaries"]
     args += ["--all-conversations", "--limit", "4", *extra]
@@ -545,9 +549,9 @@ def test_newest_summaries_index_walk_equals_the_plain_join(
             if cursor is None:
                 return seen
 
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_SUMMARY_MATCHES", 1)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_SUMMARY_MATCHES", 1)
     walked = walk_ids()
-    monkeypatch.setattr(grep_module, "_newest_summary_matches", lambda *a: None)
+    monkeypatch.setattr(grep_newest, "_newest_summaries", lambda *a: None)
     joined = walk_ids()
     assert walked == joined and len(walked) == len(set(walked)) and len(walked) > 8
 
@@ -603,17 +607,17 @@ class _Reads:
     """Every search query of one call, with how many rows it fetched."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import lcm_cli.engine.recall.grep as grep_module
+        from lcm_cli.engine.recall import grep_sql
 
         self.fetched: list[tuple[str, int]] = []
-        real = grep_module._run
+        real = grep_sql.run
 
         def spy(q: Any, sql: str, params: list[Any]) -> Any:
             rows = real(q, sql, params)
             self.fetched.append((" ".join(sql.split()), len(rows)))
             return rows
 
-        monkeypatch.setattr(grep_module, "_run", spy)
+        monkeypatch.setattr(grep_sql, "run", spy)
 
     def largest(self, skip: str = "json_each") -> int:
         """The most rows one query fetched (the per-conversation heads excepted)."""
@@ -627,10 +631,10 @@ def test_full_text_common_word_reads_in_bounded_steps_and_stops_when_the_page_is
     half_corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """3,000 matches: the page of 20 reads a few hundred rows, never the match set."""
-    import lcm_cli.engine.recall.grep as grep_module
+    from lcm_cli.engine.recall import grep_newest
 
     reads = _Reads(monkeypatch)
-    monkeypatch.setattr(grep_module, "STEP_ROWS", 64)
+    monkeypatch.setattr(grep_newest, "STEP_ROWS", 64)
     args = ["--db", str(half_corpus), "grep", "common", "--mode", "full_text", "--all-conversations"]
     out = lcm(*args, "--scope", "messages", "--limit", "20")
     assert out.code == 0, out.stderr
@@ -640,7 +644,7 @@ def test_full_text_common_word_reads_in_bounded_steps_and_stops_when_the_page_is
     assert reads.largest() <= 64  # no step fetches more than STEP_ROWS rows
     assert reads.total() < 600  # of 6,000 messages, 3,000 matching
     # The same page as the plain join (which reads every match).
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_MATCHES", 10**12)
     joined = lcm(*args, "--scope", "messages", "--limit", "20")
     assert [h["id"] for h in joined.json["data"]["hits"]] == [h["id"] for h in hits]
     assert joined.json["pagination"]["hasMore"] is out.json["pagination"]["hasMore"] is True
@@ -659,7 +663,7 @@ def test_tiny_steps_and_probe_runs_page_exactly_as_the_join(
     half_corpus: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
 ) -> None:
     """Steps of 2-8 rows and one full-text probe per id: every page as the plain join's."""
-    import lcm_cli.engine.recall.grep as grep_module
+    from lcm_cli.engine.recall import grep_newest
 
     args = ["--db", str(half_corpus), "grep", "common", "--mode", "full_text", "--scope", "messages"]
     args += ["--limit", "400", *extra]
@@ -676,12 +680,12 @@ def test_tiny_steps_and_probe_runs_page_exactly_as_the_join(
                 break
         return seen
 
-    monkeypatch.setattr(grep_module, "STEP_ROWS", 8)
-    monkeypatch.setattr(grep_module, "FIRST_STEP_ROWS", 2)
-    monkeypatch.setattr(grep_module, "RUN_GAP", 0)
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 1)
+    monkeypatch.setattr(grep_newest, "STEP_ROWS", 8)
+    monkeypatch.setattr(grep_newest, "FIRST_STEP_ROWS", 2)
+    monkeypatch.setattr(grep_newest, "RUN_GAP", 0)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_MATCHES", 1)
     walked = walk_ids()
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_MATCHES", 10**12)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_MATCHES", 10**12)
     joined = walk_ids()
     assert walked == joined and len(walked) == len(set(walked)) and walked
 
@@ -689,15 +693,14 @@ def test_tiny_steps_and_probe_runs_page_exactly_as_the_join(
 def test_regex_candidates_come_in_bounded_steps(half_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Regex over every conversation: the newest-first candidates are read in steps, not
     by sorting the whole table; the answer is unchanged."""
-    import lcm_cli.engine.recall.grep as grep_module
+    from lcm_cli.engine.recall import grep_newest, grep_sources
 
     args = ["--db", str(half_corpus), "grep", "comm[o]n", "--all-conversations", "--scope", "messages"]
-    args += ["--limit", "30"]
+    args += ["--limit", "30", "--scan-limit", "200"]
     baseline = lcm(*args).json
     reads = _Reads(monkeypatch)
-    monkeypatch.setattr(grep_module, "STEP_ROWS", 16)
-    monkeypatch.setattr(grep_module, "REGEX_SCAN_ROWS", 200)
-    monkeypatch.setattr(grep_module, "REGEX_BATCH", 16)
+    monkeypatch.setattr(grep_newest, "STEP_ROWS", 16)
+    monkeypatch.setattr(grep_sources, "REGEX_BATCH", 16)
     out = lcm(*args)
     assert out.code == 0, out.stderr
     assert [h["id"] for h in out.json["data"]["hits"]] == [h["id"] for h in baseline["data"]["hits"]]
@@ -713,7 +716,7 @@ def test_summary_walk_in_tiny_steps_pages_as_the_join(
     rows elsewhere it reads the match set instead. Either way: the join's pages."""
     import sqlite3
 
-    import lcm_cli.engine.recall.grep as grep_module
+    from lcm_cli.engine.recall import grep_newest
 
     db = tmp_path / "lcm.db"
     shutil.copy(random_corpus, db)
@@ -733,7 +736,7 @@ def test_summary_walk_in_tiny_steps_pages_as_the_join(
     args = ["--db", str(db), "grep", "alpha", "--mode", "full_text", "--scope", "summaries"]
     args += ["--all-conversations", "--limit", "4", *extra]
     walked_with: list[str] = []
-    real_walk = grep_module._walk_summaries
+    real_walk = grep_newest.walk_summaries
 
     def spy(q: Any, pos: Any, keep: Any) -> Any:
         found = real_walk(q, pos, keep)
@@ -752,12 +755,12 @@ def test_summary_walk_in_tiny_steps_pages_as_the_join(
             if cursor is None:
                 return seen
 
-    monkeypatch.setattr(grep_module, "STEP_ROWS", 4)
-    monkeypatch.setattr(grep_module, "FIRST_STEP_ROWS", 2)
-    monkeypatch.setattr(grep_module, "NEWEST_MIN_SUMMARY_MATCHES", 1)
-    monkeypatch.setattr(grep_module, "_walk_summaries", spy)
+    monkeypatch.setattr(grep_newest, "STEP_ROWS", 4)
+    monkeypatch.setattr(grep_newest, "FIRST_STEP_ROWS", 2)
+    monkeypatch.setattr(grep_newest, "NEWEST_MIN_SUMMARY_MATCHES", 1)
+    monkeypatch.setattr(grep_newest, "walk_summaries", spy)
     walked = walk_ids()
     assert walked_with and ("gave up" in walked_with) is (index == "repaired" and not extra)
-    monkeypatch.setattr(grep_module, "_newest_summary_matches", lambda *a: None)
+    monkeypatch.setattr(grep_newest, "_newest_summaries", lambda *a: None)
     joined = walk_ids()
     assert walked == joined and len(walked) == len(set(walked)) and len(walked) > 8
