@@ -764,3 +764,132 @@ def test_summary_walk_in_tiny_steps_pages_as_the_join(
     monkeypatch.setattr(grep_newest, "_newest_summaries", lambda *a: None)
     joined = walk_ids()
     assert walked == joined and len(walked) == len(set(walked)) and len(walked) > 8
+
+
+# --------------------------------------------------------------------------------------
+# One call answers: the limit is the whole answer, every hit names its conversation
+# --------------------------------------------------------------------------------------
+
+
+def walk_hits(root: Path, *args: str) -> list[tuple[str, Any]]:
+    """Every page of a search, in order."""
+    return walk(root, *args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("billing", "--mode", "full_text"),
+        ("billing", "--mode", "full_text", "--sort", "relevance"),
+        ("billing", "--mode", "full_text", "--sort", "hybrid"),
+        ("i", "--mode", "regex"),
+        ("billing",),  # auto
+    ],
+    ids=["fts-recency", "fts-relevance", "fts-hybrid", "regex", "auto"],
+)
+@pytest.mark.parametrize("limit", ["1", "3"])
+def test_limit_is_the_whole_answer_and_pages_continue_the_merged_order(
+    corpus_dir: tuple[Path, dict[str, Any]], args: tuple[str, ...], limit: str
+) -> None:
+    root, _ = corpus_dir
+    first = grep(root, *args, "--all-conversations", "--limit", limit)
+    assert len(first["data"]["hits"]) == first["pagination"]["returned"] == int(limit)
+    assert sum(first["data"]["counts"].values()) == int(limit)
+    whole = grep(root, *args, "--all-conversations", "--limit", "500")
+    assert whole["meta"]["complete"] is True
+    merged = [(h["type"], h["id"]) for h in whole["data"]["hits"]]
+    assert {t for t, _ in merged} == {"message", "summary"}  # both sources, one order
+    assert walk_hits(root, *args, "--all-conversations", "--limit", limit) == merged
+
+
+def test_recency_merges_sources_newest_first(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
+    import sqlite3
+
+    root, _ = corpus_dir
+    hits = grep(root, "billing", "--mode", "full_text", "--all-conversations")["data"]["hits"]
+    conn = sqlite3.connect(root / "lcm.db")
+    days = [conn.execute("SELECT julianday(?)", (h["timestamp"],)).fetchone()[0] for h in hits]
+    conn.close()
+    assert days == sorted(days, reverse=True)
+
+
+def test_every_hit_names_its_conversation_and_session_key(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
+    import sqlite3
+
+    root, c = corpus_dir
+    conn = sqlite3.connect(root / "lcm.db")
+    keys = dict(conn.execute("SELECT conversation_id, session_key FROM conversations").fetchall())
+    conn.close()
+    for args in (
+        ("billing", "--mode", "full_text"),
+        ("bill", "--mode", "regex"),
+        ("billing", "--scope", "files"),
+    ):
+        hits = grep(root, *args, "--all-conversations")["data"]["hits"]
+        assert hits
+        for hit in hits:
+            assert hit["sessionKey"] == keys[hit["conversationId"]], hit
+            assert list(hit)[2:4] == ["conversationId", "sessionKey"]
+    table = lcm("--openclaw-dir", str(root), "grep", "billing", "--all-conversations", "--format", "table")
+    assert table.code == 0 and "Session key agent:main:main" in table.stdout and "Conv 1" in table.stdout
+
+
+def test_auto_runs_full_text_for_words_and_regex_for_regex_syntax(
+    corpus_dir: tuple[Path, dict[str, Any]],
+) -> None:
+    root, _ = corpus_dir
+    words = grep(root, "billing deploy", *FAMILY)
+    assert words["meta"]["mode"] == "full_text" and words["meta"]["modeRequested"] == "auto"
+    assert words["meta"]["searchPath"] == {"messages": "fts5", "summaries": "fts5"}
+    assert "scanLimit" not in words["meta"]
+    regex = grep(root, "billing (deploy|service)", *FAMILY)
+    assert regex["meta"]["mode"] == "regex" and regex["meta"]["scanLimit"] == 20_000
+    explicit = grep(root, "billing", "--mode", "full_text", *FAMILY)
+    assert "modeRequested" not in explicit["meta"]
+
+
+def test_regex_row_budget_stops_the_scan_and_says_so(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
+    """The row budget is deterministic: the same rows every time, named in truncatedBy."""
+    root, _ = corpus_dir
+    args = ("bill.ng", "--mode", "regex", "--all-conversations", "--scope", "messages")
+    budgeted = grep(root, *args, "--scan-limit", "3")
+    meta = budgeted["meta"]
+    assert meta["complete"] is False and meta["truncatedBy"] == {"messages": "scanLimit"}
+    assert meta["scanLimit"] == 3 and meta["sources"]["messages"]["scannedRows"] == 3
+    assert budgeted["pagination"]["hasMore"] is True
+    again = grep(root, *args, "--scan-limit", "3")
+    assert again["data"]["hits"] == budgeted["data"]["hits"]
+    whole = grep(root, *args)
+    assert whole["meta"]["complete"] is True and whole["meta"]["truncatedBy"] == {}
+    assert walk(root, *args, "--scan-limit", "3") == [(h["type"], h["id"]) for h in whole["data"]["hits"]]
+
+
+def test_regex_snippets_have_context_and_the_match(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = corpus_dir
+    hits = grep(root, "timeout", "--mode", "regex", "--all-conversations")["data"]["hits"]
+    assert hits
+    for hit in hits:
+        assert hit["match"] == "timeout"
+        assert "timeout" in hit["snippet"] and len(hit["snippet"]) > len("timeout")
+        assert len(hit["snippet"]) <= 200
+
+
+def test_files_limit_is_exact_and_pages_continue_inside_a_file(
+    corpus_dir: tuple[Path, dict[str, Any]],
+) -> None:
+    root, c = corpus_dir
+    args = ("billing", "--mode", "regex", "--scope", "files", "--conversation-id", str(c["main"]))
+    whole = grep(root, *args)
+    assert len(whole["data"]["hits"]) == 3
+    one = grep(root, *args, "--limit", "1")
+    assert len(one["data"]["hits"]) == 1 and one["meta"]["truncatedBy"] == {"files": "limit"}
+    seen: list[tuple[Any, ...]] = []
+    cursor = None
+    for _ in range(10):
+        body = grep(root, *args, "--limit", "2", *(["--cursor", cursor] if cursor else []))
+        assert len(body["data"]["hits"]) <= 2
+        seen += [(h["id"], h["line"], h["byteOffset"]) for h in body["data"]["hits"]]
+        cursor = body["pagination"]["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == [(h["id"], h["line"], h["byteOffset"]) for h in whole["data"]["hits"]]
