@@ -771,11 +771,6 @@ def test_summary_walk_in_tiny_steps_pages_as_the_join(
 # --------------------------------------------------------------------------------------
 
 
-def walk_hits(root: Path, *args: str) -> list[tuple[str, Any]]:
-    """Every page of a search, in order."""
-    return walk(root, *args)
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -799,7 +794,7 @@ def test_limit_is_the_whole_answer_and_pages_continue_the_merged_order(
     assert whole["meta"]["complete"] is True
     merged = [(h["type"], h["id"]) for h in whole["data"]["hits"]]
     assert {t for t, _ in merged} == {"message", "summary"}  # both sources, one order
-    assert walk_hits(root, *args, "--all-conversations", "--limit", limit) == merged
+    assert walk(root, *args, "--all-conversations", "--limit", limit) == merged
 
 
 def test_recency_merges_sources_newest_first(corpus_dir: tuple[Path, dict[str, Any]]) -> None:
