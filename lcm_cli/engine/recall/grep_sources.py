@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
 
 from lcm_cli.engine.core.errors import LcmError
@@ -170,45 +171,38 @@ def _like(q: Query, source: Source, pos: dict[str, Any]) -> Page:
 def regex_scan(q: Query, source: Source, pos: dict[str, Any]) -> Page:
     """Python regex over the newest-first candidates after ``pos``, at most ``q.scan_limit``.
 
-    Two steps: the candidates' ``(julianday, id)`` come first, newest first -- messages
-    from the merged per-conversation walk (bounded steps), summaries from one query over
-    the coverage-time index -- then contents are read in batches by id. (Ordering full
-    rows batch by batch would sort the scope every time.) A hit's ``snippet`` is the
-    match with the text around it; ``match`` is the matched text.
+    Candidates come in batches of :data:`REGEX_BATCH` ``(id, julianday)``, newest first
+    (:func:`_candidates`); each batch's contents are read by id and matched before the
+    next batch is read, so a deadline always leaves the rows scanned so far behind it and
+    the cursor continues after them. (Ordering full rows would sort the scope every time.)
+    A hit's ``snippet`` is the match with the text around it; ``match`` the matched text.
     """
     assert q.regex is not None
     a = source.alias
     id_col = f"{a}.{source.id_col}"
-    where, params = sql.scope_clause(f"{a}.conversation_id", q.scope)
-    tw, tp = sql.time_clause(source.time, q)
-    keys, kparams = sql.keyset(pos, None, f"julianday({source.time})", id_col)
-    where += tw + keys
-    params += tp + kparams
     hits: list[dict[str, Any]] = []
     positions: list[list[Any]] = []
     scanned = 0
+    seen = 0  # candidates taken, at most the budget
     at = pos.get("at")
     truncated_by: str | None = None
     current: sqlite3.Row | None = None
     info: dict[str, Any] = {}
     budget = q.scan_limit
     try:
-        if source is MESSAGES and q.ctx.probe.has_index("lcm_messages_conv_julian_idx"):
-            walk = newest.walk_messages(q, pos)
-            candidates: list[Any] = [(i, jd) for jd, i in itertools.islice(walk, budget + 1)]
-            walk.close()
-        else:
-            candidates = sql.run(
-                q,
-                f"""SELECT {id_col} AS id, julianday({source.time}) AS jd FROM {source.table} {a}
-                    {"WHERE " + " AND ".join(where) if where else ""}
-                    ORDER BY julianday({source.time}) DESC, {id_col} DESC LIMIT ?""",
-                params + [budget + 1],
-            )
-        over_budget = len(candidates) > budget
-        candidates = candidates[:budget]
-        for start in range(0, len(candidates), REGEX_BATCH):
-            chunk = [c[0] for c in candidates[start : start + REGEX_BATCH]]
+        more = False  # candidates are left after the last one scanned
+        for batch, last in _candidates(q, source, pos, budget + 1):
+            over = seen + len(batch) > budget  # the one candidate past the budget
+            batch = batch[: budget - seen]
+            more = over or not last
+            seen += len(batch)
+            if not batch:
+                break
+            seconds = q.deadline.remaining()
+            if seconds <= 0:
+                q.deadline.hit = True
+                raise DeadlineExceeded()
+            chunk = [c[0] for c in batch]
             marks = ",".join("?" for _ in chunk)
             fetched = {
                 r[source.id_col]: r
@@ -226,7 +220,7 @@ def regex_scan(q: Query, source: Source, pos: dict[str, Any]) -> Page:
                     [row["content"] or "" for row in rows],
                     per_text=1,
                     max_hits=q.limit - len(hits),
-                    seconds=q.deadline.remaining(),
+                    seconds=seconds,
                 )
             except ScanTimedOut as cut:
                 results, cut_short = cut.results, True
@@ -247,10 +241,11 @@ def regex_scan(q: Query, source: Source, pos: dict[str, Any]) -> Page:
                 q.deadline.hit = True
                 raise DeadlineExceeded()
             if len(hits) >= q.limit:
+                more = more or len(results) < len(rows)
                 break
-        if len(hits) >= q.limit and (scanned < len(candidates) or over_budget):
+        if len(hits) >= q.limit and more:
             truncated_by = "limit"
-        elif over_budget:
+        elif more and seen >= budget:
             truncated_by = "scanLimit"
     except DeadlineExceeded:
         truncated_by = "deadline"
@@ -266,6 +261,54 @@ def regex_scan(q: Query, source: Source, pos: dict[str, Any]) -> Page:
     if at is not None:
         next_pos["at"] = at
     return Page(hits, "regex", next_pos, truncated_by, info, positions)
+
+
+def _candidates(
+    q: Query, source: Source, pos: dict[str, Any], want: int
+) -> Iterator[tuple[list[tuple[Any, float]], bool]]:
+    """Up to ``want`` rows of ``source`` after ``pos``, newest first, as ``(id, julianday)``
+    in batches of :data:`REGEX_BATCH`, each with whether it is the last one.
+
+    Messages come from the merged per-conversation walk (bounded steps); other sources
+    from the time index, one keyset query a batch.
+    """
+    if source is MESSAGES and q.ctx.probe.has_index("lcm_messages_conv_julian_idx"):
+        walk = newest.walk_messages(q, pos)
+        try:
+            while want > 0:
+                size = min(REGEX_BATCH, want)
+                batch = [(i, jd) for jd, i in itertools.islice(walk, size)]
+                want -= len(batch)
+                yield batch, len(batch) < size
+                if len(batch) < size:
+                    return
+        finally:
+            walk.close()
+        return
+    a = source.alias
+    id_col = f"{a}.{source.id_col}"
+    jd = f"julianday({source.time})"
+    where, params = sql.scope_clause(f"{a}.conversation_id", q.scope)
+    tw, tp = sql.time_clause(source.time, q)
+    where += tw
+    params += tp
+    after = pos
+    while want > 0:
+        size = min(REGEX_BATCH, want)
+        keys, kparams = sql.keyset(after, None, jd, id_col)
+        clauses = where + keys
+        rows = sql.run(
+            q,
+            f"""SELECT {id_col} AS id, {jd} AS jd FROM {source.table} {a}
+                {"WHERE " + " AND ".join(clauses) if clauses else ""}
+                ORDER BY {jd} DESC, {id_col} DESC LIMIT ?""",
+            params + kparams + [size],
+        )
+        want -= len(rows)
+        yield [(r[0], r[1]) for r in rows], len(rows) < size
+        if len(rows) < size:
+            return
+        after = {"at": [None, rows[-1][1], rows[-1][0]]}
 
 
 def abandoned() -> LcmError:

@@ -888,3 +888,42 @@ def test_files_limit_is_exact_and_pages_continue_inside_a_file(
         if cursor is None:
             break
     assert seen == [(h["id"], h["line"], h["byteOffset"]) for h in whole["data"]["hits"]]
+
+
+def test_a_deadline_during_a_large_regex_budget_still_moves_the_cursor_on(
+    half_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Candidates are read batch by batch, each scanned before the next: a deadline that
+    falls anywhere leaves the rows scanned so far behind it, so every page makes progress
+    and the pages together are the whole answer. (The deadline is forced after a fixed
+    number of queries: no wall time.)"""
+    from lcm_cli.engine.recall import grep_newest, grep_sources, grep_sql
+
+    args = ["--db", str(half_corpus), "grep", "comm[o]n", "--all-conversations", "--scope", "messages"]
+    args += ["--limit", "500", "--scan-limit", "6000"]
+    whole = lcm(*args).json
+    assert whole["meta"]["complete"] is False and len(whole["data"]["hits"]) == 500
+    monkeypatch.setattr(grep_newest, "STEP_ROWS", 64)
+    monkeypatch.setattr(grep_sources, "REGEX_BATCH", 100)
+    real = grep_sql.run
+    calls: dict[int, int] = {}
+
+    def expiring(q: Any, sql: str, params: list[Any]) -> Any:
+        n = calls[id(q.deadline)] = calls.get(id(q.deadline), 0) + 1
+        if n > 12:
+            q.deadline.ends = 0.0  # out of time from here on
+        return real(q, sql, params)
+
+    monkeypatch.setattr(grep_sql, "run", expiring)
+    seen: list[int] = []
+    cursor = None
+    pages = 0
+    while len(seen) < 500:
+        body = lcm(*args, *(["--cursor", cursor] if cursor else [])).json
+        pages += 1
+        assert body["meta"]["truncatedBy"] in ({"messages": "deadline"}, {"messages": "limit"})
+        assert body["meta"]["sources"]["messages"]["scannedRows"] > 0
+        seen += [h["id"] for h in body["data"]["hits"]]
+        cursor = body["pagination"]["nextCursor"]
+        assert cursor is not None and pages < 100
+    assert pages > 1 and seen[:500] == [h["id"] for h in whole["data"]["hits"]]
