@@ -169,7 +169,12 @@ def apply_fields(envelope: dict[str, Any], text: str, items: str = "") -> None:
         data, missing, certain = project(source, data_paths, items)
         if missing:
             known = known_fields(source, items)
-            hints = {m: s for m in missing if (s := suggest(m, known))}
+            # A bare name that exists one level down (contextTokens -> conversation.contextTokens) first.
+            hints = {
+                m: s
+                for m in missing
+                if (s := [k for k in known if k.endswith("." + m)][:3] or suggest(m, known))
+            }
             if certain:
                 raise invalid_argument(
                     f"--fields {', '.join(missing)} matches nothing in this answer. Valid fields: "

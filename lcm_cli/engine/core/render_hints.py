@@ -25,7 +25,10 @@ LABELS: dict[str, str] = {
     "messageCount": "Messages",
     "summaryCount": "Summaries",
     "tokenCount": "Tokens",
-    "contextTokens": "Context tokens",
+    # The stored items' own tokens; the context's size as the model reads it is
+    # `context show`'s estimatedTokens (framing and summary wrappers included).
+    "contextTokens": "Context tokens (stored)",
+    "estimatedTokens": "Context size (tokens)",
     "updatedAt": "Last activity",
     "lastActivityAt": "Last activity",
     "createdAt": "Created",
