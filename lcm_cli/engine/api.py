@@ -108,6 +108,8 @@ def invoke(
         result, envelope = _run_once(op, ctx, request)
         if cap:
             result, envelope = _within_cap(op, ctx, request, cap, envelope, result)
+        elif spec.cuts and (limit := request[MAX_TOKENS]):
+            _cut_list(envelope, spec.cuts, limit, oldest=spec.cuts_oldest)
     finally:
         ctx.progress = None
         ctx.stdin = None
@@ -188,6 +190,44 @@ def _within_cap(
     result, envelope = smallest
     _report_cap(envelope, cap, fits=False)
     return result, envelope
+
+
+def _cut_list(envelope: dict[str, Any], key: str, cap: int, *, oldest: bool) -> None:
+    """``--max-tokens`` on an operation that does not fit itself: keep as many items of the
+    list ``key`` as fit (the first ones, or the last with ``oldest``) and say what was cut.
+
+    A page cut short has no valid cursor past it, so ``nextCursor`` is dropped and the hint
+    names the ``--limit`` that reads the rest page by page.
+    """
+    data = envelope.get("data")
+    if not isinstance(data, dict) or not isinstance(items := data.get(key), list):
+        return
+    if answer_tokens(envelope) <= cap:
+        return
+    pagination = envelope.get("pagination")
+    paged = isinstance(pagination, dict) and "nextCursor" in pagination
+
+    def keep(count: int) -> None:
+        """Show ``count`` items, with the report of the cut (it counts towards the cap too)."""
+        data[key] = (items[-count:] if count else []) if oldest else items[:count]
+        hint = (
+            f"raise --max-tokens, or read them all with --limit {max(count, 1)} and its nextCursor"
+            if paged
+            else f"raise --max-tokens to see the {'older' if oldest else 'other'} {len(items) - count}"
+        )
+        data["truncated"] = {"list": key, "kept": count, "of": len(items), "maxTokens": cap, "hint": hint}
+
+    low, high = 0, len(items)  # the most items that fit lie in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        keep(middle)
+        if answer_tokens(envelope) <= cap:
+            low = middle
+        else:
+            high = middle - 1
+    keep(low)
+    if isinstance(pagination, dict) and paged:
+        pagination.update(hasMore=True, nextCursor=None)
 
 
 def _report_cap(envelope: dict[str, Any], cap: int, *, fits: bool) -> None:

@@ -121,7 +121,11 @@ def test_every_max_tokens_is_a_hard_cap_on_the_answer_printed(tmp_path: Path) ->
 
     assert {n for n, s in OPERATIONS.items() if s.caps_output} == set(CAPPED)
     capped_elsewhere = {n for n, s in OPERATIONS.items() if "max_tokens" in s.options} - set(CAPPED)
-    assert capped_elsewhere == {"expand.query"}  # there it caps the model's answer (cut when over)
+    # expand-query caps the model's answer; the others cut their list at the door
+    # (tests/commands/test_bounded_outputs.py).
+    cut_at_the_door = {n for n, s in OPERATIONS.items() if s.cuts}
+    assert cut_at_the_door == {"doctor.scan", "context.assemble"}
+    assert capped_elsewhere == {"expand.query", "summaries.graph", *cut_at_the_door}
     import shutil
 
     root = tmp_path / "openclaw"

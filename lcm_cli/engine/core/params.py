@@ -155,6 +155,12 @@ INCLUDE_CONTENT: Param[bool] = Param(
 DEPTH: Param[int | None] = Param(
     "depth", {"type": "integer", "minimum": 0}, "Only summaries of this depth (0 = leaf).", metavar="N"
 )
+MIN_DEPTH: Param[int | None] = Param(
+    "min_depth",
+    {"type": "integer", "minimum": 0},
+    "Only summaries of at least this depth: the top of the DAG (0 = all).",
+    metavar="N",
+)
 KIND: Param[str | None] = Param(
     "kind", {"enum": list(KINDS)}, "Only leaf or condensed summaries.", metavar="KIND"
 )

@@ -32,6 +32,8 @@ class OpSpec(Record):
     ``metavars`` the few fields and arguments documented differently for this operation.
     ``items`` names the list a list operation's data holds (``--fields`` and NDJSON work
     on its items); ``caps_output`` says ``--max-tokens`` caps the whole printed envelope.
+    ``cuts`` names the list in data that ``--max-tokens`` shortens at the door for an
+    operation that does not fit its answer itself (``data.truncated`` says what was left).
     ``outputs`` names each option that names a file (``"file"``) or a folder of files
     (``"directory"``) lcm writes: every such write goes through
     :func:`lcm_cli.engine.core.outputs.output_target`, and a test tries each against the
@@ -60,6 +62,8 @@ class OpSpec(Record):
     caps_output: bool = False  # --max-tokens caps everything printed (the door enforces it)
     outputs: Mapping[str, str] | None = None  # option -> "file" | "directory" it writes (see above)
     applies: str = ""  # what --apply does ("archive and delete these"): a dry run's answer says it
+    cuts: str = ""  # the list in data that --max-tokens cuts at the door, from its end (see api)
+    cuts_oldest: bool = False  # cut from the start instead: the newest items are the ones to keep
 
 
 class Argument(Record):
@@ -395,16 +399,17 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "summaries.graph": OpSpec(
         "lcm_cli.engine.surgery.graph",
-        _SELECTOR + ("to", "out", "force"),
+        _SELECTOR + ("to", "out", "force", "min_depth", "max_tokens"),
         needs_selector=True,
         summary="A conversation's summary DAG as Mermaid, Graphviz dot or SVG (read-only).",
         help=(
             "A conversation's summary DAG as a picture source: Mermaid (default) or Graphviz dot, "
             "each node with its depth, kind and tokens; summaries in the context are marked.\n\n"
             "--to svg runs Graphviz's `dot` and fails with GRAPHVIZ_NOT_FOUND when it is not on "
-            "PATH. Read-only."
+            "PATH. --min-depth N keeps the top of the DAG; --max-tokens N keeps the deepest levels "
+            "that fit (data.truncated says which depth it stopped at). Read-only."
         ),
-        example="lcm summaries graph --conversation-id 2 --to mermaid",
+        example="lcm summaries graph --conversation-id 2 --to mermaid --max-tokens 2000",
         param_help={
             "to": "mermaid (default), dot, or svg (needs Graphviz's `dot` on PATH).",
             "out": "Write the picture here instead of into the result (a new file unless --force).",
@@ -441,7 +446,8 @@ OPERATIONS: dict[str, OpSpec] = {
     ),
     "doctor.scan": OpSpec(
         "lcm_cli.doctor.scan",
-        _SELECTOR + ("recency", "check", "fail_on", "thorough", "findings_only", "limit", "cursor"),
+        _SELECTOR
+        + ("recency", "check", "fail_on", "thorough", "findings_only", "limit", "cursor", "max_tokens"),
         words=("doctor",),
         long_running=True,
         summary="Check lcm.db for every known problem; each finding names its fix (read-only).",
@@ -456,6 +462,7 @@ OPERATIONS: dict[str, OpSpec] = {
         metavars={"recency": "WHEN"},
         render=_DOCTOR,
         items="checks",
+        cuts="checks",
     ),
     "doctor.apply": OpSpec(
         "lcm_cli.doctor.apply",
@@ -1025,17 +1032,24 @@ OPERATIONS: dict[str, OpSpec] = {
             "available_tools",
             "model",
             "runtime_settings",
+            "max_tokens",
         ),
         words=("context", "show"),
         summary="The context the model would see: summaries as XML, then the fresh tail, within a budget.",
-        help="The assembled context exactly as the model would see it, with token totals.",
-        example="lcm context show --conversation-id 1 --token-budget 32000 --format table",
+        help=(
+            "The assembled context exactly as the model would see it, with token totals.\n\n"
+            "--max-tokens N prints only the newest messages that fit in N tokens (data.truncated "
+            "says how many were left out); estimatedTokens stays the whole context's size."
+        ),
+        example="lcm context show --conversation-id 1 --token-budget 32000 --max-tokens 4000 --format table",
         param_help={
             "messages": (
                 "The host's live messages: the fallback, a fork's live suffix, large tool outputs to stub."
             ),
         },
         render=_CONTEXT,
+        cuts="messages",
+        cuts_oldest=True,
     ),
     "session.maintain": OpSpec(
         "lcm_cli.engine.compaction.ops",

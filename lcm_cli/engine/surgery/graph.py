@@ -8,13 +8,14 @@ GRAPHVIZ_NOT_FOUND and names the two text forms instead.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from typing import Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
-from lcm_cli.engine.core.params import FORCE, GRAPH_FORMATS, OUT, TO, Request
+from lcm_cli.engine.core.params import FORCE, GRAPH_FORMATS, MAX_TOKENS, MIN_DEPTH, OUT, TO, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read.conversation_rows import find_conversation
 from lcm_cli.engine.recall.scope import choice
@@ -99,6 +100,46 @@ def svg(source: str) -> str:
     return done.stdout
 
 
+def _source(nodes: list[dict[str, Any]], edges: list[dict[str, Any]], cid: int, fmt: str) -> str:
+    return mermaid(nodes, edges) if fmt == "mermaid" else dot(nodes, edges, cid)
+
+
+def _top(
+    nodes: list[dict[str, Any]], edges: list[dict[str, Any]], min_depth: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    kept = [n for n in nodes if n["depth"] >= min_depth]
+    ids = {n["summaryId"] for n in kept}
+    return kept, [e for e in edges if e["from"] in ids and e["to"] in ids]
+
+
+def _bounded(
+    nodes: list[dict[str, Any]],
+    edges: list[dict[str, Any]],
+    cid: int,
+    fmt: str,
+    min_depth: int,
+    max_tokens: int | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None]:
+    """The DAG from ``min_depth`` up and, under ``max_tokens``, from the lowest depth whose
+    nodes, edges and picture source fit (the top level always stays, whatever it costs)."""
+    from lcm_cli.engine.core.tokens import estimate_tokens
+
+    if min_depth:
+        nodes, edges = _top(nodes, edges, min_depth)
+    if not max_tokens or not nodes:
+        return nodes, edges, {"minDepth": min_depth} if min_depth else None
+    depths = sorted({n["depth"] for n in nodes})
+    for depth in depths:
+        kept, links = _top(nodes, edges, depth)
+        shown = {"nodes": kept, "edges": links, "text": _source(kept, links, cid, fmt)}
+        if depth == depths[-1] or estimate_tokens(json.dumps(shown, separators=(",", ":"))) <= max_tokens:
+            break
+    if depth == depths[0]:
+        return kept, links, {"minDepth": min_depth} if min_depth else None
+    hint = f"depths below {depth} left out; raise --max-tokens, or write it all with --to svg --out FILE"
+    return kept, links, {"minDepth": depth, "maxTokens": max_tokens, "hint": hint}
+
+
 @operation("summaries.graph")
 def graph(ctx: Context, req: Request) -> Result:
     """The DAG's nodes and edges, and its picture source in the asked form."""
@@ -143,10 +184,14 @@ def graph(ctx: Context, req: Request) -> Result:
             (cid, cid),
         )
     ]
-    text = mermaid(nodes, edges) if fmt == "mermaid" else dot(nodes, edges, cid)
+    total = len(nodes)
+    nodes, edges, truncated = _bounded(nodes, edges, cid, fmt, req[MIN_DEPTH] or 0, req[MAX_TOKENS])
+    text = _source(nodes, edges, cid, fmt)
     if fmt == "svg":
         text = svg(text)
     data: dict[str, Any] = {"conversationId": cid, "format": fmt, "nodes": nodes, "edges": edges, "out": None}
+    if truncated is not None:
+        data["truncated"] = {**truncated, "nodes": len(nodes), "of": total}
     out = req[OUT]
     if out:
         from lcm_cli.engine.core.outputs import output_target

@@ -42,7 +42,7 @@ def test_context_show_table_is_for_people(db_path: Path) -> None:
     assert out.code == 0, out.stderr
     assert "what the model sees" in out.stdout
     assert "summary d1" in out.stdout and "sum_cccccccccccccccc" in out.stdout
-    assert "Estimated tokens" in out.stdout
+    assert "Context size (tokens)" in out.stdout
 
 
 def test_context_show_bad_input(db_path: Path, tmp_path: Path) -> None:
