@@ -393,7 +393,9 @@ def render_rich(envelope: dict[str, Any], stream: TextIO, hint: Render | None = 
         _draw(_Page(console, hint), envelope)
     # Rich pads every line to the width; a person (and a diff) wants no trailing blanks.
     text = "\n".join(line.rstrip() for line in captured.get().split("\n"))
-    stream.write(text.strip("\n") + "\n")
+    from lcm_cli.render.pager import show
+
+    show(text.strip("\n") + "\n", stream)
 
 
 def _draw(page: _Page, envelope: dict[str, Any]) -> None:
@@ -424,8 +426,12 @@ def _text(stream: TextIO, text: Text, data: dict[str, Any]) -> None:
         where = data.get(key)
         if where:
             break
-    stream.write(visible(_fill(text.heading, data, where=where)) + "\n")
-    stream.write(visible(data.get(text.field) or text.empty))
+    from lcm_cli.render.pager import show
+
+    show(
+        visible(_fill(text.heading, data, where=where)) + "\n" + visible(data.get(text.field) or text.empty),
+        stream,
+    )
 
 
 def _path(data: Mapping[str, Any], path: str) -> Any:

@@ -195,3 +195,25 @@ def test_no_headers_without_a_row_format_is_refused(tmp_path: Path) -> None:
     out = lcm("status", "--db", _ex_db(tmp_path), "--no-headers")
     assert out.code == 2 and out.stdout == ""
     assert out.error["code"] == "INVALID_ARGUMENT" and out.error["details"]["option"] == "no-headers"
+
+
+def test_long_tables_page_on_a_terminal_and_never_when_piped(tmp_path: Path) -> None:
+    paged = tmp_path / "paged.txt"
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f'#!/bin/sh\necho "LESS=$LESS" > {paged}\ncat >> {paged}\n')
+    pager.chmod(0o755)
+    env = {**os.environ, "PAGER": str(pager), "LINES": "10", "COLUMNS": "100"}
+    env.pop("LCM_PAGER", None)
+    env.pop("LESS", None)
+    args = ["--openclaw-dir", str(EXAMPLE), "messages", "list", "--conversation-id", "2", "--format", "table"]
+    code, out, err = _on_terminal(args, env)
+    assert code == 0, err
+    assert out == "" and paged.read_text().startswith("LESS=FRX\n") and "Messages" in paged.read_text()
+    paged.unlink()
+    short = ["--openclaw-dir", str(EXAMPLE), "status", "--format", "table"]
+    code, out, _ = _on_terminal(short, {**env, "LINES": "200"})  # fits the screen: no pager
+    assert code == 0 and "Messages" in out and not paged.exists()
+    code, out, _ = _on_terminal(args, {**env, "PAGER": ""})  # turned off
+    assert code == 0 and "Messages" in out and not paged.exists()
+    piped = subprocess.run([str(EXE), *args], env=env, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0 and "Messages" in piped.stdout and not paged.exists()

@@ -48,6 +48,7 @@ LABELS: dict[str, str] = {
 
 # Shorter labels for a table's header, where a column of small numbers should stay narrow.
 HEADERS: dict[str, str] = {
+    "contextTokens": "Context tokens",
     "conversationId": "Conv",
     "messageId": "Msg",
 }
