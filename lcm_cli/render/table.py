@@ -489,8 +489,6 @@ def _transcript(page: _Page, transcript: Transcript, command: str, data: dict[st
         for piece in _wrap(visible(text), page.width - _INDENT):
             page.line(" " * _INDENT + piece)
     totals = {label: _path(data, path) for label, path in transcript.totals}
-    if transcript.spread:
-        totals.update(data.get(transcript.spread) or {})
     page.line()
     page.heading("Totals", 0)
     page.section(totals, _INDENT)

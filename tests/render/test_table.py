@@ -188,7 +188,6 @@ def test_a_transcript_shows_each_message_its_tokens_and_the_totals() -> None:
             field="msgs",
             title="{command}: the talk",
             totals=(("count", "#msgs"), ("depth", "info.depth"), ("gone", "info.nope.deeper")),
-            spread="extra",
             fold=Fold(
                 "user",
                 "<box ",
@@ -204,7 +203,7 @@ def test_a_transcript_shows_each_message_its_tokens_and_the_totals() -> None:
     for index, message in enumerate(messages):
         assert f"#{index} " in out and f" {serialized_tokens(message)} tokens" in out
     totals = out.split("Totals")[1]
-    for key, value in (("Count", "3"), ("Depth", "4"), ("Gone", "—"), ("Spent", "11")):
+    for key, value in (("Count", "3"), ("Depth", "4"), ("Gone", "—")):
         assert f"{key} " in totals and f" {value}\n" in totals
 
 

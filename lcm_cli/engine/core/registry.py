@@ -216,15 +216,16 @@ _CONTEXT = Render(
     transcript=Transcript(
         field="messages",
         title="{command}: what the model sees",
+        # What a person checks; the engine's internal counts stay in `--format json` (details).
         totals=(
             ("messages", "#messages"),
             ("estimatedTokens", "estimatedTokens"),
+            ("tokenBudget", "details.tokenBudget"),
+            ("summaryItems", "details.summaryItems"),
+            ("freshTailItems", "details.freshTailItems"),
+            ("droppedItems", "details.droppedItems"),
             ("reason", "reason"),
-            ("promptAuthority", "promptAuthority"),
-            ("projectionEpoch", "contextProjection.epoch"),
-            ("promptRecallFingerprint", "contextProjection.fingerprint"),
         ),
-        spread="details",
         # An assembled summary is a user message wrapping `<summary …><content>…</content>`.
         fold=Fold(
             role="user",

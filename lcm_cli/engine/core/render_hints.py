@@ -154,7 +154,6 @@ class Transcript(Record):
     field: str  # the data field holding the messages
     title: str  # pattern over ``{command}``
     totals: tuple[tuple[str, str], ...]  # (label, path): ``a.b`` walks objects, ``#a`` counts a list
-    spread: str = ""  # a data object whose entries join the totals
     fold: Fold | None = None
 
 
