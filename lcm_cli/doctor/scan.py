@@ -69,32 +69,26 @@ def resolve_scope(ctx: Context, req: Request) -> Scope:
 
 def encode_cursor(after: dict[str, Any]) -> str:
     """An opaque cursor continuing each check's affected ids after the last one shown."""
-    from lcm_cli.engine.core.cursor import pack
+    from lcm_cli.engine.core.cursor import seal
 
-    return pack({"v": 2, "after": after})
+    return seal("doctor", after=after)
 
 
 def decode_cursor(text: str) -> dict[str, Any]:
-    """Check id -> last id shown; INVALID_CURSOR when it is not one of ours.
+    """Check id -> last id shown; INVALID_CURSOR when it is not one of ours."""
+    from lcm_cli.engine.core.cursor import open_cursor
 
-    A one-check cursor of the earlier form ``{"check", "after"}`` is still read.
-    """
-    from lcm_cli.engine.core.cursor import unpack
-
-    try:
-        body = unpack(text)
-        after = body["after"] if body.get("v") == 2 else {body["check"]: body["after"]}
-        if not isinstance(after, dict) or not after:
-            raise ValueError
-        for check_id, last in after.items():
-            if check_id not in BY_ID or not isinstance(last, (int, str)) or isinstance(last, bool):
-                raise ValueError
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise LcmError(
-            "INVALID_CURSOR",
-            "This --cursor was not printed by `lcm doctor`; pass its pagination.nextCursor unchanged.",
-            {"value": text},
-        ) from None
+    invalid = LcmError(
+        "INVALID_CURSOR",
+        "This --cursor was not printed by `lcm doctor`; pass its pagination.nextCursor unchanged.",
+        {"value": text},
+    )
+    after = open_cursor(text, "doctor", invalid).get("after")
+    if not isinstance(after, dict) or not after:
+        raise invalid
+    for check_id, last in after.items():
+        if check_id not in BY_ID or not isinstance(last, (int, str)) or isinstance(last, bool):
+            raise invalid
     return after
 
 

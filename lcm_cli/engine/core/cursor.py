@@ -55,9 +55,44 @@ def unpack(text: str) -> Any:
         raise ValueError(str(exc)) from None
 
 
+def seal(resource: str, **position: Any) -> str:
+    """The one cursor codec: ``resource`` names the command and ``position`` where it stopped.
+
+    Every cursor lcm prints is made here and read back by :func:`open_cursor`, so a crafted
+    one is refused the same way everywhere.
+    """
+    return pack({"v": 1, "resource": resource, **position})
+
+
+def open_cursor(text: str, resource: str, invalid: LcmError) -> dict[str, Any]:
+    """The position inside a cursor :func:`seal` made for ``resource``; ``invalid`` for anything
+    else (bad base64, UTF-8 or JSON, another version or resource). Integers inside are
+    bounded to SQLite's 64 bits, so no crafted number reaches a query."""
+    try:
+        payload = unpack(text)
+    except ValueError:
+        raise invalid from None
+    if not isinstance(payload, dict) or payload.get("resource") != resource:
+        raise invalid
+    version = payload.get("v")
+    if version != 1 or isinstance(version, bool) or not _bounded(payload):
+        raise invalid
+    return payload
+
+
+def _bounded(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_bounded(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_bounded(v) for v in value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -(2**63) <= value < 2**63
+    return True
+
+
 def encode_cursor(resource: str, timestamp: str, row_id: int | str) -> str:
     """Encode the position after a row (``timestamp`` exactly as stored)."""
-    return pack({"v": 1, "resource": resource, "timestamp": timestamp, "id": row_id})
+    return seal(resource, timestamp=timestamp, id=row_id)
 
 
 def _invalid() -> LcmError:

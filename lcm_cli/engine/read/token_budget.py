@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lcm_cli.engine.core.cursor import pack, unpack
+from lcm_cli.engine.core.cursor import open_cursor, seal
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.tokens import estimate_tokens
 
@@ -86,10 +86,7 @@ def token_page(returned: int, next_cursor: str | None) -> dict[str, Any]:
 def encode_offset_cursor(resource: str, item_id: str, offset: int, char: int = 0) -> str:
     """An opaque cursor: continue ``resource`` ``item_id`` at item ``offset`` (and character
     ``char`` inside that item, when one item alone was larger than the budget)."""
-    payload: dict[str, Any] = {"v": 1, "resource": resource, "id": item_id, "offset": offset}
-    if char:
-        payload["char"] = char
-    return pack(payload)
+    return seal(resource, id=item_id, offset=offset, **({"char": char} if char else {}))
 
 
 def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, int]:
@@ -99,15 +96,9 @@ def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, i
         f"Invalid --cursor for `lcm {resource}` of {item_id}: pass the nextCursor printed for "
         "the same id unchanged, or omit --cursor to start at the beginning.",
     )
-    try:
-        payload = unpack(text)
-    except ValueError:
-        raise invalid from None
+    payload = open_cursor(text, resource, invalid)
     if (
-        not isinstance(payload, dict)
-        or payload.get("v") != 1
-        or payload.get("resource") != resource
-        or payload.get("id") != item_id
+        payload.get("id") != item_id
         or not isinstance(payload.get("offset"), int)
         or isinstance(payload.get("offset"), bool)
         or payload["offset"] < 0

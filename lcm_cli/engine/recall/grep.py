@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from lcm_cli.engine.context import Context
-from lcm_cli.engine.core.cursor import pack, unpack
+from lcm_cli.engine.core.cursor import open_cursor, seal
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import DEADLINE_MS, FILE_ID, MODE, SCAN_LIMIT, SCOPE, SORT, Request
 from lcm_cli.engine.core.registry import Result, operation
@@ -297,7 +297,7 @@ def _fingerprint(
 
 
 def _encode_cursor(state: dict[str, Any]) -> str:
-    return pack({"v": 1, "resource": "grep", **state})
+    return seal("grep", **state)
 
 
 def _decode_cursor(text: str, fingerprint: str) -> dict[str, Any]:
@@ -306,15 +306,9 @@ def _decode_cursor(text: str, fingerprint: str) -> dict[str, Any]:
         "Invalid --cursor for this search: pass the nextCursor of the same `lcm grep` "
         "(same pattern, mode, scope, sort, selector and time filters) unchanged.",
     )
-    try:
-        payload = unpack(text)
-    except ValueError:
-        raise invalid from None
+    payload = open_cursor(text, "grep", invalid)
     if (
-        not isinstance(payload, dict)
-        or payload.get("v") != 1
-        or payload.get("resource") != "grep"
-        or payload.get("q") != fingerprint
+        payload.get("q") != fingerprint
         or not isinstance(payload.get("pos"), dict)
         or not isinstance(payload.get("now"), (int, float))
     ):

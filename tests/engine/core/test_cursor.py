@@ -628,3 +628,34 @@ def test_cursor_continuation_with_stored_offset_timestamps(tmp_path: Path) -> No
     assert decoded == Cursor("conversations", "2026-07-01T11:00:00+02:00", cid)
     rest = lcm("--db", str(db), "conversations", "list", "--limit", "2", "--cursor", cursor).json
     assert [i["conversationId"] for i in rest["data"]["items"]] == [cid + 2]
+
+
+@pytest.mark.parametrize(
+    ("words", "resource"),
+    [
+        (["doctor"], "doctor"),
+        (["grep", "port", "--all-conversations"], "grep"),
+        (["expand", "sum_1b2c3d4e5f607182"], "expand"),
+        (["describe", "sum_1b2c3d4e5f607182"], "describe"),
+    ],
+)
+def test_one_codec_refuses_every_crafted_cursor_alike(words: list[str], resource: str) -> None:
+    """Cursors of lcm's own commands come from one codec (seal / open_cursor): a crafted one is
+    INVALID_CURSOR, never a crash, whatever its numbers, resource or version."""
+    import base64
+    import json
+
+    from tests.conftest import REPO
+
+    home = ("--openclaw-dir", str(REPO / "examples" / "openclaw"))
+    huge = 2**70
+    for payload in (
+        {"v": 1, "resource": resource, "after": {"dag.cycles": huge}, "id": huge, "offset": huge, "pos": {}},
+        {"v": 2, "resource": resource},
+        {"v": 1, "resource": "messages", "timestamp": "2026-01-01", "id": 1},
+        [1, 2],
+        "x",
+    ):
+        text = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+        out = lcm(*home, *words, "--cursor", text)
+        assert out.code == 2 and out.error["code"] == "INVALID_CURSOR", (payload, out.stderr)
