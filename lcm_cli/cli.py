@@ -15,13 +15,7 @@ import os
 import sys
 
 from lcm_cli import TYPE_CHECKING, __version__
-from lcm_cli.commands.argv import (
-    COMPLETION_FLAGS,
-    GLOBAL_OPTIONS,
-    HELP_FLAGS,
-    VERSION_FLAGS,
-    parse_argv,
-)
+from lcm_cli.commands.argv import COMPLETION_FLAGS, parse_argv
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 
 if TYPE_CHECKING:
@@ -96,9 +90,6 @@ def _run(argv: list[str], fallback: Any) -> int:
         a.split("=")[0] in COMPLETION_FLAGS for a in argv
     ):
         return _typer(argv, completion=True)
-    door = _door_command(argv)
-    if door is not None:
-        return door
     parsed = parse_argv(argv)
     pretty = parsed.globals.get("--pretty", False) is True
     if parsed.version:
@@ -113,45 +104,6 @@ def _run(argv: list[str], fallback: Any) -> int:
     validate_parsed(parsed)
     fallback.pretty = pretty
     return run_parsed(parsed, fallback)
-
-
-# Doors that are not operations: they read their own arguments.
-_DOORS = ("hook", "serve")
-
-
-def _door_command(argv: list[str]) -> int | None:
-    """Run `lcm hook ...` / `lcm serve ...` (global options may stand anywhere); None otherwise."""
-    globals_: dict[str, Any] = {}
-    rest: list[str] = []
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        index += 1
-        name, eq, inline = token.partition("=")
-        if name in GLOBAL_OPTIONS and name not in HELP_FLAGS + VERSION_FLAGS:
-            if not GLOBAL_OPTIONS[name]:
-                globals_[name] = True
-            elif eq:
-                globals_[name] = inline
-            elif index < len(argv):
-                globals_[name] = argv[index]
-                index += 1
-            continue
-        rest.append(token)
-    if not rest or rest[0] not in _DOORS:
-        return None
-    if any(t in VERSION_FLAGS for t in rest):
-        sys.stdout.write(_version_line(globals_.get("--pretty") is True))
-        return 0
-    if any(t in HELP_FLAGS for t in rest):
-        return _typer([rest[0], "--help"])
-    if rest[0] == "hook":
-        from lcm_cli.commands.hook import main_hook
-
-        return main_hook(rest[1:], globals_)
-    from lcm_cli.commands.serve import main_serve
-
-    return main_serve(rest[1:], globals_)
 
 
 def _typer(argv: list[str], *, completion: bool = False) -> int:

@@ -87,7 +87,7 @@ def _root_params(ctx: Any) -> dict[str, Any]:
 
 
 def _run_operation(node: Node, values: dict[str, Any]) -> None:
-    """Run an operation the way the fast path does, from the values click parsed."""
+    """Run a command the way the fast path does, from the values click parsed."""
     from lcm_cli.commands.door import run_parsed, validate_parsed
     from lcm_cli.render.output import Output
 
@@ -107,38 +107,10 @@ def _run_operation(node: Node, values: dict[str, Any]) -> None:
         if p.name != "version" and root.get(p.name) not in (None, False)
     }
     shape = CommandShape(node.name, {PARAMS[f].option: f for f in spec.options}, spec.args)
-    parsed = Parsed(shape, node.words, params, tuple(values[a] for a in spec.args), globals_)
+    args = tuple(values[a] for a in spec.args if values.get(a) is not None)  # a door's may be left out
+    parsed = Parsed(shape, node.words, params, args, globals_)
     validate_parsed(parsed)
     status = run_parsed(parsed, Output(pretty=globals_.get("--pretty") is True))
-    if status:
-        raise typer.Exit(status)
-
-
-def _run_door(node: Node, values: dict[str, Any]) -> None:
-    """`lcm hook` and `lcm serve` through typer: the same arguments, the same door."""
-    assert node.spec is not None
-    root = _root_params(get_current_context())
-    globals_: dict[str, Any] = {
-        p.option: root[p.name]
-        for p in GLOBALS
-        if p.name != "version" and root.get(p.name) not in (None, False)
-    }
-    argv: list[str] = []
-    for field in node.spec.options:
-        value = values.get(field)
-        if value is True:
-            argv.append(PARAMS[field].option)
-        elif value not in (None, False):
-            argv.append(f"{PARAMS[field].option}={value}")
-    argv += [values[a] for a in node.spec.args if values.get(a) is not None]
-    if node.words == ("hook",):
-        from lcm_cli.commands.hook import main_hook
-
-        status = main_hook(argv, globals_)
-    else:
-        from lcm_cli.commands.serve import main_serve
-
-        status = main_serve(argv, globals_)
     if status:
         raise typer.Exit(status)
 
@@ -148,11 +120,7 @@ def _callback(node: Node) -> Callable[..., None]:
         ctx = get_current_context()
         if node.children and ctx.invoked_subcommand is not None:
             return  # `lcm backup list`: the group's own operation does not run
-        # `lcm commands` and interactive apps take the parsed path too; hook and serve read argv.
-        if node.name in OPERATIONS or node.name == "commands" or (node.spec and node.spec.interactive):
-            _run_operation(node, values)
-        else:
-            _run_door(node, values)
+        _run_operation(node, values)  # every command, hook and serve too, takes the parsed path
 
     return run
 

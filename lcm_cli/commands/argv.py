@@ -195,7 +195,8 @@ def parse_argv(argv: list[str]) -> Parsed:
     if "--format" not in globals_ and command.name in OPERATIONS and (chosen := terminal_format()):
         globals_["--format"] = chosen
     args = tuple(words[len(path) :])
-    if len(args) != len(command.args):
+    # A door's argument may be left out (`lcm hook --list`); an operation's may not.
+    if len(args) > len(command.args) or (len(args) < len(command.args) and command.name in OPERATIONS):
         message = (
             f"`lcm {' '.join(path)}` takes {len(command.args)} argument(s), got {len(args)}. "
             f"Run `lcm {' '.join(path)} --help`."

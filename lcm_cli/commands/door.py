@@ -14,6 +14,7 @@ takes messages as text, so no operation ever reads a door's stream.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Mapping
 
@@ -99,6 +100,8 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
             apply_fields(envelope, parsed.globals["--fields"], "commands")
         output.emit(envelope)
         return 0
+    if parsed.command.name in ("hook", "serve"):
+        return run_door(parsed)
     if parsed.command.name == "browse":
         from lcm_cli.commands.browse import main_browse
 
@@ -115,6 +118,21 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
         output=output,
         output_format=output.format,
     )
+
+
+def run_door(parsed: Parsed) -> int:
+    """`lcm hook` or `lcm serve`: their options checked by their declarations, as every command's are."""
+    from lcm_cli.engine.core.params import validate_request
+    from lcm_cli.engine.core.registry import DOOR_COMMANDS
+
+    assert parsed.command is not None
+    name = parsed.command.name
+    spec = DOOR_COMMANDS[name]
+    request = validate_request(name, spec.options, parsed.params)
+    # The declaration names the module, as an operation's does; it imports this one.
+    door: Any = importlib.import_module(spec.module)
+    status: int = door.main_door(request, parsed.args, parsed.globals)
+    return status
 
 
 def run_cli(

@@ -90,19 +90,9 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
     return deliver(outcome, out)
 
 
-def main_hook(argv: list[str], globals_: dict[str, Any]) -> int:
-    """Parse `hook` arguments (after the global options) and run it."""
-    list_only = False
-    method: str | None = None
-    for token in argv:
-        if token == "--list":
-            list_only = True
-        elif token.startswith("-"):
-            raise LcmError(
-                "INVALID_ARGUMENT", f"Unknown option '{token}' for `lcm hook`; see `lcm hook --help`."
-            )
-        elif method is None:
-            method = token
-        else:
-            raise LcmError("INVALID_COMMAND", "`lcm hook` takes one operation name.")
-    return run_hook(method, list_only=list_only, globals_=globals_, stdin=sys.stdin.buffer)
+def main_door(request: Any, args: tuple[str, ...], globals_: dict[str, Any]) -> int:
+    """`lcm hook [OPERATION] [--list]`, its options already read from their declarations."""
+    from lcm_cli.engine.core.params import LIST
+
+    method = args[0] if args else None
+    return run_hook(method, list_only=request[LIST], globals_=globals_, stdin=sys.stdin.buffer)

@@ -614,39 +614,15 @@ def run_socket(server: Server, path: str) -> int:
     return status
 
 
-def main_serve(argv: list[str], globals_: dict[str, Any]) -> int:
-    """Parse `serve` options (after the global options) and run the server."""
+def main_door(request: Any, args: tuple[str, ...], globals_: dict[str, Any]) -> int:
+    """`lcm serve --stdio | --socket PATH`, its options already read (and checked) from their
+    declarations."""
     from lcm_cli.engine.core.limits import limit
+    from lcm_cli.engine.core.params import MAX_REQUEST_BYTES, SOCKET, STDIO
 
-    stdio = False
-    socket_path: str | None = None
-    max_bytes = limit("serve_request_bytes")
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        index += 1
-        name, eq, inline = token.partition("=")
-        if name == "--stdio" and not eq:
-            stdio = True
-        elif name in ("--socket", "--max-request-bytes"):
-            if eq:
-                value = inline
-            elif index < len(argv):
-                value = argv[index]
-                index += 1
-            else:
-                raise LcmError("INVALID_ARGUMENT", f"Option '{name} <value>' needs a value.")
-            if name == "--socket":
-                socket_path = value
-            else:
-                if not value.isdigit() or int(value) < 1024:
-                    raise LcmError("INVALID_ARGUMENT", "--max-request-bytes takes an integer ≥ 1024.")
-                max_bytes = int(value)
-        else:
-            raise LcmError(
-                "INVALID_ARGUMENT", f"Unknown option '{name}' for `lcm serve`; see `lcm serve --help`."
-            )
-    if stdio == (socket_path is not None):
+    socket_path = request[SOCKET]
+    max_bytes = request[MAX_REQUEST_BYTES] or limit("serve_request_bytes")
+    if request[STDIO] == (socket_path is not None):
         raise LcmError("INVALID_ARGUMENT", "`lcm serve` needs exactly one of --stdio or --socket PATH.")
     server = Server(
         db=globals_.get("--db"),
