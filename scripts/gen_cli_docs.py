@@ -200,7 +200,7 @@ def _default_of(key: Any) -> str:
 def generated_config() -> str:
     """The config region: every key of ``CONFIG_KEYS`` with type, default, env and meaning,
     then the OpenClaw plugin's own keys (``SHIM_KEYS``)."""
-    from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS
+    from lcm_cli.engine.config.keys import CONFIG_KEYS, LCM_KEYS, SHIM_KEYS
 
     lines = [
         NOTICE,
@@ -209,6 +209,18 @@ def generated_config() -> str:
         "|---|---|---|---|---|",
     ]
     for key in CONFIG_KEYS:
+        env = ", ".join(f"`{name}`" for name in key.env) or "–"
+        lines.append(
+            f"| `{key.path}` | {_type_of(key.schema)} | {_default_of(key)} | {env} | {_cell(key.description)} |"
+        )
+    lines += [
+        "",
+        "lcm's own engine keys (lossless-claw has no such setting; `config show` does not list them):",
+        "",
+        "| Key | Type | Default | Environment | Meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for key in LCM_KEYS:
         env = ", ".join(f"`{name}`" for name in key.env) or "–"
         lines.append(
             f"| `{key.path}` | {_type_of(key.schema)} | {_default_of(key)} | {env} | {_cell(key.description)} |"

@@ -1,8 +1,10 @@
 """Draining deferred compaction debt: the threshold route run later, with its bookkeeping.
 
 The drain is what `maintain`, `lcm serve`'s follow-up after a turn and `assemble`'s
-emergency path run; it re-summarizes the turn path's interim summaries first
-(:mod:`lcm_cli.engine.compaction.interim`), so it sits above both the compactor and them.
+emergency path run. It publishes a batch prepared in the background first
+(:mod:`lcm_cli.engine.compaction.pending`, no model call), then re-summarizes the turn
+path's interim summaries (:mod:`lcm_cli.engine.compaction.interim`), so it sits above the
+compactor and both of them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def drain_debt(
     Bookkeeping writes take the compactor's ``write_lock``; the summarizer calls do not.
     """
     from lcm_cli.engine.compaction import interim
+    from lcm_cli.engine.compaction.pending.background import publish_ready
     from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker
 
     store, cid = compactor.store, compactor.cid
@@ -86,12 +89,21 @@ def drain_debt(
     budgets = [b for b in (token_budget, recorded_budget) if b and b > 0]
     budget = compactor.settings.budget(min(budgets) if budgets else None)
     refined: dict[str, Any] | None = None
+    published: dict[str, Any] | None = None
     try:
         if reason and reason != "threshold" and not interim.count(store.conn, cid):
             items = compactor.items()
             if ci.stored_context_tokens(items) <= compactor.settings.threshold(budget):
                 finish(False, None)
                 return {"changed": False, "reason": "legacy deferred compaction no longer needed"}
+        # A batch prepared in the background is published first: no model call, and it may
+        # be all the compaction this debt needs.
+        published = publish_ready(store, cid, compactor.effective, write_lock=compactor.write_lock)
+        if published is not None and published["status"] == "published":
+            under = ci.stored_context_tokens(compactor.items()) <= compactor.settings.threshold(budget)
+            if under and not interim.count(store.conn, cid):
+                finish(False, None)
+                return {"changed": True, "reason": "pending summaries published", "pending": published}
         breaker, key = circuit_breaker(compactor.effective), breaker_key(compactor.summarizer)
         if breaker.is_open(key):
             finish(True, _BREAKER_OPEN)
@@ -138,6 +150,9 @@ def drain_debt(
     }
     if refined is not None and (refined["refined"] or refined["remaining"] or refined["skipped"]):
         out["interim"] = refined
+    if published is not None:
+        out["pending"] = published
+        out["changed"] = out["changed"] or published["status"] == "published"
     return out
 
 

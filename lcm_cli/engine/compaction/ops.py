@@ -251,15 +251,21 @@ def maintain(ctx: Context, req: Request) -> Result:
     if found.row is None:
         return Result({**base, "changed": False, "reason": "conversation not found"})
     row = found.row
-    if not ctx.probe.has_table("conversation_compaction_maintenance"):
-        return Result({**base, "changed": False, "reason": _nothing_to_maintain(ctx.effective)})
-    pending = ctx.query_one(
-        "SELECT pending, running, context_threshold, context_threshold_source AS source"
-        " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
-        (row["conversation_id"],),
-    )
+    pending = None
+    if ctx.probe.has_table("conversation_compaction_maintenance"):
+        pending = ctx.query_one(
+            "SELECT pending, running, context_threshold, context_threshold_source AS source"
+            " FROM conversation_compaction_maintenance WHERE conversation_id = ?",
+            (row["conversation_id"],),
+        )
     if pending is None or not (pending["pending"] or pending["running"]):
-        return Result({**base, "changed": False, "reason": _nothing_to_maintain(ctx.effective)})
+        out = {**base, "changed": False, "reason": _nothing_to_maintain(ctx.effective)}
+        prepared = _prepare_pending(
+            ctx, found, resolve_threshold(ctx.effective, session_key=found.session_key)
+        )
+        if prepared is not None:
+            out["pending"] = prepared
+        return Result(out)
     resolution = debt_resolution(
         ctx.effective, found.session_key, pending["context_threshold"], pending["source"]
     )
@@ -272,7 +278,46 @@ def maintain(ctx: Context, req: Request) -> Result:
         write_lock=_writer(found.session_id, found.session_key),
     )
     outcome = drain_debt(compactor, token_budget=option_int(req, TOKEN_BUDGET), force=req[FORCE])
-    return Result({**base, "thresholdResolution": resolution.to_dict(), **outcome})
+    out = {**base, "thresholdResolution": resolution.to_dict(), **outcome}
+    prepared = _prepare_pending(ctx, found, resolution)
+    if prepared is not None:
+        out["pending"] = prepared
+    return Result(out)
+
+
+def _prepare_pending(ctx: Context, found: Any, resolution: Resolution) -> dict[str, Any] | None:
+    """Prepare pending summaries with the model within ``pendingPreparationBudgetMs``
+    (:mod:`lcm_cli.engine.compaction.pending`); None when there is nothing to say: a local
+    summarizer (the turn path compacts with it itself), no budget, an open circuit breaker,
+    or a file without 1.0's pending tables."""
+    from lcm_cli.engine.compaction.interim import is_local
+    from lcm_cli.engine.compaction.pending.background import prepare
+    from lcm_cli.engine.config.resolve import lcm_setting
+    from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker, guarded
+
+    budget = lcm_setting("pendingPreparationBudgetMs", ctx.plugin_config, ctx.env)
+    configured = configured_summarizer(ctx)
+    if not budget or is_local(configured) or not ctx.probe.has_table("pending_summary_nodes"):
+        return None
+    breaker, key = circuit_breaker(ctx.effective), breaker_key(configured)
+    if breaker.is_open(key):
+        return None
+    scope = "compaction:" + queue_key(found.session_id, found.session_key)
+    outcome = prepare(
+        ctx.store(),
+        found.row["conversation_id"],
+        resolution.apply(ctx.effective),
+        guarded(configured, ctx.effective, scope),
+        budget_ms=int(budget),
+        session_key=found.session_key,
+        lease_owner=f"lcm:{found.session_id or found.session_key or found.row['conversation_id']}",
+        write_lock=_writer(found.session_id, found.session_key),
+    )
+    if outcome.get("authFailure"):
+        breaker.record_auth_failure(key)
+    elif outcome["prepared"]:
+        breaker.record_success(key)
+    return outcome if outcome["prepared"] or outcome["status"] != "idle" else None
 
 
 def _writer(session_id: str | None, session_key: str | None) -> Callable[[], AbstractContextManager[None]]:

@@ -869,6 +869,22 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ),
 )
 
+#: lcm's own engine keys: lossless-claw has no such setting, so they feed no field of its
+#: effective config (``config show`` stays the reference's); the engine reads each with
+#: :func:`lcm_cli.engine.config.resolve.lcm_setting` (environment > plugin config > default).
+LCM_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey(
+        "pendingPreparationBudgetMs",
+        _int(0),
+        30000,
+        ("LCM_PENDING_PREPARATION_BUDGET_MS",),
+        C.INT,
+        "Time `maintain` spends preparing pending summaries with the summarizer model, in ms "
+        "(0: none); a call already started finishes. lossless-claw 1.0 bounds its background "
+        "preparation by steps (maxSweepIterations), lcm by this time budget.",
+    ),
+)
+
 
 #: Dot paths of the effective ``LcmConfig``, in JSON output order (config.md §5).
 #: Nested fields follow their parent's position; a parent appears at its first child.

@@ -922,3 +922,23 @@ def effective_value(effective: Mapping[str, Any], dot_path: str) -> Any:
     the caller reports ``effectiveValue: null`` for it.
     """
     return lookup_path(effective, effective_path_aliases().get(dot_path, dot_path))
+
+
+def lcm_setting(path: str, plugin_config: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+    """One of lcm's own keys (:data:`~lcm_cli.engine.config.keys.LCM_KEYS`): the first usable
+    environment variable, else the plugin config's value, else the declared default."""
+    from lcm_cli.engine.config.keys import LCM_KEYS
+
+    key = next(k for k in LCM_KEYS if k.path == path)
+    for name in key.env:
+        raw = env.get(name)
+        if raw is not None:
+            value = coerce_env(key, raw)
+            if value is not MISSING:
+                return value
+    raw = lookup_path(plugin_config, key.path)
+    if raw is not MISSING:
+        value = coerce_plugin(key, raw)
+        if value is not MISSING:
+            return value
+    return key.default

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from lcm_cli import TYPE_CHECKING
-from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS, ConfigKey, ShimKey
+from lcm_cli.engine.config.keys import CONFIG_KEYS, LCM_KEYS, SHIM_KEYS, ConfigKey, ShimKey
 
 if TYPE_CHECKING:
     from typing import Any
@@ -35,12 +35,13 @@ def _copy(node: Any) -> Any:
 def build_manifest_schema(*, documented: bool = False) -> dict[str, Any]:
     """A fresh copy of the whole plugin-config schema, built from the key tables.
 
-    The engine keys and the plugin's own (:data:`SHIM_KEYS`, with their defaults), as lcm's
+    The engine keys (lossless-claw's, then lcm's own :data:`LCM_KEYS`) and the plugin's own
+    (:data:`SHIM_KEYS`, with their defaults), as lcm's
     plugin entry holds them. ``documented``: each node also carries its ``description``
     (the OpenClaw manifest).
     """
     root: dict[str, Any] = {"type": "object", "additionalProperties": False, "properties": {}}
-    keys: tuple[ConfigKey | ShimKey, ...] = (*CONFIG_KEYS, *SHIM_KEYS)
+    keys: tuple[ConfigKey | ShimKey, ...] = (*CONFIG_KEYS, *LCM_KEYS, *SHIM_KEYS)
     for key in keys:
         *parents, leaf = key.path.split(".")
         node = root

@@ -297,7 +297,18 @@ def post_turn_threshold(
     }
     if not decision.should_compact:
         data["reason"] = "below threshold"
-        return Result(data)
+        return Result(data, follow_ups=_preparation_follow_up(ctx, cid))
+
+    # A batch prepared in the background is published first, with no model call.
+    published = _publish_prepared(store, cid, session_id, key, tuned)
+    if published is not None:
+        data["pending"] = published
+        if published["status"] == "published":
+            items = ci.load_items(store.conn, cid)
+            decision = evaluate(resolution, budget, ci.stored_context_tokens(items), None)
+            if not decision.should_compact:
+                data["reason"] = "pending summaries published"
+                return Result(data, follow_ups=_preparation_follow_up(ctx, cid))
 
     debt_reason: str | None = None
     if mode == "inline":
@@ -318,6 +329,28 @@ def post_turn_threshold(
         # waits for the host's maintain.
         follow_ups = (FollowUp("session.maintain", {"conversation_id": cid}),)
     return Result(data, follow_ups=follow_ups)
+
+
+def _publish_prepared(
+    store: Any, cid: int, session_id: str, key: str | None, tuned: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Publish the conversation's ready pending batch under the session's lock (no model)."""
+    from lcm_cli.engine.compaction.pending.background import publish_ready
+
+    lock_key = queue_key(session_id, key)
+    return publish_ready(store, cid, tuned, session_key=key, write_lock=lambda: session_lock(lock_key))
+
+
+def _preparation_follow_up(ctx: Context, cid: int) -> tuple[FollowUp, ...]:
+    """Below the threshold, a warm door prepares the next batch between turns (`maintain` in
+    `lcm serve`'s follow-up lane) when the summarizer is a model and the file has 1.0's
+    pending tables; a local summarizer needs no preparation."""
+    from lcm_cli.engine.compaction.interim import is_local
+    from lcm_cli.engine.compaction.ops import configured_summarizer
+
+    if not ctx.probe.has_table("pending_summary_nodes") or is_local(configured_summarizer(ctx)):
+        return ()
+    return (FollowUp("session.maintain", {"conversation_id": cid}),)
 
 
 def compaction_mode(effective: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS, UNSET, Coercion, Derived
+from lcm_cli.engine.config.keys import CONFIG_KEYS, LCM_KEYS, SHIM_KEYS, UNSET, Coercion, Derived
 from lcm_cli.engine.config.schema import (
     MANIFEST_SCHEMA,
     MAX_ERRORS,
@@ -111,7 +111,7 @@ def test_table_holds_exactly_the_documented_keys_plus_their_parent_objects() -> 
 
 
 def test_settable_paths_are_the_table_paths() -> None:
-    assert sorted(settable_paths()) == sorted(k.path for k in (*CONFIG_KEYS, *SHIM_KEYS))
+    assert sorted(settable_paths()) == sorted(k.path for k in (*CONFIG_KEYS, *LCM_KEYS, *SHIM_KEYS))
 
 
 def test_threshold_override_items_match_section_6() -> None:
@@ -375,3 +375,13 @@ def test_base_path_prefixes_every_pointer() -> None:
     assert validate({"sizeBytes": 0}, node, base_path="/autoRotateSessionFiles") == [
         {"path": "/autoRotateSessionFiles/sizeBytes", "message": "below minimum (1)"},
     ]
+
+
+def test_lcm_own_keys_resolve_env_then_plugin_then_default() -> None:
+    from lcm_cli.engine.config.resolve import lcm_setting
+
+    name = "pendingPreparationBudgetMs"
+    assert lcm_setting(name, {}, {}) == 30000
+    assert lcm_setting(name, {name: 1500}, {}) == 1500
+    assert lcm_setting(name, {name: 1500}, {"LCM_PENDING_PREPARATION_BUDGET_MS": "0"}) == 0
+    assert lcm_setting(name, {name: "soon"}, {"LCM_PENDING_PREPARATION_BUDGET_MS": "x"}) == 30000

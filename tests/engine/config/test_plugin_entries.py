@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lcm_cli.engine.config.keys import CONFIG_KEYS, SHIM_KEYS
+from lcm_cli.engine.config.keys import CONFIG_KEYS, LCM_KEYS, SHIM_KEYS
 from tests.conftest import lcm
 
 REPO = Path(__file__).resolve().parents[3]
@@ -58,7 +58,7 @@ def test_the_plugin_manifest_accepts_every_engine_and_plugin_key() -> None:
     manifest = json.loads((REPO / "integrations" / "openclaw" / "openclaw.plugin.json").read_text())
     schema = manifest["configSchema"]
     assert schema["additionalProperties"] is False
-    top = {key.path.split(".")[0] for key in (*CONFIG_KEYS, *SHIM_KEYS)}
+    top = {key.path.split(".")[0] for key in (*CONFIG_KEYS, *LCM_KEYS, *SHIM_KEYS)}
     assert set(schema["properties"]) == top
     for shim in SHIM_KEYS:
         assert schema["properties"][shim.path]["default"] == shim.default
