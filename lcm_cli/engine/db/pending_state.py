@@ -2,8 +2,9 @@
 
 lossless-claw 1.0 stages compaction in ``pending_compaction_batches`` /
 ``pending_summary_nodes`` (+ their message and child links) before publishing it, and
-records transcript epochs and per-message anchor trust. We never produce those rows, but
-a database that 1.0 wrote has them, and our writers must not break them:
+records transcript epochs and per-message anchor trust. lcm prepares and publishes pending
+batches itself (:mod:`lcm_cli.engine.compaction.pending`), and a database that 1.0 wrote
+has its own; every other writer of ours must keep them consistent:
 
 * **Context rewrites** (compaction, ``/new``, reset, doctor context repairs, heartbeat
   pruning) change the prompt prefix an open batch was planned over. 1.0 re-derives the
@@ -11,8 +12,8 @@ a database that 1.0 wrote has them, and our writers must not break them:
   ``stale`` when it differs, but that check runs outside its publish transaction.
   :func:`invalidate_open_batches` marks the open batches ``stale`` inside *our*
   transaction, exactly as 1.0's own ``markBatchStale`` does (batch ``stale``; nodes in
-  ``planned``/``running``/``ready``/``failed`` ``stale``, leases cleared), so 1.0's
-  publisher refuses them (a ``stale`` node is not publishable) and retention deletes them
+  ``planned``/``running``/``ready``/``failed`` ``stale``, leases cleared), so either
+  engine's publisher refuses them (a ``stale`` node is not publishable) and retention deletes them
   later. ``stale`` is terminal in 1.0.
 * **Message deletes** (heartbeat pruning): ``pending_summary_node_messages.message_id`` is
   ``ON DELETE RESTRICT``; :func:`release_messages` invalidates the batches that planned

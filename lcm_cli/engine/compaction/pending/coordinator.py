@@ -154,6 +154,9 @@ class Coordinator:
             return {"status": "stale", "batchId": batch.batch_id, "reason": reason}
         if policy == "prepare-only":
             if select_frontier(conn, batch, snap) is not None:
+                extended = self.extend_if_grown(batch, snap)
+                if extended is not None:
+                    return extended
                 return {
                     "status": "ready",
                     "batchId": batch.batch_id,
@@ -212,6 +215,78 @@ class Coordinator:
             for node in pending:
                 self._insert(batch_id, node)
         return {"status": "planned", "batchId": batch_id, "nodeCount": len(pending)}
+
+    def extend_if_grown(self, batch: rows.Batch, snap: Snapshot) -> dict[str, Any] | None:
+        """Widen a ready batch over context that became compactable since it was planned
+        (1.0's ``extendReadyBatchIfRangeGrew``): new leaves for the suffix once it holds
+        ``leafChunkTokens`` of raw messages, and condensed parents that reuse the ready prefix."""
+        s = self.settings
+        if snap.compactable_start is None or snap.compactable_end is None:
+            return None
+        if batch.compactable_end >= snap.compactable_end:
+            return None
+        conn = self.store.conn
+        existing = rows.batch_nodes(conn, batch.batch_id)
+        reusable = [_planner_node(n) for n in existing if n.status in ("ready", "promoted")]
+        suffix = [i for i in snap.items if batch.compactable_end < i.ordinal <= snap.compactable_end]
+        if sum(projection.non_negative(i.token_count) for i in suffix if i.is_message) < max(
+            1, s.leaf_chunk_tokens
+        ):
+            return None
+        prefix = "psn_" + projection.short_digest(
+            "pending-summary-extension", [batch.batch_id, snap.projection_fingerprint, str(uuid.uuid4())]
+        )
+        leaves = planner.plan_leaves(
+            suffix,
+            fresh_tail_count=0,
+            fresh_tail_max_tokens=None,
+            leaf_chunk_tokens=s.leaf_chunk_tokens,
+            prefix=prefix,
+        )
+        canonical = planner.canonical_nodes(snap.items, snap.fresh_tail_start)
+        covering = [n for n in reusable if n.kind == "condensed"]
+        candidates = [
+            n
+            for n in canonical + reusable + leaves
+            if not any(
+                c.depth > n.depth and c.ordinal_start <= n.ordinal_start and c.ordinal_end >= n.ordinal_end
+                for c in covering
+            )
+        ]
+        condensed = planner.plan_condensed(
+            candidates,
+            min_fanout=s.condensed_min_fanout,
+            min_source_tokens=s.condensed_min_source_tokens,
+            chunk_tokens=s.condensed_chunk_tokens,
+            prefix=prefix,
+        )
+        known = {(n.kind, n.depth, n.ordinal_start, n.ordinal_end) for n in existing}
+        pending = [
+            n for n in leaves + condensed if (n.kind, n.depth, n.ordinal_start, n.ordinal_end) not in known
+        ]
+        if not pending:
+            return None
+        target = planner.coverage_target(
+            canonical + reusable + pending, batch.compactable_start, snap.compactable_end
+        )
+        if target is None or target[0] <= batch.compactable_end:
+            return None
+        with self.write_lock(), self.store.transaction():
+            widened = rows.update_planning_target(
+                conn,
+                batch.batch_id,
+                fingerprint=projection.batch_fingerprint(
+                    self.cid, snap.items, batch.compactable_start, target[0]
+                ),
+                start=snap.compactable_start,
+                end=target[0],
+                fresh_tail_start=snap.fresh_tail_start,
+            )
+            if not widened:
+                raise RuntimeError(f"Pending compaction batch {batch.batch_id} is not active for extension")
+            for node in pending:
+                self._insert(batch.batch_id, node)
+        return {"status": "planned", "batchId": batch.batch_id, "nodeCount": len(pending)}
 
     def _insert(self, batch_id: str, node: PlanNode) -> None:
         rows.insert_node(

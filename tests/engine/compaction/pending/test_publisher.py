@@ -201,3 +201,53 @@ def test_we_publish_what_lc10_prepared_as_it_does_live(tmp_path: Path) -> None:
     run_driver(tools, "publish", str(theirs), "1")
     publish(ours)
     assert outcome(theirs) == outcome(ours)
+
+
+def _plan_shape(path: Path) -> tuple[Any, ...]:
+    """A batch's plan with node ids replaced by their rank (extension ids carry a random part)."""
+    conn = sqlite3.connect(path)
+    try:
+        names: dict[str, str] = {}
+
+        def name(node_id: str | None) -> str | None:
+            return None if node_id is None else names.setdefault(node_id, f"n{len(names)}")
+
+        nodes = [
+            (name(r[0]), *r[1:])
+            for r in conn.execute(
+                "SELECT node_id, kind, depth, ordinal_start, ordinal_end, source_fingerprint, source_context_hash"
+                " FROM pending_summary_nodes ORDER BY ordinal_start, depth, kind, ordinal_end"
+            )
+        ]
+        children = sorted(
+            (name(r[0]), r[1], name(r[2]), r[3])
+            for r in conn.execute(
+                "SELECT node_id, ordinal, child_node_id, child_summary_id FROM pending_summary_node_children"
+            )
+        )
+        batches = conn.execute(
+            "SELECT status, source_projection_fingerprint, compactable_start_ordinal, compactable_end_ordinal,"
+            " planned_fresh_tail_start_ordinal FROM pending_compaction_batches"
+        ).fetchall()
+        return [n[1:] for n in nodes], children, batches
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(LC10 is None, reason="no lossless-claw 1.0 build (LCM_LC10_NODE, LCM_LC10_DRIVER)")
+def test_a_ready_batch_widens_as_lc10_widens_it(tmp_path: Path) -> None:
+    tools = LC10
+    assert tools is not None
+    work = tmp_path / "work.db"
+    run_driver(tools, "add", str(work), "0", "200")
+    run_driver(tools, "prepare", str(work), "1")
+    run_driver(tools, "add", str(work), "200", "200")
+    theirs, ours = copy(work, tmp_path / "theirs.db"), copy(work, tmp_path / "ours.db")
+    assert run_driver(tools, "prepare", str(theirs), "1")[0]["status"] == "planned"
+    store = Store.open(ours)
+    try:
+        assert Coordinator(store, 1, effective(**CONFIG)).run_once("prepare-only")["status"] == "planned"
+    finally:
+        store.close()
+    assert _plan_shape(ours) == _plan_shape(theirs)
