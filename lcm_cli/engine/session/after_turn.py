@@ -297,7 +297,7 @@ def post_turn_threshold(
     }
     if not decision.should_compact:
         data["reason"] = "below threshold"
-        return Result(data, follow_ups=_preparation_follow_up(ctx, cid))
+        return Result(data, follow_ups=_preparation_follow_up(ctx, store, cid))
 
     # A batch prepared in the background is published first, with no model call.
     published = _publish_prepared(store, cid, session_id, key, tuned)
@@ -308,7 +308,7 @@ def post_turn_threshold(
             decision = evaluate(resolution, budget, ci.stored_context_tokens(items), None)
             if not decision.should_compact:
                 data["reason"] = "pending summaries published"
-                return Result(data, follow_ups=_preparation_follow_up(ctx, cid))
+                return Result(data, follow_ups=_preparation_follow_up(ctx, store, cid))
 
     debt_reason: str | None = None
     if mode == "inline":
@@ -341,14 +341,15 @@ def _publish_prepared(
     return publish_ready(store, cid, tuned, session_key=key, write_lock=lambda: session_lock(lock_key))
 
 
-def _preparation_follow_up(ctx: Context, cid: int) -> tuple[FollowUp, ...]:
+def _preparation_follow_up(ctx: Context, store: Any, cid: int) -> tuple[FollowUp, ...]:
     """Below the threshold, a warm door prepares the next batch between turns (`maintain` in
     `lcm serve`'s follow-up lane) when the summarizer is a model and the file has 1.0's
     pending tables; a local summarizer needs no preparation."""
     from lcm_cli.engine.compaction.interim import is_local
     from lcm_cli.engine.compaction.ops import configured_summarizer
+    from lcm_cli.engine.db.pending_state import NODES, has_table
 
-    if not ctx.probe.has_table("pending_summary_nodes") or is_local(configured_summarizer(ctx)):
+    if not has_table(store.conn, NODES) or is_local(configured_summarizer(ctx)):
         return ()
     return (FollowUp("session.maintain", {"conversation_id": cid}),)
 

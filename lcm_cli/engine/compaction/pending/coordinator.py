@@ -124,20 +124,22 @@ class Coordinator:
             return {"status": "idle", "reason": "no pending summary tables"}
         conn = self.store.conn
         batch = rows.active_batch(conn, self.cid)
+        if policy == "publish-ready-only":
+            # The turn path: no housekeeping write when nothing is open (retention is
+            # left to the background steps), and the prune runs inside the publication.
+            if batch is None:
+                return {"status": "idle", "reason": "no active pending summary batch"}
+            published = self.publish_if_ready()
+            return published or {"status": "idle", "reason": "no ready pending summary frontier"}
         if batch is None:
             with self.write_lock(), self.store.transaction():
                 rows.delete_finished(conn, self.cid, self.now())
-            if policy == "publish-ready-only":
-                return {"status": "idle", "reason": "no active pending summary batch"}
             snap = self.snapshot()
             if snap.compactable_start is None or snap.compactable_end is None:
                 return {"status": "idle", "reason": "no compactable context outside fresh tail"}
             return self.plan_batch(snap)
         with self.write_lock(), self.store.transaction():
             rows.prune_superseded(conn, batch.batch_id)
-        if policy == "publish-ready-only":
-            published = self.publish_if_ready()
-            return published or {"status": "idle", "reason": "no ready pending summary frontier"}
         prepared = self.prepare_one(batch)
         if prepared is not None:
             return prepared
@@ -419,10 +421,13 @@ class Coordinator:
         No node is claimed and no model is called. None: nothing ready to publish.
         """
         conn = self.store.conn
+        if not self._frontier_in_sight():
+            return None  # nothing ready: no write transaction, no hashing on the turn path
         with self.write_lock(), self.store.transaction():
             batch = rows.active_batch(conn, self.cid)
             if batch is None:
                 return None
+            rows.prune_superseded(conn, batch.batch_id)
             snap = self.snapshot()
             reason = stale_reason(conn, batch, snap)
             if reason:
@@ -446,6 +451,30 @@ class Coordinator:
         if remaining:
             out["remainingCompactableWork"] = True
         return out
+
+    def _frontier_in_sight(self) -> bool:
+        """Whether the active batch's ready nodes cover its range (read only, no text read);
+        publication then revalidates everything inside its transaction."""
+        conn = self.store.conn
+        batch = rows.active_batch(conn, self.cid)
+        if batch is None:
+            return False
+        ready = [
+            _planner_node(n)
+            for n in rows.batch_nodes(conn, batch.batch_id)
+            if n.status in ("ready", "promoted")
+        ]
+        if not ready:
+            return False
+        items = projection.read_light_items(conn, self.cid)
+        tail = projection.fresh_tail_start(
+            items, self.settings.fresh_tail_count, self.settings.fresh_tail_max_tokens
+        )
+        canonical = planner.canonical_nodes(items, None if tail == math.inf else int(tail))
+        return (
+            planner.publish_frontier(canonical + ready, batch.compactable_start, batch.compactable_end)
+            is not None
+        )
 
 
 class _AuthFailure(Exception):

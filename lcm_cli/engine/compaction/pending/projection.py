@@ -99,6 +99,32 @@ ORDER BY ci.ordinal
 """
 
 
+_LIGHT_SQL = """
+SELECT ci.ordinal, ci.item_type, m.message_id, m.role, m.token_count, s.summary_id, s.depth, s.token_count, s.kind
+FROM context_items ci
+LEFT JOIN messages m ON ci.item_type = 'message' AND m.message_id = ci.message_id
+LEFT JOIN summaries s ON ci.item_type = 'summary' AND s.summary_id = ci.summary_id
+WHERE ci.conversation_id = ?
+ORDER BY ci.ordinal
+"""
+
+
+def read_light_items(conn: sqlite3.Connection, conversation_id: int) -> list[SnapshotItem]:
+    """The context items without fingerprints (no text read): enough to see whether a
+    frontier could be published, not to validate one."""
+    items: list[SnapshotItem] = []
+    for r in conn.execute(_LIGHT_SQL, (conversation_id,)):
+        if r[1] == "message" and r[2] is not None:
+            items.append(SnapshotItem(int(r[0]), True, non_negative(r[4]), "", int(r[2]), str(r[3])))
+        elif r[1] == "summary" and r[5] is not None:
+            items.append(
+                SnapshotItem(
+                    int(r[0]), False, non_negative(r[7]), "", None, None, str(r[5]), int(r[6] or 0), r[8]
+                )
+            )
+    return items
+
+
 def read_items(conn: sqlite3.Connection, conversation_id: int) -> list[SnapshotItem]:
     """Every context item whose row exists, in ordinal order, fingerprinted as 1.0 does."""
     items: list[SnapshotItem] = []
