@@ -269,9 +269,6 @@ def maintain(ctx: Context, req: Request) -> Result:
     resolution = debt_resolution(
         ctx.effective, found.session_key, pending["context_threshold"], pending["source"]
     )
-    # Preparation first: the drain then publishes what it made ready (no interim summary
-    # needed), and re-summarizing older interim summaries waits behind it.
-    prepared = _prepare_pending(ctx, found, resolution)
     summarizer = configured_summarizer(ctx)
     compactor = Compactor(
         ctx.store(),
@@ -282,6 +279,8 @@ def maintain(ctx: Context, req: Request) -> Result:
     )
     outcome = drain_debt(compactor, token_budget=option_int(req, TOKEN_BUDGET), force=req[FORCE])
     out = {**base, "thresholdResolution": resolution.to_dict(), **outcome}
+    # Then the next batch, within the preparation's own time budget.
+    prepared = _prepare_pending(ctx, found, resolution)
     if prepared is not None:
         out["pending"] = prepared
     return Result(out)
