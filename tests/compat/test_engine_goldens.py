@@ -51,7 +51,50 @@ _FOLLOWS_1_0_CLAMP = (
     "90% of the budget (0.15.3: 100%), and a tool result weighs at least 1.0's model-boundary "
     "estimate (two characters a token, framing, +20%); the 1.0 goldens govern"
 )
+_FOLLOWS_1_0_PREPARATION = (
+    "lcm follows lossless-claw 1.0: summaries are prepared with the model between turns (serve's "
+    "follow-up lane, `maintain`) and published at the threshold without a model call, so the "
+    "summarizer calls, their timing and the summaries differ from 0.15.3's foreground compaction"
+)
 KNOWN_0_15: dict[tuple[str, str], str] = {
+    **{
+        pair: _FOLLOWS_1_0_PREPARATION
+        for pair in (
+            ("bootstrap-reconcile", "summarizer"),
+            ("circuit-breaker", "answers"),
+            ("circuit-breaker", "summarizer"),
+            ("deferred-drain", "assembly"),
+            ("deferred-drain", "compaction"),
+            ("deferred-drain", "estimate"),
+            ("deferred-drain", "stored"),
+            ("deferred-drain", "summarizer"),
+            ("images", "summarizer"),
+            ("large-payloads", "summarizer"),
+            ("manual-sweep", "summarizer"),
+            ("new-reset", "summarizer"),
+            ("parallel-tools", "compaction"),
+            ("parallel-tools", "stored"),
+            ("parallel-tools", "summarizer"),
+            ("prompt-aware", "summarizer"),
+            ("prompt-aware-tools", "summarizer"),
+            ("prompt-recall", "summarizer"),
+            ("rotate", "summarizer"),
+            ("sender-threshold", "compaction"),
+            ("sender-threshold", "stored"),
+            ("spend-guard", "assembly"),
+            ("spend-guard", "compaction"),
+            ("spend-guard", "estimate"),
+            ("spend-guard", "stored"),
+            ("spend-guard", "summarizer"),
+            ("text-compact", "summarizer"),
+            ("text-tokyo-condense", "summarizer"),
+            ("threshold-inline", "assembly"),
+            ("threshold-inline", "compaction"),
+            ("threshold-inline", "estimate"),
+            ("threshold-inline", "stored"),
+            ("tools-mixed", "summarizer"),
+        )
+    },
     **{
         (name, path): _FOLLOWS_1_0_SENDER + "; " + _FOLLOWS_1_0_CLAMP
         for name in ("tools-mixed", "prompt-aware-tools")
@@ -79,19 +122,11 @@ KNOWN_0_15: dict[tuple[str, str], str] = {
 
 # lossless-claw 1.0 (its engine driven through commitTurn, as OpenClaw 2026.8 and later drive it).
 _PENDING = (
-    "lcm prepares no pending summaries yet (compaction/, issue 30 item 3): lossless-claw 1.0 "
-    "prepares leaf summaries in the background after a turn once a leaf chunk lies outside the "
-    "fresh tail, and the threshold or `compact` publishes the prepared prefix without a model "
-    "call (`reason: pending summaries published`); its pending source is `[<ISO-8601 UTC> | role]` "
-    "per message without sender lines, where lcm's compaction writes 0.15.3's "
-    "`[YYYY-MM-DD HH:MM <zone> | role]`. The summarizer calls, the summaries and what follows from "
-    "them (context items, assembled summaries, estimates, compact answers) differ"
-)
-_PENDING_BREAKER = (
-    "1.0's background preparation calls the model after the turns: two failures open the circuit "
-    "breaker before any compaction, so the first manual `compact` answers `ok: true, circuit "
-    "breaker open`; lcm prepares nothing (compaction/, issue 30 item 3), its breaker is still "
-    "closed there and the call answers `provider auth failure` (0.15.3's answer)"
+    "lcm prepares pending summaries between turns as lossless-claw 1.0 does and publishes them at "
+    "the threshold, but what is not prepared yet is still compacted by the threshold route (with "
+    "the model in the background, the extractive stand-in on the turn), where 1.0 pays that debt "
+    "by preparing and publishing pending nodes; a manual `compact` here compacts with the model "
+    "where 1.0 publishes. The summarizer calls, the summaries and what follows from them differ"
 )
 _PENDING_SPEND = (
     "1.0's background preparation spends the spend guard's window before any compaction, and its "
@@ -145,7 +180,6 @@ KNOWN_1_0: dict[tuple[str, str], str] = {
     },
     ("bootstrap-reconcile", "summarizer"): _PENDING,
     ("circuit-breaker", "summarizer"): _PENDING,
-    ("circuit-breaker", "answers"): _PENDING_BREAKER,
     ("spend-guard", "answers"): _PENDING_SPEND,
     ("deferred-drain", "answers"): _NO_GC,
     ("pending-publish", "answers"): _NO_GC,
@@ -155,6 +189,27 @@ KNOWN_1_0: dict[tuple[str, str], str] = {
     },
     **{("fork-bounded", path): _FORK_JSONL for path in ("answers", "assembly", "estimate")},
 }
+
+# Where lcm's background preparation now gives exactly 1.0's answers.
+for _matched in (
+    ("bootstrap-reconcile", "summarizer"),
+    ("circuit-breaker", "answers"),
+    ("circuit-breaker", "summarizer"),
+    ("deferred-drain", "summarizer"),
+    ("emergency-drain", "summarizer"),
+    ("pending-publish", "assembly"),
+    ("pending-publish", "compaction"),
+    ("pending-publish", "estimate"),
+    ("pending-publish", "stored"),
+    ("pending-publish", "summarizer"),
+    ("sender-threshold", "assembly"),
+    ("sender-threshold", "compaction"),
+    ("sender-threshold", "estimate"),
+    ("sender-threshold", "stored"),
+    ("sender-threshold", "summarizer"),
+    ("threshold-inline", "summarizer"),
+):
+    KNOWN_1_0.pop(_matched, None)
 
 KNOWN = {SET_0_15: KNOWN_0_15, SET_1_0: KNOWN_1_0}
 
