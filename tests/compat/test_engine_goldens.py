@@ -56,7 +56,12 @@ _FOLLOWS_1_0_PREPARATION = (
     "follow-up lane, `maintain`) and published at the threshold without a model call, so the "
     "summarizer calls, their timing and the summaries differ from 0.15.3's foreground compaction"
 )
+_FOLLOWS_1_0_MAINTAIN = (
+    "lcm follows lossless-claw 1.0: `maintain` with nothing to drain answers `no deferred "
+    "maintenance work` (1.0 has no transcript GC; 0.15.3 named why its GC step stopped)"
+)
 KNOWN_0_15: dict[tuple[str, str], str] = {
+    ("deferred-drain", "answers"): _FOLLOWS_1_0_MAINTAIN,
     **{
         pair: _FOLLOWS_1_0_PREPARATION
         for pair in (
@@ -134,11 +139,6 @@ _PENDING_SPEND = (
     "published`); lcm prepares nothing (compaction/, issue 30 item 3) and answers `summary spend "
     "backoff open` (0.15.3's answers)"
 )
-_NO_GC = (
-    "`maintain` with nothing pending: 1.0 answers `no deferred maintenance work` (it has no "
-    "transcript GC since beta.0); lcm answers 0.15.3's `transcript GC disabled` "
-    "(compaction/ops.py, to follow 1.0)"
-)
 _NO_MODEL_ON_TURN_1_0 = (
     "issue 30: no summarizer model call on the turn path; the local extractive summarizer stands "
     "in on the emergency drain (interim summaries) where 1.0 calls the model in the foreground "
@@ -181,8 +181,6 @@ KNOWN_1_0: dict[tuple[str, str], str] = {
     ("bootstrap-reconcile", "summarizer"): _PENDING,
     ("circuit-breaker", "summarizer"): _PENDING,
     ("spend-guard", "answers"): _PENDING_SPEND,
-    ("deferred-drain", "answers"): _NO_GC,
-    ("pending-publish", "answers"): _NO_GC,
     **{
         ("emergency-drain", path): _NO_MODEL_ON_TURN_1_0
         for path in ("assembly", "estimate", "compaction", "summarizer", "stored")
@@ -192,6 +190,8 @@ KNOWN_1_0: dict[tuple[str, str], str] = {
 
 # Where lcm's background preparation now gives exactly 1.0's answers.
 for _matched in (
+    ("deferred-drain", "answers"),
+    ("pending-publish", "answers"),
     ("bootstrap-reconcile", "summarizer"),
     ("circuit-breaker", "answers"),
     ("circuit-breaker", "summarizer"),

@@ -259,7 +259,7 @@ def maintain(ctx: Context, req: Request) -> Result:
             (row["conversation_id"],),
         )
     if pending is None or not (pending["pending"] or pending["running"]):
-        out = {**base, "changed": False, "reason": _nothing_to_maintain(ctx.effective)}
+        out = {**base, "changed": False, "reason": NOTHING_TO_MAINTAIN}
         prepared = _prepare_pending(
             ctx, found, resolve_threshold(ctx.effective, session_key=found.session_key)
         )
@@ -331,16 +331,9 @@ def _writer(session_id: str | None, session_key: str | None) -> Callable[[], Abs
     return lambda: session_lock(key)
 
 
-def _nothing_to_maintain(effective: dict[str, Any]) -> str:
-    """The reason of a maintain step with no debt to drain, as the reference words it.
-
-    With no debt the reference goes on to its transcript-GC step, and its reason is the
-    first condition that stops it there: GC disabled (the default), else no helper to
-    rewrite the transcript with. lcm has no such helper, so with GC enabled it stops there.
-    """
-    if effective.get("transcriptGcEnabled") is True:
-        return "runtime rewrite helper unavailable"
-    return "transcript GC disabled"
+#: A maintain step with no debt to drain answers as lossless-claw 1.0 does: it has had no
+#: transcript GC since 1.0.0-beta.0 (0.15.3 went on to it and named why it stopped there).
+NOTHING_TO_MAINTAIN = "no deferred maintenance work"
 
 
 def debt_resolution(
