@@ -249,14 +249,13 @@ CHECKS: tuple[Check, ...] = (
         "lossless-claw 1.0 pending compaction batches left open for over a day",
         pending.check_open_batches,
         _apply("pending.open-batches"),
-        "Marks them stale, as 1.0 does (terminal; 1.0 re-plans). Leave them while a live 1.0 still owns "
-        "the conversation: it publishes or stales them on the next turn.",
+        "Marks them stale, as 1.0 does (terminal; the next preparation re-plans). Leave them while an "
+        "engine still owns the conversation: lcm or 1.0 publishes or stales them on the next turn.",
         finds=(
             "Lossless-claw 1.0 pending compaction batches still `planning`/`ready`/`publishing` and "
             "untouched for over 24 hours (ids: batch ids; `notes`: conversation, status, "
-            "`updatedAt`). 1.0 publishes or stales a batch on the conversation's next turn, so an "
-            "idle conversation under a live 1.0 may hold one; one whose 1.0 crashed or was replaced "
-            "is never published"
+            "`updatedAt`). Either engine publishes or stales a batch on the conversation's next "
+            "turn, so an idle conversation may hold one; one left by a crash waits for that turn"
         ),
     ),
     Check(

@@ -1,9 +1,8 @@
 """lossless-claw 1.0's durable-turn rows: pending batches, their links, the turn ledger, epochs.
 
 * open-batches: a batch still ``planning``/``ready``/``publishing`` that nothing touched for
-  a day. 1.0 publishes or marks stale on the conversation's next turn, so an idle
-  conversation under a live 1.0 can hold one legitimately; one that outlives the 1.0 that
-  planned it (crashed, or replaced by another engine) is never published.
+  a day. lcm and 1.0 both publish or mark stale on the conversation's next turn, so an
+  idle conversation can hold one legitimately; one a crashed engine left waits for that turn.
 * dangling: pending rows naming something that is gone (a canonical summary, a source
   message, a child summary or node, their batch or conversation). Foreign keys prevent
   these while enforced; a writer with enforcement off leaves them.
