@@ -9,7 +9,7 @@ Target: p50 <= 3 ms. A second figure times the same through the registry
 (:func:`lcm_cli.engine.api.call`), which also resolves paths and config and opens the
 database per call, as a one-shot door does.
 
-A third figure is the bootstrap append-only fast path (compat/engine.md §3.1 step 6): a
+A third figure is the bootstrap append-only fast path (docs/reference/engine.md §3.1 step 6): a
 generated 20,000-message transcript is bootstrapped whole, 10 lines are appended, and
 ``bootstrap_session`` is timed on copies of that database twice: taking the fast path
 (only the appended slice is read) and forced to read the whole file (``append_only=False``).

@@ -1,4 +1,4 @@
-"""`lcm doctor clean`: remove junk conversations by class (compat/operations.md §6).
+"""`lcm doctor clean`: remove junk conversations by class (docs/reference/operations.md §6).
 
 Scan output per class: matched conversations and messages, and up to 3 examples. With
 ``--apply``: every matched conversation with everything that hangs off it is deleted in

@@ -1,4 +1,4 @@
-"""Summary DAG invariants (compat/database.md §8): links stay in one conversation, depth
+"""Summary DAG invariants (docs/reference/database.md §8): links stay in one conversation, depth
 matches kind and sources, no cycles, every source exists, descendant counts add up."""
 
 from __future__ import annotations

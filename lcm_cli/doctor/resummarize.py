@@ -1,4 +1,4 @@
-"""Re-summarizing broken summaries from their own sources (compat/operations.md §5.2).
+"""Re-summarizing broken summaries from their own sources (docs/reference/operations.md §5.2).
 
 Order is bottom-up: leaves in the live context first (by ordinal), other leaves, then
 condensed summaries by depth, so a condensed node is rebuilt from sources that were

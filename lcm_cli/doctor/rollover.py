@@ -1,4 +1,4 @@
-"""Rollover splits (compat/operations.md §7.2): one session key whose history is spread over
+"""Rollover splits (docs/reference/operations.md §7.2): one session key whose history is spread over
 several conversations, because a rollover archived a row that still holds data.
 
 The scan reports each split key and whether the reference's repair would consider it safe.

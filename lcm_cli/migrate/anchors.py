@@ -3,7 +3,7 @@
 lossless-claw 1.0 relies on a message's ``transcript_entry_id`` only when
 ``message_transcript_anchor_trust`` holds a ``verified`` (or ``repaired``) row for it
 (:mod:`lcm_cli.engine.db.store.anchor_trust`). Its importer records each entry it inserts
-with an entry id as verified under its own source (compat/engine.md, "Anchors"), and so do
+with an entry id as verified under its own source (docs/reference/engine.md, "Anchors"), and so do
 we, with the same source, reason and timestamp shapes: the importer's inserts skip the
 engine's ``transcript-import`` rows and get these instead. A database without the table
 (made before 1.0, and not migrated by lcm since) gets no rows: there is nothing there to

@@ -4,7 +4,7 @@ Three modes over the same discovery: a dry run (default, read-only: what each fi
 add), ``--apply`` (one transaction per file, under a change backup of the rows added:
 ``--backup full`` copies the whole database first) and ``--verify`` (read-only:
 is every transcript entry in the database?). Rows are written as lossless-claw's own
-importer writes them (compat/migrate-sessions.md): the conversation is the newest active
+importer writes them (docs/reference/migrate-sessions.md): the conversation is the newest active
 one for the session id or a new one, entries already present (by transcript entry id) or
 adoptable (an unstamped row with the same role, content and identity hash) are skipped,
 new messages get the next seq and context ordinals, the bootstrap checkpoint is

@@ -80,7 +80,7 @@ class Session:
 
     def assemble(self) -> dict[str, Any]:
         # The host passes its live history: with debt pending near the budget the engine
-        # answers with it (a degraded result, compat/engine.md §6.1 step 8).
+        # answers with it (a degraded result, docs/reference/engine.md §6.1 step 8).
         return self.ask("context.assemble", {"sessionKey": KEY, "tokenBudget": BUDGET, "messages": self.live})
 
 

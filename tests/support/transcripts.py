@@ -8,7 +8,7 @@ the previous entry by ``parentId``. The same seed always gives the same bytes.
 It covers every role (user with ``__openclaw`` sender metadata and the injected
 "Conversation info (untrusted metadata)" prelude, assistant with thinking/text/toolCall
 blocks and model identity, top-level ``reasoning_content``, toolResult, system), every
-content block type of compat/migrate-sessions.md §3.3 (plus an unknown one), the
+content block type of docs/reference/migrate-sessions.md §3.3 (plus an unknown one), the
 non-message entries OpenClaw writes (model_change, thinking_level_change, session_info,
 custom, custom_message, label, compaction, branch_summary), messages with roles that are
 not imported, and, on request, an abandoned branch left by a history edit.
@@ -74,7 +74,7 @@ ALL_KINDS = frozenset(MESSAGE_KINDS + ENTRY_KINDS)
 
 PERSISTABLE = frozenset({"user", "assistant", "system", "tool", "toolResult"})
 
-# Every block type compat/migrate-sessions.md §3.3 names, plus one it does not.
+# Every block type docs/reference/migrate-sessions.md §3.3 names, plus one it does not.
 ALL_BLOCK_TYPES = (
     "text",
     "thinking",

@@ -1,4 +1,4 @@
-"""Context assembly: what the model sees this turn (compat/engine.md §6.2–§6.8).
+"""Context assembly: what the model sees this turn (docs/reference/engine.md §6.2–§6.8).
 
 Summaries become XML-wrapped ``user`` messages marked ``trust="untrusted"``; raw
 messages are rebuilt from their parts; the fresh tail is always kept; older items fill

@@ -1,6 +1,6 @@
 """Exploration summaries: a short, deterministic description of an externalized payload.
 
-What the model sees in place of a large file (compat/engine.md §2.5): enough to decide
+What the model sees in place of a large file (docs/reference/engine.md §2.5): enough to decide
 whether to open it with ``lcm_describe``. The summary is data the model reads, so its text
 is the reference's, character for character: the same content classes (structured, code,
 text), the same counts, excerpts and limits, with lengths and slices counted in UTF-16 code

@@ -1,4 +1,4 @@
-"""Live-message fallbacks of `assemble` (compat/engine.md §6.1 steps 1, 8-10, 12, 13, 15).
+"""Live-message fallbacks of `assemble` (docs/reference/engine.md §6.1 steps 1, 8-10, 12, 13, 15).
 
 When the stored context cannot (or should not) be used, the host's own live messages
 are returned instead, bounded by the same serialized estimate as the assembled context:

@@ -1,4 +1,4 @@
-"""The engine's `assemble` step order around the assembler (compat/engine.md §6.1, §6.7, §6.8).
+"""The engine's `assemble` step order around the assembler (docs/reference/engine.md §6.1, §6.7, §6.8).
 
 `context.assemble` calls :func:`run` once it knows the session: live tool-output stubs,
 the projection epoch, the deferred-debt check (emergency drain, degraded results), the

@@ -1,6 +1,6 @@
 """Large-payload interception: big files, tool outputs and images leave the message.
 
-At ingest (compat/engine.md §2.4) a payload at or above ``largeFileTokenThreshold``
+At ingest (docs/reference/engine.md §2.4) a payload at or above ``largeFileTokenThreshold``
 tokens (images: at any size) is written to ``<largeFilesDir>/<conversationId>/<fileId>.<ext>``,
 recorded in ``large_files`` with an exploration summary, and replaced in the message by
 a short reference text the model can expand later. The message is rewritten before it

@@ -1,4 +1,4 @@
-"""Tool-output stubs at assembly time (``stubLargeToolPayloads``; compat/engine.md §2.4, §6.1 step 5, §6.2 step 3).
+"""Tool-output stubs at assembly time (``stubLargeToolPayloads``; docs/reference/engine.md §2.4, §6.1 step 5, §6.2 step 3).
 
 Live tool results at or above ``largeFileTokenThreshold`` tokens are written to the
 conversation's large-file store under a deterministic id (``file_`` + 16 hex of SHA-256

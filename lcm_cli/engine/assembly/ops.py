@@ -92,7 +92,7 @@ def host_prompt_budget(req: Request) -> int | None:
 
 @operation("context.assemble")
 def assemble(ctx: Context, req: Request) -> Result:
-    """Assemble one conversation's context (compat/engine.md §6.1).
+    """Assemble one conversation's context (docs/reference/engine.md §6.1).
 
     Mostly read-only: with deferred debt over the budget it drains the debt first, and
     with ``stubLargeToolPayloads`` it stores large live tool outputs (never for a

@@ -1,4 +1,4 @@
-"""The prompt-recall cue of `assemble` (compat/engine.md §6.7, §6.8 ``fingerprint``).
+"""The prompt-recall cue of `assemble` (docs/reference/engine.md §6.7, §6.8 ``fingerprint``).
 
 When the prompt names ALL-CAPS identifiers (``FOO_BAR``) that the assembled context no
 longer shows, the conversation's stored messages that mention them (newest first, up to

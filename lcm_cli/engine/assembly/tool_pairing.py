@@ -1,4 +1,4 @@
-"""Tool-call / tool-result consistency for an assembled context (compat/engine.md §6.6).
+"""Tool-call / tool-result consistency for an assembled context (docs/reference/engine.md §6.6).
 
 Providers reject a prompt in which an assistant tool call has no result, or a result has
 no call. After budget fill has dropped items, these functions drop unpaired calls,

@@ -1,6 +1,6 @@
 """Compaction: fold old raw messages into leaf summaries and leaves into condensed nodes.
 
-Follows compat/engine.md §4: leaf chunks outside the fresh tail (§4.4), leaf passes
+Follows docs/reference/engine.md §4: leaf chunks outside the fresh tail (§4.4), leaf passes
 (§4.5), condensation with fan-outs and a pressure phase (§4.6), the bounded full sweep
 (§4.7), the host ``compact`` routing reduced to what a CLI or host call needs (§4.8),
 ``compactUntilUnder`` (§4.9), and the deferred-debt row (§4.12).

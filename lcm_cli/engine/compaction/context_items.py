@@ -2,7 +2,7 @@
 
 Compaction reads the context once per pass as light rows (no message text unless the
 stored token count is unusable), finds the protected fresh tail with the runtime rule of
-compat/engine.md §4.3 (which differs from the CLI's ``messages tail`` rule in
+docs/reference/engine.md §4.3 (which differs from the CLI's ``messages tail`` rule in
 :mod:`lcm_cli.engine.read.fresh_tail`), and writes a pass back by replacing one inclusive
 ordinal range with a summary item (§4.10).
 """

@@ -1,6 +1,6 @@
 """The text a summarizer reads: leaf source from raw messages, condensed source from summaries.
 
-compat/engine.md §4.5 (leaf) and §4.6 (condensed): one header line per source
+docs/reference/engine.md §4.5 (leaf) and §4.6 (condensed): one header line per source
 (``[<time> | <role>]`` or ``[<earliest> - <latest>]``), a newline, the cleaned text,
 sources separated by a blank line. Times are ``YYYY-MM-DD HH:mm <zone abbreviation>`` in
 the configured timezone (the literal ``UTC`` for UTC).
@@ -129,7 +129,7 @@ def _json_human_text(value: Any, depth: int = 0) -> str:
     return ""
 
 
-# What the reference's structured-text extraction reads (compat/engine.md §4.5): text
+# What the reference's structured-text extraction reads (docs/reference/engine.md §4.5): text
 # keys of a block, then nested containers; reasoning blocks never, media blocks' captions only.
 _REASONING_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
 _MEDIA_TYPES = frozenset({"file", "image", "snapshot"})

@@ -2,7 +2,7 @@
 
 A conversation is named the way the read commands name it (``--conversation-id`` or
 ``--session-key`` → the active conversation, see :mod:`lcm_cli.engine.read.target`).
-Ignore and stateless session patterns are honoured (compat/engine.md §1.3): an ignored
+Ignore and stateless session patterns are honoured (docs/reference/engine.md §1.3): an ignored
 session is never compacted; a stateless one is never written. ``context.assemble`` lives
 in :mod:`lcm_cli.engine.assembly.ops`.
 """
@@ -339,7 +339,7 @@ NOTHING_TO_MAINTAIN = "no deferred maintenance work"
 def debt_resolution(
     effective: dict[str, Any], session_key: str | None, persisted: Any, source: Any
 ) -> Resolution:
-    """The threshold a debt drain uses (compat/engine.md §4.12 step 2).
+    """The threshold a debt drain uses (docs/reference/engine.md §4.12 step 2).
 
     The live resolution, unless the debt was recorded under an override that the session
     key alone cannot re-match (a model rule: the drain does not know the model): then a

@@ -1,7 +1,7 @@
 """The compaction threshold: which ``contextThreshold`` applies to a session, and whether
 its context is over it.
 
-compat/config.md §6 (``contextThresholdOverrides`` matching) and compat/engine.md §4.2
+docs/reference/config.md §6 (``contextThresholdOverrides`` matching) and docs/reference/engine.md §4.2
 (threshold evaluation). Rules are the normalized ones of
 :func:`lcm_cli.engine.config.resolve.normalize_threshold_overrides` (the effective config holds
 them already validated). Every matcher of a rule must hold; the most specific rule wins
@@ -146,7 +146,7 @@ def resolve_threshold(
 
 
 class Decision(NamedTuple):
-    """The threshold test of compat/engine.md §4.2."""
+    """The threshold test of docs/reference/engine.md §4.2."""
 
     token_budget: int
     stored_tokens: int

@@ -1,7 +1,7 @@
 """Every Lossless plugin config key, in one table.
 
 This table is the one place a key of ``plugins.entries.lossless-claw.config`` is
-declared (compat/config.md §4 and §6): its spelling, manifest schema node (type, bounds,
+declared (docs/reference/config.md §4 and §6): its spelling, manifest schema node (type, bounds,
 enum), default, environment variables, coercion rule and help. Everything else is
 derived from it:
 

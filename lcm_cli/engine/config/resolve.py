@@ -1,6 +1,6 @@
 """The effective Lossless config: environment > plugin config > defaults.
 
-A faithful port of the runtime resolver's rules (compat/config.md §2, §3, §5, §6),
+A faithful port of the runtime resolver's rules (docs/reference/config.md §2, §3, §5, §6),
 including its JavaScript quirks: ``parseInt`` keeps leading digits, ``Number("")`` is 0,
 some booleans are "true unless ``false``" and others "false unless ``true``", strings
 are trimmed with JS whitespace rules, and numbers behave as IEEE doubles.

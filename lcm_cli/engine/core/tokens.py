@@ -1,4 +1,4 @@
-"""Token estimates, computed exactly as lossless-claw does (compat/database.md §7).
+"""Token estimates, computed exactly as lossless-claw does (docs/reference/database.md §7).
 
 Every code point costs a quarter token, except CJK code points (1.5) and other
 code points above U+FFFF such as emoji (2). The sum is rounded up. Stored counts
@@ -92,7 +92,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-# The serialized estimate (compat/engine.md §6.7), as the reference's
+# The serialized estimate (docs/reference/engine.md §6.7), as the reference's
 # src/estimate-tokens.ts counts a message: the JSON.stringify text of the whole message,
 # where each opaque binary string is written as a short placeholder and costs a flat
 # 1600 tokens on top. A string is opaque when it has 4096+ UTF-16 units and either is a
@@ -175,7 +175,7 @@ def serialized_tokens(message: Mapping[str, Any]) -> int:
 
     The estimate of its ``JSON.stringify`` text, with each opaque binary string (see
     :func:`is_opaque_binary`) written as ``"[opaque binary payload]"`` and counted as a flat
-    1600 tokens more (compat/engine.md §6.7).
+    1600 tokens more (docs/reference/engine.md §6.7).
     """
     text = _compact_json(message)
     if len(text) < _OPAQUE_MIN_UNITS and (text.isascii() or _utf16_length(text) < _OPAQUE_MIN_UNITS):

@@ -1,6 +1,6 @@
 """The lcm.db schema, as an ordered list of migrations.
 
-The schema is lossless-claw's (compat/database.md §3-§4): same tables, columns,
+The schema is lossless-claw's (docs/reference/database.md §3-§4): same tables, columns,
 types, defaults, CHECKs, foreign keys and index names, so the plugin reads a file
 we wrote as its own and we read any file it wrote.
 
@@ -598,7 +598,7 @@ def m003_add_read_path_indexes(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
 
 
-#: lossless-claw 1.0's durable-turn tables (compat/openclaw-hosts.md): the ``commitTurn``
+#: lossless-claw 1.0's durable-turn tables (docs/reference/openclaw-hosts.md): the ``commitTurn``
 #: idempotency ledger, the pending-summary staging tables, and the transcript epoch and
 #: anchor-trust tables of its SQLite-transcript bootstrap. Same names, columns, CHECKs,
 #: foreign keys and indexes, so either engine can take over a database the other wrote.

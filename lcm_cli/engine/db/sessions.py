@@ -1,8 +1,8 @@
 """Sessions: which conversation a host session writes to, which sessions LCM leaves alone,
 and one writer at a time per session.
 
-Facts from compat/engine.md §1.3 (exclusion), §1.4 (per-session serialization), §2.1
-step 5 (get or create the conversation) and compat/config.md §7 (pattern globs).
+Facts from docs/reference/engine.md §1.3 (exclusion), §1.4 (per-session serialization), §2.1
+step 5 (get or create the conversation) and docs/reference/config.md §7 (pattern globs).
 """
 
 from __future__ import annotations

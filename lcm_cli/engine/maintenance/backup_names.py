@@ -1,6 +1,6 @@
 """The names of backups and their manifests.
 
-Names (compat/operations.md §2.1)
+Names (docs/reference/operations.md §2.1)
     ``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` with the label normalized,
     ``stamp`` like ``20260710T123456789Z`` and 6 base-36 random characters; the manifest
     is ``<backup>.manifest.json``. :func:`list_backups` also understands the plugin's
@@ -45,7 +45,7 @@ def iso_ms(moment: datetime) -> str:
 
 
 def default_backup_path(db_path: str, label: str = "backup", now: datetime | None = None) -> str:
-    """``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` (compat/operations.md §2.1)."""
+    """``<db dir>/<db file name>.<label>-<stamp>-<rand>.bak`` (docs/reference/operations.md §2.1)."""
     db_abs = os.path.abspath(db_path)
     name = f"{os.path.basename(db_abs)}.{normalize_label(label)}-{backup_stamp(now)}-{_rand6()}.bak"
     return os.path.join(os.path.dirname(db_abs), name)
@@ -61,7 +61,7 @@ def change_backup_path(db_path: str, label: str, now: datetime | None = None) ->
 
 
 def latest_backup_path(db_path: str, label: str) -> str:
-    """``<db dir>/<db file name>.<label>-latest.bak``: the rolling copy (compat/operations.md §2.1)."""
+    """``<db dir>/<db file name>.<label>-latest.bak``: the rolling copy (docs/reference/operations.md §2.1)."""
     db_abs = os.path.abspath(db_path)
     name = f"{os.path.basename(db_abs)}.{normalize_label(label)}-latest.bak"
     return os.path.join(os.path.dirname(db_abs), name)

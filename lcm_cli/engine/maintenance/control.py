@@ -1,4 +1,4 @@
-"""The host's sanitized control contract: `status`, `doctor`, `rotate` (compat/operations.md §8).
+"""The host's sanitized control contract: `status`, `doctor`, `rotate` (docs/reference/operations.md §8).
 
 Results carry counts and flags only: never paths, transcript text, backup paths,
 credentials or provider output, because the host may show them to any chat participant.
@@ -99,7 +99,7 @@ def control(ctx: Context, req: Request) -> Result:
     raise unavailable(name, "unavailable", f"`{name}` is not wired to the control contract yet.")
 
 
-# Which reasonCode a failed rotate reports, by the error's code (compat/operations.md §8.3).
+# Which reasonCode a failed rotate reports, by the error's code (docs/reference/operations.md §8.3).
 _ROTATE_REASONS = (
     ("BACKUP_", "backup_failed"),
     ("TRANSCRIPT_", "transcript_unavailable"),
@@ -150,7 +150,7 @@ def _rotate(ctx: Context, session_key: str | None, session_id: str | None) -> di
 
 
 def _doctor(ctx: Context, session_key: str | None, session_id: str | None) -> dict[str, Any]:
-    """compat/operations.md §8.2: count-only warnings about the current conversation's summaries."""
+    """docs/reference/operations.md §8.2: count-only warnings about the current conversation's summaries."""
     unavailable_result = {
         "operation": "doctor",
         "ok": False,

@@ -1,6 +1,6 @@
 """Broken and truncated summaries: every fallback-marker shape the reference writes.
 
-Classification follows compat/operations.md §4.2 (first matching rule wins). Candidates
+Classification follows docs/reference/operations.md §4.2 (first matching rule wins). Candidates
 are pre-filtered in SQL by substring, then classified here.
 """
 

@@ -1,6 +1,6 @@
 """`lcm rotate`: shrink a session's transcript to its preserved tail without losing anything.
 
-compat/operations.md §3. The conversation, its messages, summaries and context items stay
+docs/reference/operations.md §3. The conversation, its messages, summaries and context items stay
 where they are (same conversation row and identity); what changes is the session's JSONL
 transcript, cut down to the preserved tail plus the current session settings, so the
 host stops re-reading megabytes of history that LCM already holds. In order:
@@ -12,7 +12,7 @@ host stops re-reading megabytes of history that LCM already holds. In order:
 2. reconcile the transcript into the database (import what is missing, as
    ``lcm session bootstrap`` does), so nothing the transcript holds is lost;
 3. forced leaf-only compaction of the raw context outside the fresh tail
-   (:func:`compact_outside_tail`; compat/engine.md §4.13, no condensation);
+   (:func:`compact_outside_tail`; docs/reference/engine.md §4.13, no condensation);
 4. the backup the user chose: a change backup (default: every row steps 2 to 5 change in
    lcm.db, as it was, captured while they write; ``lcm backup restore FILE --apply``
    undoes them), the rolling ``rotate-latest`` copy, a full timestamped one, or none;
@@ -27,7 +27,7 @@ the old file. A dry run (the default) writes nothing and reports what would be k
 removed.
 
 Refusals are ``ROTATE_UNAVAILABLE`` errors whose ``details.reasonCode`` is the control
-contract's (compat/operations.md §8.3) and whose ``details.reason`` names the cause.
+contract's (docs/reference/operations.md §8.3) and whose ``details.reason`` names the cause.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ BACKUP_MODES = ("changes", "latest", "full", "none")
 # Reconcile-and-compact rounds while the host keeps appending to the transcript.
 MAX_SETTLE_ROUNDS = 3
 # Entry types a rotated transcript keeps; every other type (compaction, custom, label,
-# branch summaries, ...) is dropped (compat/operations.md §3.3 step 6).
+# branch summaries, ...) is dropped (docs/reference/operations.md §3.3 step 6).
 KEPT_TYPES = frozenset({"message", "model_change", "thinking_level_change", "session_info"})
 # The settings carried over from before the tail, in the order they are written.
 SETTINGS_TYPES = ("session_info", "model_change", "thinking_level_change")
@@ -79,7 +79,7 @@ def unavailable(reason_code: str, reason: str, message: str, **details: Any) -> 
 
 
 # --------------------------------------------------------------------------------------
-# The transcript rewrite rule (compat/operations.md §3.3)
+# The transcript rewrite rule (docs/reference/operations.md §3.3)
 # --------------------------------------------------------------------------------------
 
 
@@ -200,7 +200,7 @@ def plan_from_kinds(
 
 
 # --------------------------------------------------------------------------------------
-# The fresh tail in the database (compat/engine.md §4.3) and leaf-only compaction
+# The fresh tail in the database (docs/reference/engine.md §4.3) and leaf-only compaction
 # --------------------------------------------------------------------------------------
 
 
@@ -208,7 +208,7 @@ def raw_outside_tail(conn: Any, cid: int, effective: Mapping[str, Any]) -> dict[
     """Message context items before the fresh-tail boundary: what rotate leaf-compacts.
 
     ``{messageItems, rawMessages, rawTokens}``: all message items of the context, and the
-    raw messages (and their leaf-source tokens, compat/engine.md §4.1) outside the fresh
+    raw messages (and their leaf-source tokens, docs/reference/engine.md §4.1) outside the fresh
     tail, with the boundary compaction itself uses (§4.3).
     """
     from lcm_cli.engine.compaction import context_items as ci
@@ -228,7 +228,7 @@ def raw_outside_tail(conn: Any, cid: int, effective: Mapping[str, Any]) -> dict[
 def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, Any]:
     """Force leaf-only compaction until no raw context remains outside the fresh tail.
 
-    compat/operations.md §3.2 step 5 and engine.md §4.13 with condensation disabled: one
+    docs/reference/operations.md §3.2 step 5 and engine.md §4.13 with condensation disabled: one
     leaf chunk per pass (oldest raw run outside the tail, ``leafChunkTokens`` per chunk,
     the nearest preceding summaries as previous context), at most as many passes as the
     context has message items. Each pass is its own transaction (the summarizer runs
@@ -528,7 +528,7 @@ def _resolve(
 
 
 def _require_header(target: Target) -> None:
-    """Refuse a transcript without a session header line (compat/operations.md §3.3 step 1)."""
+    """Refuse a transcript without a session header line (docs/reference/operations.md §3.3 step 1)."""
     from lcm_cli.engine.transcript.header import read_session_header
 
     if read_session_header(target.path) is None:

@@ -22,7 +22,7 @@ class Target(NamedTuple):
     row: Any
     session_id: str | None
     session_key: str | None
-    excluded: str | None  # "excluded", "stateless" or None (compat/engine.md §1.3)
+    excluded: str | None  # "excluded", "stateless" or None (docs/reference/engine.md §1.3)
 
 
 def resolve_target(ctx: Context, req: Request) -> Target:

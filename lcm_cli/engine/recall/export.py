@@ -2,7 +2,7 @@
 
 Messages are read in ``seq`` order in fixed-size batches and written as they are read,
 so memory stays flat however long the conversation is. The JSONL form is an OpenClaw
-session transcript (compat/migrate-sessions.md §3): a session header, then one message
+session transcript (docs/reference/migrate-sessions.md §3): a session header, then one message
 entry per row (its stored entry id, chained by ``parentId``), content blocks rebuilt from
 ``message_parts`` -- so `lcm migrate-sessions --file` imports it back to the same
 messages. ``--include-summaries`` adds the summary DAG (JSONL: ``custom`` entries the

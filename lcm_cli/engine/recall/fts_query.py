@@ -1,4 +1,4 @@
-"""Turning a user's full-text pattern into back-end queries (compat/engine.md §7.2-§7.3).
+"""Turning a user's full-text pattern into back-end queries (docs/reference/engine.md §7.2-§7.3).
 
 Full-text mode is literal: every token is quoted for FTS5 (so ``OR``, ``NEAR``, ``*``
 are words, and tokens are AND'd); regex syntax outside quotes is refused rather than

@@ -1,4 +1,4 @@
-"""Which conversations a recall command may read (compat/engine.md §7.1, shell form).
+"""Which conversations a recall command may read (docs/reference/engine.md §7.1, shell form).
 
 A shell has no "current session", so the scope is always named: ``--conversation-id``
 is that conversation only; ``--session-key`` is the whole session family of that key

@@ -1,7 +1,7 @@
 """The OpenClaw model's four recall tools, answered by lcm's recall operations.
 
 lossless-claw gives the model ``lcm_grep``, ``lcm_describe``, ``lcm_expand`` and
-``lcm_expand_query`` (compat/engine.md §7). :data:`TOOL_SPECS` declares them once, with
+``lcm_expand_query`` (docs/reference/engine.md §7). :data:`TOOL_SPECS` declares them once, with
 its names, parameters, bounds and required lists (the OpenClaw plugin registers its tools
 from this list, through `lcm tool specs`); the operation ``recall.tool`` runs one call and
 answers the text the model reads, laid out as lossless-claw lays it out.
@@ -463,7 +463,7 @@ def _parameter_hint(spec: dict[str, Any]) -> str:
 def resolve_tool_scope(
     ctx: Context, values: dict[str, Any], session_key: str | None, session_id: str | None
 ) -> ToolScope:
-    """The scope of a call (compat/engine.md §7.1, without delegation grants)."""
+    """The scope of a call (docs/reference/engine.md §7.1, without delegation grants)."""
     conversation_id = values.get("conversationId")
     if conversation_id is not None:
         if conversation_id < 1:

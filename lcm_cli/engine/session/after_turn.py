@@ -1,4 +1,4 @@
-"""`session.after_turn`: what the host runs after every turn (compat/engine.md §2.7).
+"""`session.after_turn`: what the host runs after every turn (docs/reference/engine.md §2.7).
 
 The turn's new messages (``messages[prePromptMessageCount:]``, persistable roles only)
 are stored, then the context is tested against the threshold (§4.2, with

@@ -1,6 +1,6 @@
 """The append-only bootstrap fast path: read only what was appended to a transcript.
 
-compat/engine.md §3.1 step 6. When a transcript grew since its checkpoint (same path,
+docs/reference/engine.md §3.1 step 6. When a transcript grew since its checkpoint (same path,
 larger file, mtime not older), and the entry just before the checkpoint offset is the
 message the checkpoint describes (its entry id and entry hash), the messages to import
 are the appended slice's: the file is not read again from the top.

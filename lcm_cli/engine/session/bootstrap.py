@@ -1,6 +1,6 @@
 """Bootstrap: bring a session's conversation level with its transcript JSONL.
 
-compat/engine.md §3. The first import of a session keeps only the newest messages that
+docs/reference/engine.md §3. The first import of a session keeps only the newest messages that
 fit ``bootstrapMaxTokens``; later calls reconcile: find the anchor (the newest transcript
 entry already stored, by entry id, else by (role, content) occurrence counts, else by
 the checkpoint's entry hash) and import what follows it, at most

@@ -1,6 +1,6 @@
 """Heartbeat-turn pruning: remove stored HEARTBEAT_OK turn cycles (``pruneHeartbeatOk``).
 
-compat/engine.md §2.7 step 8, §3.1 step 13, config.md ``pruneHeartbeatOk``. A host's
+docs/reference/engine.md §2.7 step 8, §3.1 step 13, config.md ``pruneHeartbeatOk``. A host's
 heartbeat asks the agent to read ``HEARTBEAT.md`` and the agent answers
 ``HEARTBEAT_OK`` when there is nothing to do; those turns carry no conversation and
 would otherwise crowd the context and the summaries.

@@ -1,7 +1,7 @@
 """Runtime ingest: persist the host's messages as lossless-claw's ``ingestSingle`` does.
 
 One call (one message or a batch) is one ``BEGIN IMMEDIATE`` transaction under the
-session's lock (compat/engine.md §1.4, §2.6). Each message goes through the reference's
+session's lock (docs/reference/engine.md §1.4, §2.6). Each message goes through the reference's
 order (§2.1): heartbeat, role, aborted-empty assistant, stored form (the very projection,
 parts and token count of the transcript importer), runtime-context sentinel, get or
 create the conversation, entry-id / stable-key / delivery-mirror dedup (§2.2),

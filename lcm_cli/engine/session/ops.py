@@ -1,7 +1,7 @@
 """Session operations: ingest, bootstrap, ``/new``, ``/reset`` and session end.
 
 The doors over :mod:`lcm_cli.engine.session.ingest`, :mod:`lcm_cli.engine.session.bootstrap` and the
-lifecycle rules of compat/engine.md §8. Each writes through the write store in one
+lifecycle rules of docs/reference/engine.md §8. Each writes through the write store in one
 ``BEGIN IMMEDIATE`` transaction (the database is created with the full schema when it
 is missing) and honours the ignore / stateless session patterns.
 """

@@ -2,7 +2,7 @@
 
 Compaction never talks to a model directly: it builds a :class:`SummaryRequest` and asks
 a :class:`Summarizer` for text. Escalation, capping and deterministic fallbacks
-(compat/engine.md §5.1–§5.2) wrap this interface, so every implementation only has to
+(docs/reference/engine.md §5.1–§5.2) wrap this interface, so every implementation only has to
 turn one request into plain text or raise one of the errors below.
 """
 
@@ -16,7 +16,7 @@ class SummaryRequest(NamedTuple):
 
     ``depth`` is the depth of the summary being written: 0 for a leaf summary over raw
     messages, 1, 2, 3+ for condensed summaries (it selects the prompt template).
-    ``previous_context`` is the continuity text of compat/engine.md §5.4, or None.
+    ``previous_context`` is the continuity text of docs/reference/engine.md §5.4, or None.
     """
 
     source_text: str

@@ -1,4 +1,4 @@
-"""Escalation around one summarization (compat/engine.md §5.1, target sizes of §5.3).
+"""Escalation around one summarization (docs/reference/engine.md §5.1, target sizes of §5.3).
 
 Compaction calls :func:`summarize_with_escalation` once per pass. It asks for a normal
 summary, asks again aggressively only when the answer did not shrink the input, falls back

@@ -48,7 +48,7 @@ _SUMMARY_KEYS = ("summaryModel", "summaryProvider", "LCM_SUMMARY_MODEL", "LCM_SU
 
 
 def _setting(effective: Mapping[str, Any], env: Mapping[str, str], key: str, env_name: str) -> str:
-    # Config rule (compat/config.md): a set environment variable wins even when empty.
+    # Config rule (docs/reference/config.md): a set environment variable wins even when empty.
     if env_name in env:
         return env[env_name].strip()
     value = effective.get(key)

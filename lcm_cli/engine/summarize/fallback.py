@@ -1,4 +1,4 @@
-"""Deterministic fallback summaries (compat/engine.md §5.2).
+"""Deterministic fallback summaries (docs/reference/engine.md §5.2).
 
 When a model gives nothing usable the source text itself, sanitized and truncated, becomes
 the summary, followed by a note saying so. Three producers share the rules:

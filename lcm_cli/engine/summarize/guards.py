@@ -1,4 +1,4 @@
-"""Circuit breaker and spend guard for model-backed summarizers (compat/engine.md §5.7).
+"""Circuit breaker and spend guard for model-backed summarizers (docs/reference/engine.md §5.7).
 
 Both live in process memory: a one-shot ``lcm`` command starts with closed guards, a warm
 ``lcm serve`` keeps their state across requests. The clock is injectable so tests can move

@@ -1,4 +1,4 @@
-"""A summarizer over any OpenAI-compatible chat-completions endpoint (compat/engine.md §5.3).
+"""A summarizer over any OpenAI-compatible chat-completions endpoint (docs/reference/engine.md §5.3).
 
 Works with OpenAI itself and with local servers that speak the same protocol (Ollama's
 ``/v1``, vLLM, llama.cpp, LM Studio). Each call is one ``POST <base>/chat/completions``

@@ -1,4 +1,4 @@
-"""Depth-aware prompt templates for model-backed summarizers (compat/engine.md §5.5).
+"""Depth-aware prompt templates for model-backed summarizers (docs/reference/engine.md §5.5).
 
 The builtin templates ship as package data (``templates/<name>.tmpl``). A user overrides
 one by placing a file of the same name in the override folder:

@@ -1,4 +1,4 @@
-"""Text hygiene around summarization (compat/engine.md §5.2, §5.6).
+"""Text hygiene around summarization (docs/reference/engine.md §5.2, §5.6).
 
 Two concerns live here because every summarizer and every fallback needs them:
 

@@ -1,5 +1,5 @@
 """Message timestamps as the reference stores them: JavaScript ``Date`` parsing of the
-message's and envelope's time fields, written in SQLite's text form (compat/migrate-sessions.md §6.3).
+message's and envelope's time fields, written in SQLite's text form (docs/reference/migrate-sessions.md §6.3).
 """
 
 from __future__ import annotations

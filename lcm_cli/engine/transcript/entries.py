@@ -1,5 +1,5 @@
 """What one parsed line carries: a message (bare or in an entry envelope), or the reason
-it is not one (compat/migrate-sessions.md §3).
+it is not one (docs/reference/migrate-sessions.md §3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The session header: the session id a transcript imports under (compat/migrate-sessions.md §4)."""
+"""The session header: the session id a transcript imports under (docs/reference/migrate-sessions.md §4)."""
 
 from __future__ import annotations
 

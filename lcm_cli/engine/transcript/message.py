@@ -1,5 +1,5 @@
 """Building one message's row and part rows from its parsed object, as lossless-claw does
-(compat/migrate-sessions.md §6.3 row values, §6.4 token rule, §6.6 parts; compat/database.md
+(docs/reference/migrate-sessions.md §6.3 row values, §6.4 token rule, §6.6 parts; docs/reference/database.md
 §5 hashes, §7 token estimate).
 """
 

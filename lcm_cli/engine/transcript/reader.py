@@ -1,7 +1,7 @@
 """Reading one OpenClaw session transcript into message rows, as lossless-claw's importer does.
 
-The facts are in compat/migrate-sessions.md (§3 parsing, §3.4 active leaf path, §4 session
-id, §6.3 row values, §6.4 token rule, §6.6 parts) and compat/database.md (§5 hashes, §7
+The facts are in docs/reference/migrate-sessions.md (§3 parsing, §3.4 active leaf path, §4 session
+id, §6.3 row values, §6.4 token rule, §6.6 parts) and docs/reference/database.md (§5 hashes, §7
 token estimate). Everything here reproduces the TypeScript reference's observable results
 (content projection, token counts, part rows, identity hashes) from Python, including the
 places where JavaScript semantics differ from Python's: string trimming, number spelling

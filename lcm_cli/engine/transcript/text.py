@@ -1,5 +1,5 @@
 """A message's text: the structured-text walk over content blocks and the stored
-``content`` column (compat/migrate-sessions.md §6.3).
+``content`` column (docs/reference/migrate-sessions.md §6.3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`context.assemble` around the assembler (compat/engine.md §6.1, §6.7, §6.8, §2.4, §3.4).
+"""`context.assemble` around the assembler (docs/reference/engine.md §6.1, §6.7, §6.8, §2.4, §3.4).
 
 In-process through `api.call` against real SQLite files and a real config file: the
 deferred-debt check (emergency drain, degraded results), the bounded live fallbacks,

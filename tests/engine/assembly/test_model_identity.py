@@ -1,5 +1,5 @@
 """An assistant's model identity: stored at ingest as lossless-claw stores it, re-attached
-at assembly, and the signature gate on thinking blocks (compat/engine.md §6.4)."""
+at assembly, and the signature gate on thinking blocks (docs/reference/engine.md §6.4)."""
 
 from __future__ import annotations
 

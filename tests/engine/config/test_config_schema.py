@@ -17,7 +17,7 @@ from lcm_cli.engine.config.schema import (
     validate,
 )
 
-# Every key of compat/config.md §4, as listed there.
+# Every key of docs/reference/config.md §4, as listed there.
 DOCUMENTED_KEYS = """
 enabled hostFallbackMode databasePath dbPath largeFilesDir ignoreSessionPatterns
 statelessSessionPatterns skipStatelessSessions newSessionRetainDepth timezone pruneHeartbeatOk

@@ -19,7 +19,7 @@ from tests.conftest import lcm
 from tests.support.rotation import SESSION_KEY, Session, seed_session, write_config
 from tests.support.transcripts import append_lines
 
-# --- the rewrite rule (compat/operations.md §3.3) ------------------------------------------
+# --- the rewrite rule (docs/reference/operations.md §3.3) ------------------------------------------
 
 
 def _msg(entry_id: str, role: str, text: str = "x") -> tuple[dict[str, Any], bool]:

@@ -1,4 +1,4 @@
-"""Bootstrap's in-process read cache (compat/engine.md §3.1 step 7, made safe).
+"""Bootstrap's in-process read cache (docs/reference/engine.md §3.1 step 7, made safe).
 
 A full read that wrote nothing is remembered with everything it depended on; the same
 call on the same state does not read the file again, and any change reads it again.

@@ -1,4 +1,4 @@
-"""Bootstrap's rollover guards (compat/engine.md §3.1 step 2): a key whose runtime session changed."""
+"""Bootstrap's rollover guards (docs/reference/engine.md §3.1 step 2): a key whose runtime session changed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Heartbeat-turn pruning (``pruneHeartbeatOk``; compat/engine.md §2.7 step 8, §3.1 step 13)."""
+"""Heartbeat-turn pruning (``pruneHeartbeatOk``; docs/reference/engine.md §2.7 step 8, §3.1 step 13)."""
 
 from __future__ import annotations
 

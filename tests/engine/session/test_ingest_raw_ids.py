@@ -1,4 +1,4 @@
-"""The batch raw-id replay filter (compat/engine.md §2.6 step 2)."""
+"""The batch raw-id replay filter (docs/reference/engine.md §2.6 step 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Escalation, capping and the deterministic fallback formats (compat/engine.md §5.1–§5.3)."""
+"""Escalation, capping and the deterministic fallback formats (docs/reference/engine.md §5.1–§5.3)."""
 
 from __future__ import annotations
 

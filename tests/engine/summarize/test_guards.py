@@ -1,4 +1,4 @@
-"""Circuit breaker and spend guard (compat/engine.md §5.7) with an injected clock."""
+"""Circuit breaker and spend guard (docs/reference/engine.md §5.7) with an injected clock."""
 
 from __future__ import annotations
 

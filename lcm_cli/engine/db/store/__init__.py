@@ -1,7 +1,7 @@
 """The write store: builds and extends lcm.db files the way lossless-claw writes them.
 
 Used by tests, benchmarks, the example-data builder and any operation that
-writes rows. It keeps the invariants of compat/database.md §8: per-conversation
+writes rows. It keeps the invariants of docs/reference/database.md §8: per-conversation
 ``seq`` and context ``ordinal`` sequences, summary metadata derived from the
 sources, DAG links with 0-based ordinals, and the optional FTS tables in step
 with their base rows.

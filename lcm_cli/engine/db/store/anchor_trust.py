@@ -2,7 +2,7 @@
 
 1.0 trusts a message's ``transcript_entry_id`` only when ``message_transcript_anchor_trust``
 holds a ``verified`` (or ``repaired``) row for it; an anchor without one is an unproven
-legacy anchor that its reconciliation audits before using (compat/engine.md, "Anchors").
+legacy anchor that its reconciliation audits before using (docs/reference/engine.md, "Anchors").
 Every message 1.0's engine stores with a transcript entry id gets a ``verified`` row with
 source ``transcript-import`` in the same transaction (bootstrap, reconcile, ``afterTurn``,
 ``commitTurn``: all go through one ingest), so the message store writes them here for every
