@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -71,8 +72,10 @@ class WriterProbe:
         self.errors: list[str] = []
         self.ids: list[int] = []
         self._proc: subprocess.Popen[str] | None = None
+        self.elapsed = 0.0  # seconds the block ran
 
     def __enter__(self) -> WriterProbe:
+        self._started = time.perf_counter()
         self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None
         assert self._proc.stdout.readline().strip() == "ready"
@@ -82,6 +85,7 @@ class WriterProbe:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         assert self._proc is not None and self._proc.stdin is not None and self._proc.stdout is not None
+        self.elapsed = time.perf_counter() - self._started
         self._proc.stdin.write("stop\n")
         self._proc.stdin.flush()
         out = self._proc.stdout.read()
@@ -94,11 +98,23 @@ class WriterProbe:
         """The longest time one BEGIN IMMEDIATE waited, in seconds."""
         return max(self.waits, default=0.0)
 
+    @property
+    def wait_bound(self) -> float:
+        """The longest wait a bounded writer may cause on any machine: half a second (one
+        bounded step plus a loaded scheduler's delay), or a quarter of the whole run when that
+        is longer. A command that held the lock for its whole run fails either way."""
+        return max(0.5, self.elapsed / 4)
+
+    def never_waited_long(self) -> bool:
+        """No error, and no wait past :attr:`wait_bound`."""
+        return not self.errors and self.longest_wait < self.wait_bound
+
     def summary(self) -> str:
         """Commits, errors, longest and p99 wait, for an assertion message."""
         ordered = sorted(self.waits)
         p99 = ordered[int(len(ordered) * 0.99)] if ordered else 0.0
         return (
             f"{len(self.waits)} commits, {len(self.errors)} errors, longest wait "
-            f"{self.longest_wait * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
+            f"{self.longest_wait * 1000:.1f} ms (bound {self.wait_bound * 1000:.0f} ms over a "
+            f"{self.elapsed:.1f} s run), p99 {p99 * 1000:.1f} ms"
         )

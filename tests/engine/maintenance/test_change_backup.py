@@ -25,7 +25,6 @@ from tests.conftest import REPO, lcm
 from tests.engine.db.writer_probe import WriterProbe
 from tests.support.changes import add_bulk, change_backups, dump, log_rows, totals_agree
 
-WAIT_BOUND_S = 0.25  # as the prune tests hold it: the host's longest wait for the write lock
 CRONS, CRON_MESSAGES = 5, 2000  # a 10,000-message clean: a change backup of about 10k rows
 
 
@@ -395,11 +394,11 @@ def test_the_live_writer_never_waits_long_for_a_big_clean_and_its_restore(
     main, bulk = template[1]["main"], template[1]["bulk"]
     with WriterProbe(db, mode="messages", conversation=main) as probe:
         data = _clean(db)
-    assert not probe.errors and probe.longest_wait < WAIT_BOUND_S, probe.summary()
+    assert probe.never_waited_long(), probe.summary()
     assert data["backup"]["rows"] > CRONS * CRON_MESSAGES
     with WriterProbe(db, mode="messages", conversation=bulk) as restoring:
         done = _ok(lcm("--db", str(db), "backup", "restore", data["backup"]["backupPath"], "--apply"))
-    assert not restoring.errors and restoring.longest_wait < WAIT_BOUND_S, restoring.summary()
+    assert restoring.never_waited_long(), restoring.summary()
     # It yields between batches; how long one takes is the benchmark's to measure, not a test's.
     assert done["batches"] > 10
     conn = sqlite3.connect(db)
