@@ -75,7 +75,9 @@ test("lifecycle calls reach lcm serve and come back in the host's shapes", async
 });
 
 test("a dead child is restarted with backoff; calls in between fall back", async () => {
-  const client = new LcmServeClient({ command: [LCM, "--db", freshDb(), "serve", "--stdio"], restartBaseMs: 50 });
+  // The restart waits 2 s: long enough that the calls below surely land before it on a loaded
+  // machine (they must fall back), short enough for the test.
+  const client = new LcmServeClient({ command: [LCM, "--db", freshDb(), "serve", "--stdio"], restartBaseMs: 2000 });
   client.start();
   const engine = createEngine(client, { callTimeoutMs: 10000 });
   const live = [
