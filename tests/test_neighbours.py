@@ -84,15 +84,19 @@ def _neighbour_backup(db: Path) -> None:
 
 
 def lock_count(pid: int, path: Path) -> int:
-    """POSIX locks process PID holds on PATH's inode (``/proc/locks``)."""
-    inode = os.stat(path).st_ino
+    """POSIX locks process PID holds on PATH's file (``/proc/locks``: device and inode, as
+    an inode number alone may name a file on another file system)."""
+    info = os.stat(path)
+    wanted = (os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)
     count = 0
     for line in Path("/proc/locks").read_text().splitlines():
         fields = line.split()
-        # "1: POSIX  ADVISORY  READ 1234 fd:01:5678 1073741826 1073742335" (a "->" may lead).
+        # "1: POSIX  ADVISORY  READ 1234 fd:01:5678 1073741826 1073742335" (a "->" may lead);
+        # the device is MAJOR:MINOR in hex, the inode decimal.
         fields = [f for f in fields if f != "->"]
         if len(fields) >= 6 and fields[1] == "POSIX" and int(fields[4]) == pid:
-            if int(fields[5].rsplit(":", 1)[1]) == inode:
+            major, minor, inode = fields[5].split(":")
+            if (int(major, 16), int(minor, 16), int(inode)) == wanted:
                 count += 1
     return count
 

@@ -45,7 +45,8 @@ def test_reading_a_held_database_keeps_the_connections_locks(tmp_path: Path) -> 
         with open_input(str(db)) as handle:
             assert handle.read(16) == b"SQLite format 3\x00"
         require_sqlite_file(str(db))
-        assert lock_count(os.getpid(), db) == held
+        # Closing a descriptor on the file would drop every lock the process holds on it.
+        assert lock_count(os.getpid(), db) >= held
     fds = _open_fds()
     for _ in range(5):  # later reads share the one parked descriptor
         with open_input(str(db)) as handle:
