@@ -21,6 +21,6 @@ def test_ruff_format() -> None:
     assert result.returncode == 0, "run `ruff format`:\n" + result.stdout + result.stderr
 
 
-def test_mypy_strict_on_the_engine() -> None:
+def test_mypy_strict_on_the_package() -> None:
     result = check.run_step("types")
     assert result.returncode == 0, result.stdout + result.stderr
