@@ -6,7 +6,7 @@ when missing) in a temp directory; the original is never opened for writing. For
 ``pages_per_step`` setting a writer process starts on the copy and commits one small
 transaction through the project's write path (``Store``: ``BEGIN IMMEDIATE``, one message
 with its FTS row and context item, ``COMMIT``) every ``--writer-interval-ms``; after a
-second of writer-only baseline, :func:`lcm_cli.engine.maintenance.backup_create.create_backup` backs the copy
+second of writer-only baseline, :func:`lcm_cli.engine.maintenance.backup.create.create_backup` backs the copy
 up. The writer records, for every transaction, the time from requesting ``BEGIN
 IMMEDIATE`` to the end of ``COMMIT`` ("wait") and the part spent getting the lock. The
 table reports the backup's duration and speed and the writer's waits during the backup
@@ -132,7 +132,7 @@ def window(
 
 
 def run_backup(db: Path, work: Path, pages: int, interval_ms: float, quick: bool) -> dict[str, Any]:
-    from lcm_cli.engine.maintenance.backup_create import create_backup
+    from lcm_cli.engine.maintenance.backup.create import create_backup
 
     out = work / f"backup-{pages}.bak"
     marks: list[float] = []
@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # An untimed first backup: the first one after the copy runs measurably slower.
         note("warm-up backup (untimed) ...")
-        from lcm_cli.engine.maintenance.backup_create import create_backup
+        from lcm_cli.engine.maintenance.backup.create import create_backup
 
         warm = create_backup(str(db), out=str(work / "warm-up.bak"), quick=True)
         for path in (warm["backupPath"], warm["manifestPath"]):

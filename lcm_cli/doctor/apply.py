@@ -31,7 +31,7 @@ from lcm_cli.engine.core.params import APPLY, BACKUP, CHECK, NO_BACKUP, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches, stale_batches
 from lcm_cli.engine.db.probe import SchemaProbe
-from lcm_cli.engine.maintenance.backup_changes import capture_changes, choose_mode
+from lcm_cli.engine.maintenance.backup.changes import capture_changes, choose_mode
 from lcm_cli.engine.maintenance.findings import ScanInput, Scope
 from lcm_cli.engine.maintenance.junk import scan_input
 
@@ -360,7 +360,7 @@ def _indexes_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> N
 
 
 def _change_log_plan(source: ScanInput) -> list[dict[str, Any]]:
-    from lcm_cli.engine.maintenance.backup_changes import leftover_runs
+    from lcm_cli.engine.maintenance.backup.changes import leftover_runs
 
     if not source.has("lcm_change_log"):
         return []
@@ -377,7 +377,7 @@ def _change_log_plan(source: ScanInput) -> list[dict[str, Any]]:
 
 def _change_log_write(database_path: str) -> Write:
     def write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
-        from lcm_cli.engine.maintenance.backup_changes import export_leftovers
+        from lcm_cli.engine.maintenance.backup.changes import export_leftovers
 
         if changes:
             written = {d["backupPath"] for d in export_leftovers(conn, database_path)}

@@ -21,7 +21,7 @@ from lcm_cli.engine.core.params import APPLY, BACKUP, CONVERSATION_CLASS, NO_BAC
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.connection import translate_sqlite_error
 from lcm_cli.engine.maintenance import prune
-from lcm_cli.engine.maintenance.backup_changes import capture_changes, choose_mode
+from lcm_cli.engine.maintenance.backup.changes import capture_changes, choose_mode
 from lcm_cli.engine.maintenance.findings import Scope
 from lcm_cli.engine.maintenance.junk import CLASSES, CLEAN_CLASSES, class_conversations, scan_input
 from lcm_cli.engine.maintenance.vacuum import give_back_space

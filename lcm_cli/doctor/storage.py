@@ -170,7 +170,7 @@ def check_wal_size(source: ScanInput) -> Outcome:
 
 def check_change_log(source: ScanInput) -> Outcome:
     """`storage.change-log`: change records a killed command left in lcm.db, not yet in their change backup."""
-    from lcm_cli.engine.maintenance.backup_changes import leftover_runs
+    from lcm_cli.engine.maintenance.backup.changes import leftover_runs
 
     if not source.has("lcm_change_log"):
         return Outcome()

@@ -52,7 +52,7 @@ def is_busy(exc: BaseException) -> bool:
 
 def backup_first(database_path: str, label: str) -> dict[str, Any]:
     """An online backup (``<db>.<label>-<stamp>-<rand>.bak`` + manifest) before any write."""
-    from lcm_cli.engine.maintenance.backup_create import create_backup
+    from lcm_cli.engine.maintenance.backup.create import create_backup
 
     result = create_backup(database_path, label=label, quick=True)
     return {"backupPath": result["backupPath"], "manifestPath": result["manifestPath"]}

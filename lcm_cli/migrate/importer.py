@@ -112,7 +112,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
     from lcm_cli.engine.db.sessions import SessionPolicy
 
     policy = SessionPolicy.from_config(ctx.effective)
-    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+    from lcm_cli.engine.maintenance.backup.changes import choose_mode
 
     backup_mode = choose_mode(req[BACKUP])
     keep = req[KEEP]
@@ -140,7 +140,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
             reports, backup_path, backup_kind = _apply(ctx, files, keys, policy, backup_mode)
             # Retention applies on every --apply run, also one with nothing to import.
             if keep is not None:
-                from lcm_cli.engine.maintenance.backup_catalog import prune_backups
+                from lcm_cli.engine.maintenance.backup.catalog import prune_backups
 
                 pruned = prune_backups(ctx.database_path, keep, label=MIGRATE_BACKUP_LABEL)
         else:
@@ -545,7 +545,7 @@ def _apply(
 ) -> tuple[list[dict[str, Any]], str | None, str | None]:
     """Import every file; ``(reports, backup path, backup kind)``."""
     from lcm_cli.engine.db.store import Store
-    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+    from lcm_cli.engine.maintenance.backup.changes import capture_changes
 
     backup_path = None
     existed = os.path.exists(ctx.database_path)  # a new file has nothing to back up
@@ -562,7 +562,7 @@ def _apply(
             return preview, None, None
         if backup_mode == "full":
             from lcm_cli.engine.config.file import backup_stamp
-            from lcm_cli.engine.maintenance.backup_create import create_backup
+            from lcm_cli.engine.maintenance.backup.create import create_backup
 
             # The reference importer's name, through lcm backup's online copy and checks.
             out = f"{ctx.database_path}.{MIGRATE_BACKUP_LABEL}-{backup_stamp()}.bak"

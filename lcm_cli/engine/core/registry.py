@@ -543,7 +543,7 @@ OPERATIONS: dict[str, OpSpec] = {
         applies="back up and import these",
     ),
     "backup.create": OpSpec(
-        "lcm_cli.engine.maintenance.backup_ops",
+        "lcm_cli.engine.maintenance.backup.ops",
         ("out", "quick", "keep"),
         words=("backup",),
         long_running=True,
@@ -561,7 +561,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_BACKUP,
     ),
     "backup.list": OpSpec(
-        "lcm_cli.engine.maintenance.backup_ops",
+        "lcm_cli.engine.maintenance.backup.ops",
         summary="Backups beside the database (copies and change backups), newest first.",
         help=(
             "Backups beside the database, newest first, with their manifest status: copies of the "
@@ -572,7 +572,7 @@ OPERATIONS: dict[str, OpSpec] = {
         items="backups",
     ),
     "backup.verify": OpSpec(
-        "lcm_cli.engine.maintenance.backup_ops",
+        "lcm_cli.engine.maintenance.backup.ops",
         args=("path",),
         summary="Re-check a backup against its manifest (size, sha256, integrity, row counts).",
         help=(
@@ -587,7 +587,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_BACKUP,
     ),
     "backup.restore": OpSpec(
-        "lcm_cli.engine.maintenance.backup_ops",
+        "lcm_cli.engine.maintenance.backup.ops",
         ("apply", "force"),
         args=("path",),
         writes=True,

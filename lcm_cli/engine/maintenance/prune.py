@@ -38,7 +38,7 @@ from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.core.outputs import MANIFEST_SUFFIX, OutputTarget, Protected, output_target
 from lcm_cli.engine.db import steps
 from lcm_cli.engine.db.store.messages import fts_message_text
-from lcm_cli.engine.maintenance.backup_errors import os_error
+from lcm_cli.engine.maintenance.backup.errors import os_error
 
 FORMAT = "lcm-prune-archive"
 VERSION = 1
@@ -306,7 +306,7 @@ def read_archive(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     The checksums prove the file is whole, not well formed (a sha256 is no signature): a
     line of the wrong shape is ``ARCHIVE_CORRUPT`` here, before the restore writes it.
     """
-    from lcm_cli.engine.maintenance.backup_change_file import sqlite_value
+    from lcm_cli.engine.maintenance.backup.change_file import sqlite_value
 
     with open_input(path) as compressed, gzip.GzipFile(fileobj=compressed, mode="rb") as handle:
         next(handle)  # header
@@ -340,7 +340,7 @@ def verify_archive(path: str) -> dict[str, Any]:
             f"No archive at {path}. Archives are written by `lcm prune --apply`.",
             {"archivePath": path},
         )
-    from lcm_cli.engine.maintenance.backup_change_file import sniff_kind, wrong_kind
+    from lcm_cli.engine.maintenance.backup.change_file import sniff_kind, wrong_kind
 
     kind = sniff_kind(path)
     if kind in ("changes", "full"):

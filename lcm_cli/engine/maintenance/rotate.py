@@ -656,7 +656,7 @@ def _report(target: Target, transcript: Any, plan: RewritePlan, new_size: int) -
 
 
 def _backup_mode(req: Request) -> str:
-    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+    from lcm_cli.engine.maintenance.backup.changes import choose_mode
 
     return choose_mode(req[BACKUP], extra=("latest",))
 
@@ -742,7 +742,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
     store = ctx.store()
     if mode != "changes":
         return _rotate_writes(ctx, store, target, ownership, mode)
-    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+    from lcm_cli.engine.maintenance.backup.changes import capture_changes
 
     # Everything rotate writes to lcm.db (imports, leaf summaries, context, checkpoint).
     with capture_changes(store.conn, ctx.database_path, label="rotate", command="rotate") as capture:
@@ -758,7 +758,7 @@ def _rotate_writes(
     """Steps 2 to 5 on the write store: reconcile, compact, the copy ``mode`` asks for, rewrite."""
     from lcm_cli.engine.assembly.fallback import bootstrap_budget
     from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
-    from lcm_cli.engine.maintenance.backup_create import create_backup, create_rolling_backup
+    from lcm_cli.engine.maintenance.backup.create import create_backup, create_rolling_backup
     from lcm_cli.engine.session.bootstrap import bootstrap_session
     from lcm_cli.engine.session.ingest import IngestSettings
 

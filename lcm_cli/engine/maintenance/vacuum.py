@@ -194,7 +194,7 @@ def full_vacuum(database_path: str, timeout_ms: int) -> dict[str, Any]:
     Refuses with ``DATABASE_IN_USE`` when another process (or another connection of this
     one) has the file open.
     """
-    from lcm_cli.engine.maintenance.backup_restore import in_use  # one definition of "in use"
+    from lcm_cli.engine.maintenance.backup.restore import in_use  # one definition of "in use"
 
     found = in_use(database_path)
     if found.get("inUse"):

@@ -243,7 +243,7 @@ def refresh_descendant_totals(conn: sqlite3.Connection, changed: Iterable[str]) 
 def backup_first(ctx: Context, label: str) -> str:
     """An online, checked backup ``<db>.<label>-<stamp>.bak`` (as migrate-sessions takes), before any write."""
     from lcm_cli.engine.config.file import backup_stamp
-    from lcm_cli.engine.maintenance.backup_create import create_backup
+    from lcm_cli.engine.maintenance.backup.create import create_backup
 
     out = f"{ctx.database_path}.{label}-{backup_stamp()}.bak"
     return str(create_backup(ctx.database_path, out=out)["backupPath"])
@@ -264,7 +264,7 @@ def protected_writer(
 ) -> Iterator[tuple[sqlite3.Connection, Protection]]:
     """The write connection, under the backup ``--backup`` chose: a change backup of the
     rows the block writes (``changes``), a full copy taken first (``full``), or none."""
-    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+    from lcm_cli.engine.maintenance.backup.changes import capture_changes
 
     taken = Protection()
     if mode == "full":

@@ -174,7 +174,7 @@ def _apply(conn: sqlite3.Connection, plan: Plan, purge: bool) -> None:
 @operation("summaries.dissolve")
 def dissolve(ctx: Context, req: Request) -> Result:
     """Plan the dissolve (dry run), or back up and write it in one transaction."""
-    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+    from lcm_cli.engine.maintenance.backup.changes import choose_mode
 
     mode = choose_mode(req[BACKUP])
     require_lcm_tables(ctx)

@@ -209,7 +209,7 @@ def _apply(conn: sqlite3.Connection, entries: list[dict[str, Any]], model: str) 
 @operation("summaries.rewrite")
 def rewrite(ctx: Context, req: Request) -> Result:
     """Plan every rewrite (the dry run); with --apply, back up once, then write them one by one."""
-    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+    from lcm_cli.engine.maintenance.backup.changes import choose_mode
     from lcm_cli.engine.summarize.factory import build_summarizer
 
     mode = choose_mode(req[BACKUP])

@@ -296,7 +296,7 @@ def _fts_usable(conn: sqlite3.Connection, table: str) -> bool:
 @operation("summaries.transplant")
 def transplant(ctx: Context, req: Request) -> Result:
     """Plan the copy (dry run), or back up and copy it in one transaction."""
-    from lcm_cli.engine.maintenance.backup_changes import choose_mode
+    from lcm_cli.engine.maintenance.backup.changes import choose_mode
 
     mode = choose_mode(req[BACKUP])
     require_lcm_tables(ctx)

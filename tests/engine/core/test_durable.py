@@ -59,7 +59,7 @@ def _backup_out(root: Path) -> list[str]:
 
 
 def _rolling_backup(root: Path) -> list[str]:
-    from lcm_cli.engine.maintenance.backup_create import create_rolling_backup
+    from lcm_cli.engine.maintenance.backup.create import create_rolling_backup
 
     data = create_rolling_backup(str(root / "lcm.db"), label="rotate")
     return [data["backupPath"], data["manifestPath"]]

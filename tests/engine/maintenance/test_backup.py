@@ -23,12 +23,12 @@ import pytest
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db.store import Store
-from lcm_cli.engine.maintenance.backup_catalog import list_backups, prune_backups
-from lcm_cli.engine.maintenance.backup_create import MAX_RESTARTS, create_backup
-from lcm_cli.engine.maintenance.backup_manifest import counted_tables
-from lcm_cli.engine.maintenance.backup_names import normalize_label
-from lcm_cli.engine.maintenance.backup_restore import restore_backup
-from lcm_cli.engine.maintenance.backup_verify import verify_backup
+from lcm_cli.engine.maintenance.backup.catalog import list_backups, prune_backups
+from lcm_cli.engine.maintenance.backup.create import MAX_RESTARTS, create_backup
+from lcm_cli.engine.maintenance.backup.manifest import counted_tables
+from lcm_cli.engine.maintenance.backup.names import normalize_label
+from lcm_cli.engine.maintenance.backup.restore import restore_backup
+from lcm_cli.engine.maintenance.backup.verify import verify_backup
 from tests.conftest import REPO
 from tests.support.sample import build_sample
 
@@ -311,7 +311,7 @@ def test_disk_filling_up_mid_copy_leaves_nothing(
 
 FSIZE_LIMITED = """
 import json, resource, signal, sys
-from lcm_cli.engine.maintenance.backup_create import create_backup
+from lcm_cli.engine.maintenance.backup.create import create_backup
 from lcm_cli.engine.core.errors import LcmError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG
 limit = int(sys.argv[3])
@@ -729,7 +729,7 @@ def test_rollback_journal_source_that_keeps_changing_gives_up_cleanly(tmp_path: 
 
 KILLED = """
 import sys, time
-from lcm_cli.engine.maintenance.backup_create import create_backup
+from lcm_cli.engine.maintenance.backup.create import create_backup
 print("start", flush=True)
 started = time.monotonic()
 create_backup(sys.argv[1], pages_per_step=32, sleep_ms=0.5)

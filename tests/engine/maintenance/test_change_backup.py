@@ -112,7 +112,7 @@ VALUES = [
 
 
 def test_values_come_back_with_their_exact_type_and_bytes(tmp_path: Path) -> None:
-    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+    from lcm_cli.engine.maintenance.backup.changes import capture_changes
 
     path = tmp_path / "lcm.db"
     with Store.open(path) as store:
@@ -156,7 +156,7 @@ def test_values_come_back_with_their_exact_type_and_bytes(tmp_path: Path) -> Non
 
 
 def test_only_the_commands_own_connection_is_captured(tmp_path: Path) -> None:
-    from lcm_cli.engine.maintenance.backup_changes import capture_changes
+    from lcm_cli.engine.maintenance.backup.changes import capture_changes
 
     path = tmp_path / "lcm.db"
     with Store.open(path) as store:
@@ -287,7 +287,7 @@ KILL_AFTER_BATCHES = r"""
 import os, signal, sys
 from lcm_cli.engine.db import steps
 import lcm_cli.engine.maintenance.prune as prune
-import lcm_cli.engine.maintenance.backup_undo as undo
+import lcm_cli.engine.maintenance.backup.undo as undo
 prune.FIRST_BATCH_ROWS = 20
 undo.FIRST_BATCH_STEPS = 20
 taken = []

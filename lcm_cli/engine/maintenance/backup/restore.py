@@ -28,9 +28,9 @@ from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.files import fsync_dir, private_mode, publish, remove_orphans, remove_quietly
 from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.db.connection import SQLITE_HEADER, connect
-from lcm_cli.engine.maintenance.backup_create import create_backup
-from lcm_cli.engine.maintenance.backup_errors import backup_failed, os_error
-from lcm_cli.engine.maintenance.backup_files import (
+from lcm_cli.engine.maintenance.backup.create import create_backup
+from lcm_cli.engine.maintenance.backup.errors import backup_failed, os_error
+from lcm_cli.engine.maintenance.backup.files import (
     SPACE_MARGIN_BYTES,
     check_directory,
     check_space,
@@ -40,8 +40,8 @@ from lcm_cli.engine.maintenance.backup_files import (
     size_or_zero,
     sqlite_header,
 )
-from lcm_cli.engine.maintenance.backup_names import default_backup_path
-from lcm_cli.engine.maintenance.backup_verify import require_backup, verify_backup
+from lcm_cli.engine.maintenance.backup.names import default_backup_path
+from lcm_cli.engine.maintenance.backup.verify import require_backup, verify_backup
 
 #: Lock wait for the restore's exclusive hold on the old file: it is either free or in use.
 _RESTORE_LOCK_TIMEOUT_S = 0.25

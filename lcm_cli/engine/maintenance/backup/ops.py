@@ -3,7 +3,7 @@
 Thin wrappers binding the ``backup_*`` modules of :mod:`lcm_cli.engine.maintenance` to the
 registry: the database path comes from the usual precedence (``--db``, ``LCM_DATABASE_PATH``,
 plugin config, state dir). ``verify`` and ``restore`` tell a change backup
-(:mod:`.backup_change_file`) from a copy by its first bytes and refuse a prune archive.
+(:mod:`.change_file`) from a copy by its first bytes and refuse a prune archive.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.params import APPLY, FORCE, KEEP, OUT, QUICK, Request
 from lcm_cli.engine.core.registry import Result, operation
-from lcm_cli.engine.maintenance import backup_catalog, backup_create, backup_restore, backup_verify
+from lcm_cli.engine.maintenance.backup import catalog as backup_catalog
+from lcm_cli.engine.maintenance.backup import create as backup_create
+from lcm_cli.engine.maintenance.backup import restore as backup_restore
+from lcm_cli.engine.maintenance.backup import verify as backup_verify
 
 
 @operation("backup.create")
@@ -46,7 +49,7 @@ def _kind(path: str) -> str:
     """``changes`` or ``full`` (a copy, or anything else: its checks say what is wrong); a prune archive is refused."""
     import os
 
-    from lcm_cli.engine.maintenance.backup_change_file import sniff_kind, wrong_kind
+    from lcm_cli.engine.maintenance.backup.change_file import sniff_kind, wrong_kind
 
     kind = sniff_kind(os.path.abspath(path)) if os.path.isfile(path) else "full"
     if kind == "prune-archive":
@@ -58,8 +61,8 @@ def _verify_changes(ctx: Context, path: str) -> dict[str, Any]:
     """A change backup checked end to end, and that it was taken of this database."""
     import os
 
-    from lcm_cli.engine.maintenance.backup_change_file import verify_change_file
-    from lcm_cli.engine.maintenance.backup_changes import database_identity
+    from lcm_cli.engine.maintenance.backup.change_file import verify_change_file
+    from lcm_cli.engine.maintenance.backup.changes import database_identity
 
     result = verify_change_file(os.path.abspath(path))
     expected = result["header"].get("databaseIdentity")
@@ -109,7 +112,7 @@ def restore(ctx: Context, req: Request) -> Result:
     """Replace the database with a backup (keeping the replaced file), or undo a change backup."""
     (path,) = req.args
     if _kind(path) == "changes":
-        from lcm_cli.engine.maintenance.backup_undo import restore_changes
+        from lcm_cli.engine.maintenance.backup.undo import restore_changes
 
         ctx.close()  # the read handle must not pin an old snapshot while the undo writes
         return Result(

@@ -20,7 +20,7 @@ Capture (:func:`capture_changes`)
 Export (:func:`export_run`)
     When the command ends (success or error) the run's records go to
     ``<db>.<label>-<stamp>-<rand>.changes.jsonl.gz`` beside the database
-    (:mod:`.backup_change_file`), through the one file-writing routine, then are deleted
+    (:mod:`.change_file`), through the one file-writing routine, then are deleted
     from the log in transactions of about 25 ms each (:mod:`lcm_cli.engine.db.steps`).
     A run that changed nothing leaves no file. A run starts with a ``begin`` record (its
     header: pid, command, label, file name, the columns of every table); records a killed
@@ -46,7 +46,7 @@ from typing import Any
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.files import pid_alive, private_mode, remove_orphans
 from lcm_cli.engine.db import steps
-from lcm_cli.engine.maintenance.backup_change_file import (
+from lcm_cli.engine.maintenance.backup.change_file import (
     FORMAT,
     VERSION,
     quote_ident,
@@ -56,8 +56,8 @@ from lcm_cli.engine.maintenance.backup_change_file import (
     write_change_file,
     write_manifest,
 )
-from lcm_cli.engine.maintenance.backup_manifest import counted_tables, manifest_path_for
-from lcm_cli.engine.maintenance.backup_names import change_backup_path, iso_ms
+from lcm_cli.engine.maintenance.backup.manifest import counted_tables, manifest_path_for
+from lcm_cli.engine.maintenance.backup.names import change_backup_path, iso_ms
 
 LOG_TABLE = "lcm_change_log"
 #: The backup modes of a write command (rotate also takes ``latest``).

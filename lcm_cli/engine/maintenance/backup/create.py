@@ -52,8 +52,8 @@ from lcm_cli.engine.core.files import (
 )
 from lcm_cli.engine.core.outputs import Protected, output_target, protected_files
 from lcm_cli.engine.db.connection import busy_timeout_ms, connect, immutable_reason
-from lcm_cli.engine.maintenance.backup_errors import backup_failed, os_error, sqlite_error
-from lcm_cli.engine.maintenance.backup_files import (
+from lcm_cli.engine.maintenance.backup.errors import backup_failed, os_error, sqlite_error
+from lcm_cli.engine.maintenance.backup.files import (
     SPACE_MARGIN_BYTES,
     check_directory,
     check_source,
@@ -64,8 +64,8 @@ from lcm_cli.engine.maintenance.backup_files import (
     size_or_zero,
     write_json_atomic,
 )
-from lcm_cli.engine.maintenance.backup_manifest import MANIFEST_VERSION, manifest_path_for, row_counts
-from lcm_cli.engine.maintenance.backup_names import (
+from lcm_cli.engine.maintenance.backup.manifest import MANIFEST_VERSION, manifest_path_for, row_counts
+from lcm_cli.engine.maintenance.backup.names import (
     default_backup_path,
     iso_ms,
     latest_backup_path,

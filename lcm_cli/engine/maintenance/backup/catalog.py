@@ -9,11 +9,11 @@ from typing import Any
 
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.files import fsync_dir, remove_quietly
-from lcm_cli.engine.maintenance.backup_change_file import SUFFIX as CHANGES_SUFFIX
-from lcm_cli.engine.maintenance.backup_change_file import read_manifest as read_change_manifest
-from lcm_cli.engine.maintenance.backup_errors import backup_failed
-from lcm_cli.engine.maintenance.backup_manifest import manifest_path_for, read_manifest
-from lcm_cli.engine.maintenance.backup_names import iso_ms, normalize_label, parse_name, stamp_to_iso
+from lcm_cli.engine.maintenance.backup.change_file import SUFFIX as CHANGES_SUFFIX
+from lcm_cli.engine.maintenance.backup.change_file import read_manifest as read_change_manifest
+from lcm_cli.engine.maintenance.backup.errors import backup_failed
+from lcm_cli.engine.maintenance.backup.manifest import manifest_path_for, read_manifest
+from lcm_cli.engine.maintenance.backup.names import iso_ms, normalize_label, parse_name, stamp_to_iso
 
 
 def list_backups(db_path: str) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The change backup file: the rows a command changed, as they were, in a checksummed ``.jsonl.gz``.
 
-A change backup (:mod:`.backup_changes` writes it, :mod:`.backup_undo` restores it) is
+A change backup (:mod:`.changes` writes it, :mod:`.undo` restores it) is
 one gzip stream of JSON lines, like a prune archive (:mod:`.prune`):
 
 * line 1, the header: ``{"format": "lcm-change-backup", "version": 1, "run", "command",
@@ -45,7 +45,7 @@ from lcm_cli.engine.core.files import atomic_write, atomic_writer, hash_file
 from lcm_cli.engine.core.held_files import open_input, open_input_text
 from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.db.connection import SQLITE_HEADER
-from lcm_cli.engine.maintenance.backup_manifest import manifest_path_for
+from lcm_cli.engine.maintenance.backup.manifest import manifest_path_for
 
 FORMAT = "lcm-change-backup"
 VERSION = 1

@@ -4,7 +4,7 @@ Unlike a full restore, the database is not replaced and the agent host need not 
 
 Plan (the dry run is this, and ``--apply`` starts with it)
     The file is verified and must be this database's (its identity, see
-    :mod:`.backup_changes`). Its changes become *steps*, in order: an insert empties a
+    :mod:`.changes`). Its changes become *steps*, in order: an insert empties a
     slot (table, rowid) into a row, a delete empties it, an update changes it (one that
     moved the rowid is a delete at the old rowid and an insert at the new one). Each slot
     then has an initial state (before its first step) and the state the command left
@@ -41,7 +41,7 @@ from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.db import schema, steps
 from lcm_cli.engine.db.connection import connect, database_uri, decode_text, require_sqlite_file
 from lcm_cli.engine.db.store.messages import fts_message_text
-from lcm_cli.engine.maintenance.backup_change_file import (
+from lcm_cli.engine.maintenance.backup.change_file import (
     RawText,
     decode_image,
     encode_image,
@@ -51,7 +51,7 @@ from lcm_cli.engine.maintenance.backup_change_file import (
     sql_image,
     verify_change_file,
 )
-from lcm_cli.engine.maintenance.backup_changes import (
+from lcm_cli.engine.maintenance.backup.changes import (
     LOG_TABLE,
     capture_changes,
     database_identity,

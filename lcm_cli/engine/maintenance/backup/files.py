@@ -12,7 +12,7 @@ from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import atomic_write, atomic_writer, create_temp, remove_quietly
 from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.db.connection import SQLITE_HEADER, connect, database_uri, require_sqlite_file
-from lcm_cli.engine.maintenance.backup_errors import no_space_error, unwritable_error
+from lcm_cli.engine.maintenance.backup.errors import no_space_error, unwritable_error
 
 #: Headroom over the source size required before a copy starts.
 SPACE_MARGIN_BYTES = 1 << 20

@@ -9,8 +9,8 @@ from typing import Any
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.files import hash_file
 from lcm_cli.engine.db.connection import busy_timeout_ms
-from lcm_cli.engine.maintenance.backup_files import integrity_problems, open_read_only
-from lcm_cli.engine.maintenance.backup_manifest import manifest_path_for, read_manifest, row_counts
+from lcm_cli.engine.maintenance.backup.files import integrity_problems, open_read_only
+from lcm_cli.engine.maintenance.backup.manifest import manifest_path_for, read_manifest, row_counts
 
 
 def _check(name: str, ok: bool, expected: Any, actual: Any) -> dict[str, Any]:
