@@ -222,6 +222,9 @@ def test_kill_9_during_a_background_drain_leaves_a_consistent_database(
     home = home_with(tmp_path, proactiveThresholdCompactionMode="inline", summaryModel="slow-model")
     monkeypatch.setenv("LCM_SUMMARIZER", "openai")
     monkeypatch.setenv("LCM_SUMMARY_BASE_URL", endpoint.base_url)
+    # No preparation between turns here (its own kill test is tests/engine/compaction/pending):
+    # the model is called only by the drain this test kills.
+    monkeypatch.setenv("LCM_PENDING_PREPARATION_BUDGET_MS", "0")
     client = None
     try:
         client = Client(home)
