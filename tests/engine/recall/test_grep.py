@@ -906,10 +906,10 @@ def test_a_deadline_during_a_large_regex_budget_still_moves_the_cursor_on(
     monkeypatch.setattr(grep_newest, "STEP_ROWS", 64)
     monkeypatch.setattr(grep_sources, "REGEX_BATCH", 100)
     real = grep_sql.run
-    calls: dict[int, int] = {}
+    calls: dict[Any, int] = {}  # keyed by the deadline itself: an id() could be reused
 
     def expiring(q: Any, sql: str, params: list[Any]) -> Any:
-        n = calls[id(q.deadline)] = calls.get(id(q.deadline), 0) + 1
+        n = calls[q.deadline] = calls.get(q.deadline, 0) + 1
         if n > 12:
             q.deadline.ends = 0.0  # out of time from here on
         return real(q, sql, params)
