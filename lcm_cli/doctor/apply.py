@@ -389,14 +389,21 @@ def _change_log_write(database_path: str) -> Write:
 
 def _wal_plan(source: ScanInput) -> list[dict[str, Any]]:
     from lcm_cli.doctor.storage import WAL_WARN_BYTES, _size
+    from lcm_cli.engine.maintenance.replication import replication_state
 
     wal = _size(source.database_path + "-wal")
-    return [{"action": "checkpoint-truncate", "walBytes": wal}] if wal > WAL_WARN_BYTES else []
+    if wal <= WAL_WARN_BYTES:
+        return []
+    # Litestream checkpoints the WAL itself; a TRUNCATE from outside makes it write the whole
+    # database again (docs/replication.md), so beside it the repair only checkpoints passively.
+    replicated = replication_state(source.database_path) is not None
+    return [{"action": "checkpoint-passive" if replicated else "checkpoint-truncate", "walBytes": wal}]
 
 
 def _wal_write(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
     for change in changes:
-        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        mode = "PASSIVE" if change["action"] == "checkpoint-passive" else "TRUNCATE"
+        row = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         change["result"] = {"busy": row[0], "logFrames": row[1], "checkpointed": row[2]}
 
 

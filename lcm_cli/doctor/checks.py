@@ -396,6 +396,24 @@ CHECKS: tuple[Check, ...] = (
         finds="A `-wal` file over 64 MiB",
     ),
     Check(
+        "storage.replication",
+        "warn",
+        "Litestream replica behind lcm.db (skipped when no Litestream state is beside it)",
+        storage.check_replication,
+        None,
+        "Check that `litestream replicate` is running and what its log says; `litestream status` "
+        "shows its local position. After a restore or a full vacuum done with it stopped, start it "
+        "again: it writes the whole database as new LTX files (docs/replication.md).",
+        scoped=False,
+        finds=(
+            "With Litestream's state beside the database (`.lcm.db-litestream/`), its position in "
+            "`details`: `localTxid` (its newest LTX file), `replicaTxid` and `txidLag` for a `file` "
+            "replica named in a litestream.yml (`$LITESTREAM_CONFIG`, beside lcm.db, or "
+            "`/etc/litestream.yml`), `secondsBehind` (last write to lcm.db against the newest local "
+            "LTX file) and `replicaSecondsBehind`. A finding when either is over 60 s"
+        ),
+    ),
+    Check(
         "storage.growth",
         "warn",
         "Growth per day and forecast (finding: disk full within 90 days)",

@@ -286,3 +286,46 @@ def check_undecodable_text(source: ScanInput) -> Outcome:
     for value in found.values():
         by_table[value["table"]] = by_table.get(value["table"], 0) + 1
     return Outcome(affected=sorted(found), notes=notes, details={"rowsByTable": by_table} if found else {})
+
+
+#: A replica more than this behind lcm.db is a finding (Litestream syncs about every second).
+REPLICATION_LAG_WARN_SECONDS = 60.0
+
+
+def check_replication(source: ScanInput) -> Outcome:
+    """`storage.replication`: Litestream's position against lcm.db's, when its state is beside it."""
+    from lcm_cli.engine.maintenance.replication import lag, replication_state
+
+    state = replication_state(source.database_path)
+    if state is None:
+        return skipped("no Litestream state beside the database (.<name>-litestream/)")
+    behind = lag(source.database_path, state)
+    details = {
+        key: state[key]
+        for key in (
+            "stateDir",
+            "localTxid",
+            "localLtxFiles",
+            "configPath",
+            "replicaType",
+            "replicaPath",
+            "replicaTxid",
+        )
+    }
+    details.update(behind)
+    details["warnAboveSeconds"] = REPLICATION_LAG_WARN_SECONDS
+    late = [
+        what
+        for what, seconds in (("local", behind["secondsBehind"]), ("replica", behind["replicaSecondsBehind"]))
+        if seconds is not None and seconds > REPLICATION_LAG_WARN_SECONDS
+    ]
+    notes = {
+        source.database_path: (
+            f"Litestream's newest LTX file is {behind['secondsBehind']} s older than the last write"
+            if "local" in late
+            else f"the replica's newest LTX file is {behind['replicaSecondsBehind']} s older than the local one"
+        )
+    }
+    return Outcome(
+        affected=[source.database_path] if late else [], details=details, notes=notes if late else {}
+    )

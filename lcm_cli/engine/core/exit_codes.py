@@ -356,6 +356,11 @@ ERRORS: dict[str, ErrorCode] = {
         "`backup restore --apply` or `vacuum --full --apply` while another process (the agent host, `lcm serve`) has the database open",
         "stop the agent host first; `backup restore` also takes `--force` (restart the host afterwards)",
     ),
+    "REPLICATION_ACTIVE": ErrorCode(
+        5,
+        "`backup restore --apply` (even with `--force`) or `vacuum --full --apply` while Litestream's state is beside the database (`.lcm.db-litestream/`) and another process has the file open: replacing or rewriting the file outside the WAL under a running `litestream replicate` would leave its LTX files describing the old file (`details: {databasePath, stateDir, localTxid, holderPid, holderName}`)",
+        "stop the agent host and `litestream replicate`, run the command again, then start `litestream replicate` again (it writes the whole database as new LTX files); check with `litestream restore -o /tmp/check.db <replica>` and `lcm doctor --check storage.replication` (docs/replication.md)",
+    ),
     "DATABASE_REPLACED": ErrorCode(
         5,
         "a write found that `lcm.db` or its `-wal` at the database path is no longer the file lcm has open: another process replaced, moved or deleted it (`details: {databasePath, file}`); a write that had not started is rolled back, one that had committed is reported failed, never acknowledged",

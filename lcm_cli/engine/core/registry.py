@@ -604,7 +604,8 @@ OPERATIONS: dict[str, OpSpec] = {
             "path": "The backup file: a copy (*.bak) or a change backup (*.changes.jsonl.gz).",
             "apply": "Really restore (dry run otherwise).",
             "force": (
-                "A copy: restore even while another process has the database open. A change backup: "
+                "A copy: restore even while another process has the database open (never while "
+                "Litestream replicates it: REPLICATION_ACTIVE). A change backup: "
                 "restore every row without a conflict, and list the ones skipped."
             ),
         },

@@ -35,6 +35,7 @@ from lcm_cli.engine.core.params import APPLY, FULL_VACUUM, Request
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db import steps
 from lcm_cli.engine.db.connection import connect, require_sqlite_file, translate_sqlite_error
+from lcm_cli.engine.maintenance.replication import replication_active_error, replication_state
 
 AUTO_VACUUM = {0: "none", 1: "full", 2: "incremental"}
 #: Pages the first incremental step frees; each next step is sized from the last one's time.
@@ -188,6 +189,14 @@ def _open(database_path: str, timeout_ms: int) -> sqlite3.Connection:
     return conn
 
 
+def _refusal(database_path: str, found: dict[str, Any], replicated: dict[str, Any] | None) -> LcmError:
+    if replicated is not None:
+        return replication_active_error(
+            database_path, replicated, found.get("holderPid"), "lcm vacuum --full --apply"
+        )
+    return _in_use_error(database_path, found)
+
+
 def full_vacuum(database_path: str, timeout_ms: int) -> dict[str, Any]:
     """The offline step: rewrite the file with ``auto_vacuum = INCREMENTAL`` (see the module doc).
 
@@ -197,7 +206,12 @@ def full_vacuum(database_path: str, timeout_ms: int) -> dict[str, Any]:
     from lcm_cli.engine.maintenance.backup.restore import in_use  # one definition of "in use"
 
     found = in_use(database_path)
+    replicated = replication_state(database_path)
     if found.get("inUse"):
+        if replicated is not None:
+            raise replication_active_error(
+                database_path, replicated, found.get("holderPid"), "lcm vacuum --full --apply"
+            )
         raise _in_use_error(database_path, found)
     started = time.perf_counter()
     conn = _open(database_path, min(timeout_ms, _IN_USE_TIMEOUT_MS))
@@ -209,10 +223,10 @@ def full_vacuum(database_path: str, timeout_ms: int) -> dict[str, Any]:
             mode = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
-                raise _in_use_error(database_path, found) from None
+                raise _refusal(database_path, found, replicated) from None
             raise
         if mode != "delete":
-            raise _in_use_error(database_path, found)
+            raise _refusal(database_path, found, replicated)
         conn.execute("PRAGMA temp_store = FILE")
         conn.execute("PRAGMA cache_size = -16384")
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")

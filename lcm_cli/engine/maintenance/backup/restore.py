@@ -42,6 +42,7 @@ from lcm_cli.engine.maintenance.backup.files import (
 )
 from lcm_cli.engine.maintenance.backup.names import default_backup_path
 from lcm_cli.engine.maintenance.backup.verify import require_backup, verify_backup
+from lcm_cli.engine.maintenance.replication import replication_active_error, replication_state
 
 #: Lock wait for the restore's exclusive hold on the old file: it is either free or in use.
 _RESTORE_LOCK_TIMEOUT_S = 0.25
@@ -179,6 +180,20 @@ def _hold_for_swap(db_path: str) -> sqlite3.Connection | None:
     return conn
 
 
+def _plan(target: dict[str, Any], replicated: dict[str, Any] | None) -> list[str]:
+    """The dry run's steps."""
+    steps = ["verify the backup (done: see verification)"]
+    if target["exists"]:
+        steps.append("back up the current database as a pre-restore backup beside it")
+    steps.append("copy the backup beside the database, fsync, and rename it over the database")
+    if replicated is not None:
+        steps.append(
+            "Litestream's state is beside the database: refused while the file is open; with "
+            "`litestream replicate` stopped, it writes the whole restored file as new LTX files when it starts"
+        )
+    return steps
+
+
 def restore_backup(
     backup_path: str,
     db_path: str,
@@ -218,12 +233,11 @@ def restore_backup(
         "target": target,
         "forced": False,
     }
+    replicated = replication_state(target_path) if target["exists"] else None
+    if replicated is not None:
+        result["replication"] = replicated
     if not apply:
-        steps = ["verify the backup (done: see verification)"]
-        if target["exists"]:
-            steps.append("back up the current database as a pre-restore backup beside it")
-        steps.append("copy the backup beside the database, fsync, and rename it over the database")
-        result["plan"] = steps
+        result["plan"] = _plan(target, replicated)
         return result
     if not restorable:
         raise LcmError(
@@ -232,6 +246,10 @@ def restore_backup(
             "Pick another backup from `lcm backup list`.",
             {"backupPath": backup, "failedChecks": failed, "verification": verification},
         )
+    command = f"lcm backup restore {backup} --apply"
+    if replicated is not None and target["inUse"]:
+        # --force would swap the inode under a running replicator: never (see replication.py).
+        raise replication_active_error(target_path, replicated, target.get("holderPid"), command)
     if target["inUse"] and not force:
         raise _in_use_error(target_path, target)
 
@@ -260,6 +278,8 @@ def restore_backup(
         if target["exists"] and target["isSqlite"]:
             guard = _hold_for_swap(target_path)
             if guard is None:
+                if replicated is not None:
+                    raise replication_active_error(target_path, replicated, target.get("holderPid"), command)
                 if not force:
                     detection = "leaving WAL mode was refused: another connection has the file open"
                     raise _in_use_error(target_path, {**target, "detection": detection})
