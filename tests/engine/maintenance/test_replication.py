@@ -315,3 +315,24 @@ def test_litestream_replica_equals_the_live_file(
         f"{sum(n for n, _ in live.values())} rows, equal: {live == copy}; total {time.monotonic() - started:.1f} s"
     )
     assert copy == live
+
+
+def test_wal_repair_checkpoints_passively_beside_litestream(db_path: Path) -> None:
+    writer = sqlite3.connect(db_path)  # held open: its WAL stays until the repair
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("CREATE TABLE filler (b BLOB)")
+        for _ in range(17):
+            writer.execute("INSERT INTO filler VALUES (zeroblob(4000000))")
+            writer.commit()
+        wal = db_path.with_name("lcm.db-wal")
+        assert wal.stat().st_size > 64 * 1024 * 1024
+        args = ("--db", str(db_path), "doctor", "apply", "--check", "storage.wal-size")
+        assert lcm(*args).json["data"]["units"][0]["changes"][0]["action"] == "checkpoint-truncate"
+        _ltx(db_path.parent / ".lcm.db-litestream", 0, 1, 1)
+        done = lcm(*args, "--apply").json["data"]["units"][0]["changes"][0]
+        assert done["action"] == "checkpoint-passive" and done["result"]["busy"] == 0
+        assert done["result"]["checkpointed"] == done["result"]["logFrames"] > 0
+        assert wal.stat().st_size > 64 * 1024 * 1024  # checkpointed, never truncated
+    finally:
+        writer.close()
