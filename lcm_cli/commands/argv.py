@@ -51,13 +51,18 @@ GLOBALS_EPILOG = (
 # The options of `lcm` itself, accepted before, between or after the command words.
 GLOBALS: tuple[Param[object], ...] = (
     Param(
-        "db", {"type": "string"}, "lcm.db path (beats LCM_DATABASE_PATH and plugin config).", metavar="PATH"
+        "db",
+        {"type": "array", "items": {"type": "string"}},
+        "lcm.db path (beats LCM_DATABASE_PATH and plugin config); repeat it or give a glob to read "
+        "several databases at once (status, conversations list, grep, doctor, backup list).",
+        metavar="PATH",
     ),
     Param("config", {"type": "string"}, "openclaw.json path (beats OPENCLAW_CONFIG_PATH).", metavar="PATH"),
     Param(
         "openclaw_dir",
-        {"type": "string"},
-        "OpenClaw state dir (beats LCM_OPENCLAW_DIR, OPENCLAW_STATE_DIR).",
+        {"type": "array", "items": {"type": "string"}},
+        "OpenClaw state dir (beats LCM_OPENCLAW_DIR, OPENCLAW_STATE_DIR); repeat it to read each "
+        "dir's database at once.",
         metavar="DIR",
     ),
     Param(
@@ -178,7 +183,7 @@ def parse_argv(argv: list[str]) -> Parsed:
     names = {n for n, _ in options}
     version = bool(names & set(VERSION_FLAGS))
     help_ = bool(names & set(HELP_FLAGS)) and not version  # --version wins over --help
-    globals_ = {n: v for n, v in options if n in GLOBAL_OPTIONS and n not in VERSION_FLAGS + HELP_FLAGS}
+    globals_ = _globals(options)
     if words[:1] == ["help"] and len(words) > 1 and ("help",) not in table:
         # `lcm help CMD...` is `lcm CMD... --help`, an improvement on the reference, which
         # answers INVALID_COMMAND; a bare `lcm help` keeps the reference's answer.
@@ -211,6 +216,22 @@ def parse_argv(argv: list[str]) -> Parsed:
             )
         raise LcmError("INVALID_COMMAND", message)
     return Parsed(command, path, _command_params(command, path, options), args, globals_, version=version)
+
+
+def _globals(options: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The global options given: one value each, except a repeatable one given more than once
+    (``--db a --db b``: a fleet), which keeps every value in a list."""
+    repeatable = {p.option for p in GLOBALS if p.repeatable}
+    found: dict[str, Any] = {}
+    for name, value in options:
+        if name not in GLOBAL_OPTIONS or name in VERSION_FLAGS + HELP_FLAGS:
+            continue
+        if name in repeatable and name in found:
+            before = found[name]
+            found[name] = [*before, value] if isinstance(before, list) else [before, value]
+        else:
+            found[name] = value
+    return found
 
 
 _Positional = tuple[int, str]  # (1-based position in argv, the word)

@@ -82,6 +82,7 @@ def validate_parsed(parsed: Parsed) -> None:
 def run_parsed(parsed: Parsed, output: Any) -> int:
     """Run a validated command of a CLI door (fast path or typer) and print its outcome; the exit status."""
     assert parsed.command is not None
+    _path_options(parsed)
     output.format = parsed.globals.get("--format", "json")
     output.headers = not parsed.globals.get("--no-headers")
     if not output.headers and output.format not in ROW_FORMATS:
@@ -120,6 +121,29 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
     )
 
 
+def _path_options(parsed: Parsed) -> None:
+    """``--db`` and ``--openclaw-dir`` as one path, or a list for a fleet (any door's spelling).
+
+    A door that keeps one database open (`lcm serve`, `lcm browse`) refuses a fleet here;
+    an operation refuses it in :func:`lcm_cli.engine.api.invoke` unless it declares one.
+    """
+    from lcm_cli.engine.fleet import members_of, normalize_path_option, unsupported
+
+    assert parsed.command is not None
+    for option in ("--db", "--openclaw-dir"):
+        if option in parsed.globals:
+            value = normalize_path_option(parsed.globals[option])
+            if value is None:
+                del parsed.globals[option]
+            else:
+                parsed.globals[option] = value
+    name = parsed.command.name
+    if name in OPERATIONS or name in ("hook", "commands"):
+        return
+    if members_of(parsed.globals.get("--db"), parsed.globals.get("--openclaw-dir"), name) is not None:
+        raise unsupported(name, f"`lcm {name}` works on one database.")
+
+
 def run_door(parsed: Parsed) -> int:
     """`lcm hook` or `lcm serve`: their options checked by their declarations, as every command's are."""
     from lcm_cli.engine.core.params import validate_request
@@ -140,9 +164,9 @@ def run_cli(
     params: Mapping[str, Any],
     *,
     args: tuple[str, ...] = (),
-    db: str | None = None,
+    db: str | list[str] | None = None,
     config: str | None = None,
-    openclaw_dir: str | None = None,
+    openclaw_dir: str | list[str] | None = None,
     output: Any,
     output_format: str = "json",
 ) -> int:

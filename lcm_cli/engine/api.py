@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
@@ -19,6 +19,7 @@ from lcm_cli.engine.core.params import APPLY, FIELDS, MAX_TOKENS, STATE_DIR, Req
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import ARGUMENTS, FollowUp, Operation, Result, command_words, get_operation
 from lcm_cli.engine.db.connection import translate_database_failure
+from lcm_cli.engine.fleet import Member, members_of, normalize_path_option, run_fleet, unsupported
 
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -52,9 +53,9 @@ def invoke(
     params: Mapping[str, Any] | None = None,
     *,
     args: tuple[str, ...] = (),
-    db: str | None = None,
+    db: str | Sequence[str] | None = None,
     config: str | None = None,
-    openclaw_dir: str | None = None,
+    openclaw_dir: str | Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
     output_format: str | None = None,
     now_ms: int | None = None,
@@ -74,9 +75,27 @@ def invoke(
     ``context`` is a warm :class:`Context` kept by a long-lived door (``lcm serve``):
     its paths, config and connections are reused and it is not closed here; the
     path options are then ignored (they were given when the context was made).
+
+    ``db`` given as several paths or a glob, or ``openclaw_dir`` as several directories,
+    names a fleet: the operation runs on each database and the answers merge
+    (:mod:`lcm_cli.engine.fleet`); an operation without a ``fleet`` declaration refuses.
     """
     op = get_operation(name)
     spec = op.spec
+    db, openclaw_dir = normalize_path_option(db), normalize_path_option(openclaw_dir)
+    if context is None and (members := members_of(db, openclaw_dir, name)) is not None:
+        return _invoke_fleet(
+            op,
+            params or {},
+            members,
+            args=args,
+            config=config,
+            env=env,
+            output_format=output_format,
+            now_ms=now_ms,
+        )
+    db = db if isinstance(db, str) else None  # one database: members_of found no fleet
+    openclaw_dir = openclaw_dir if isinstance(openclaw_dir, str) else None
     for arg, value in zip(spec.args, args):
         if value == "" and not ARGUMENTS[arg].blank:
             words = " ".join(command_words(name, spec))
@@ -116,6 +135,57 @@ def invoke(
         if not warm:
             ctx.close()
     return Outcome(envelope, result.exit_status, result.follow_ups)
+
+
+def _invoke_fleet(
+    op: Operation,
+    params: Mapping[str, Any],
+    members: list[Member],
+    *,
+    args: tuple[str, ...],
+    config: str | None,
+    env: Mapping[str, str] | None,
+    output_format: str | None,
+    now_ms: int | None,
+) -> Outcome:
+    """Run ``op`` on every member of a fleet, each through :func:`invoke`, and merge."""
+    spec = op.spec
+    if spec.fleet is None:
+        raise unsupported(op.name, f"`lcm {' '.join(command_words(op.name, spec))}` reads one database.")
+    request = validate_request(
+        op.name,
+        spec.options,
+        params,
+        needs_selector=spec.needs_selector,
+        output_format=output_format,
+        args=args,
+        now_ms=now_ms,
+    )
+
+    def ask(member: Member, member_params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        outcome = invoke(
+            op.name,
+            member_params,
+            args=args,
+            db=member.db,
+            config=config,
+            openclaw_dir=member.openclaw_dir,
+            env=env,
+            output_format=output_format,
+            now_ms=now_ms,
+        )
+        return outcome.envelope, outcome.exit_status
+
+    limit = request.limit if "limit" in spec.options else 0
+    # Each member answers whole items: the merge needs their order fields; --fields applies after.
+    member_params = {k: v for k, v in params.items() if k != "fields"}
+    envelope, status = run_fleet(op.name, spec, member_params, limit or 0, members, ask)
+    fields = request[FIELDS]
+    if fields:
+        from lcm_cli.engine.core.projection import apply_fields
+
+        apply_fields(envelope, fields, spec.items)
+    return Outcome(envelope, status)
 
 
 def _run_once(op: Operation, ctx: Context, request: Request) -> tuple[Result, dict[str, Any]]:

@@ -51,6 +51,11 @@ ERRORS: dict[str, ErrorCode] = {
         "a cursor that does not decode, or belongs to another list",
         "pass `pagination.nextCursor` unchanged to the same command with the same arguments, or drop `--cursor` to start over",
     ),
+    "FLEET_UNSUPPORTED": ErrorCode(
+        2,
+        "several databases (`--db` repeated or a glob, `--openclaw-dir` repeated) given to a command that reads one; or `--db` and `--openclaw-dir` both repeated; or `--cursor` with a fleet `status`/`doctor`, which answer per member (`details: {command, fleetCommands}`)",
+        "give one `--db` or `--openclaw-dir`, or use a command of `details.fleetCommands`: `status`, `conversations list`, `grep`, `doctor`, `backup list`",
+    ),
     "INVALID_PATTERN": ErrorCode(
         2,
         "`lcm grep PATTERN`: an empty pattern, a regex that does not compile or is over 500 characters, or regex syntax in `--mode full_text`; `details.acceptedBy` names the mode that would take it",

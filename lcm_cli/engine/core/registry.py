@@ -22,6 +22,24 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+class Fleet(Record):
+    """How an operation answers for several databases at once (``--db`` repeated or a glob,
+    ``--openclaw-dir`` repeated; run by :mod:`lcm_cli.engine.fleet`).
+
+    ``merge="list"``: the list ``OpSpec.items`` of every member, each item naming its
+    ``database``, merged newest first by the timestamp field ``order``; with ``ranked_by``
+    naming a request field whose value is not ``"recency"`` (grep's ``--sort relevance``),
+    the members' own ranks are interleaved instead, since scores of different databases do
+    not compare. ``merge="summary"``: each member's data, and a total of the fields
+    ``totals`` (numbers add up, flags all hold, severities take the worst).
+    """
+
+    merge: str
+    order: str = ""
+    ranked_by: str = ""
+    totals: tuple[str, ...] = ()
+
+
 class OpSpec(Record):
     """An operation's interface: everything a door needs to know before calling it.
 
@@ -64,6 +82,7 @@ class OpSpec(Record):
     applies: str = ""  # what --apply does ("archive and delete these"): a dry run's answer says it
     cuts: str = ""  # the list in data that --max-tokens cuts at the door, from its end (see api)
     cuts_oldest: bool = False  # cut from the start instead: the newest items are the ones to keep
+    fleet: Fleet | None = None  # answers for several databases at once, and how (see Fleet)
 
 
 class Argument(Record):
@@ -136,12 +155,13 @@ _CONTEXT_ITEMS = Rows("ordinal", ("ordinal", "itemType", "summaryId", "kind", "d
 _COPIES = Rows("newSummaryId", ("summaryId", "newSummaryId", "kind", "depth", "tokenCount", "inContext"))
 _BACKUPS = Rows(
     "hasManifest",
-    ("name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation"),
+    ("database", "name", "label", "sizeBytes", "createdAt", "hasManifest", "verifiedAtCreation"),
     drop=("label", "verifiedAtCreation", "hasManifest", "sizeBytes"),
 )
 _CONVERSATIONS = Rows(
     "sessionId",
     (
+        "database",  # a fleet's items only (see Fleet)
         "conversationId",
         "sessionKey",
         "active",
@@ -156,7 +176,7 @@ _CONVERSATIONS = Rows(
 # Search hits: messages and summaries in one list.
 _HITS = Rows(
     "snippet",
-    ("type", "id", "conversationId", "sessionKey", "role", "kind", "timestamp", "snippet"),
+    ("database", "type", "id", "conversationId", "sessionKey", "role", "kind", "timestamp", "snippet"),
     drop=("kind", "role", "timestamp"),
     text="snippet",  # one line per hit (where it is), its snippet below at full width
 )
@@ -262,6 +282,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="Database-wide counts, token totals, coverage and maintenance state.",
         help="Database-wide counts, token totals, time coverage and maintenance state.",
         example="lcm status --pretty",
+        fleet=Fleet("summary", totals=("databaseSizeBytes", "status")),
     ),
     "conversations.list": OpSpec(
         "lcm_cli.engine.read.conversations",
@@ -271,6 +292,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm conversations list --limit 20",
         render=Render(rows=(_CONVERSATIONS,), labels=(("items", "Conversations"),)),
         items="items",
+        fleet=Fleet("list", order="updatedAt"),
     ),
     "conversations.show": OpSpec(
         "lcm_cli.engine.read.conversations",
@@ -464,6 +486,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_DOCTOR,
         items="checks",
         cuts="checks",
+        fleet=Fleet("summary", totals=("healthy", "status", "exitStatus", "counts")),
     ),
     "doctor.apply": OpSpec(
         "lcm_cli.doctor.apply",
@@ -570,6 +593,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm backup list --format table",
         render=_BACKUP,
         items="backups",
+        fleet=Fleet("list", order="createdAt"),
     ),
     "backup.verify": OpSpec(
         "lcm_cli.engine.maintenance.backup.ops",
@@ -730,6 +754,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=Render(rows=_RECORDS.rows, meta=("complete", "truncatedBy")),
         metavars=_WHEN_METAVARS,
         items="hits",
+        fleet=Fleet("list", order="timestamp", ranked_by="sort"),
     ),
     "describe": OpSpec(
         "lcm_cli.engine.recall.describe",
