@@ -169,11 +169,33 @@ def _database(answer: _Answer) -> str:
     return answer.member.db or answer.member.key
 
 
-def _report(answers: list[_Answer]) -> dict[str, Any]:
-    """``meta.fleet``: every member's database and status (and error), and how many answered."""
-    members: list[dict[str, Any]] = []
+def _report(
+    answers: list[_Answer], finished: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``meta.fleet``: every member's database and status (and error), and how many answered.
+
+    ``finished`` holds the positions of the members a walk no longer asks: their lists
+    ended (``ended: true``) or they failed on an earlier page (the status they had then).
+    """
+    entries: dict[str, dict[str, Any]] = {}
+    asked = {a.member.key for a in answers}
+    for key, position in (finished or {}).items():
+        if key in asked:
+            continue
+        entry: dict[str, Any] = {"database": position.get("d") or key}
+        failed = position.get("failed")
+        if isinstance(failed, dict):
+            entry["status"] = failed.get("status", "error")
+            entry["error"] = {
+                "code": failed.get("code"),
+                "message": "Failed on an earlier page of this walk and not asked again; "
+                "start over without --cursor to ask it.",
+            }
+        else:
+            entry.update(status="ok", ended=True)
+        entries[key] = entry
     for answer in answers:
-        entry: dict[str, Any] = {"database": _database(answer)}
+        entry = {"database": _database(answer)}
         if answer.member.openclaw_dir is not None and answer.member.db is None:
             entry["openclawDir"] = answer.member.openclaw_dir
         if answer.error is None:
@@ -185,9 +207,11 @@ def _report(answers: list[_Answer]) -> dict[str, Any]:
             code = answer.error.code
             entry["status"] = "missing" if code in _MISSING else "locked" if code in _LOCKED else "error"
             entry["error"] = {"code": code, "message": answer.error.message}
-        members.append(entry)
-    answered = sum(1 for a in answers if a.error is None)
-    return {"fleet": {"members": members, "answered": answered, "of": len(answers)}}
+        entries[answer.member.key] = entry
+    order = list(finished) if finished else list(entries)  # the members' own order
+    members = [entries[key] for key in order if key in entries]
+    answered = sum(1 for m in members if m["status"] == "ok")
+    return {"fleet": {"members": members, "answered": answered, "of": len(members)}}
 
 
 def _none_answered(answers: list[_Answer]) -> LcmError:
@@ -278,6 +302,8 @@ def _positions(text: str | None, name: str, members: list[Member]) -> dict[str, 
             or not isinstance(position.get("c"), (str, type(None)))
             or not isinstance(position.get("n"), int)
             or not isinstance(position.get("done"), bool)
+            or not isinstance(position.get("d", ""), str)
+            or not isinstance(position.get("failed", {}), dict)
         ):
             raise _invalid_cursor()
     return positions
@@ -327,7 +353,7 @@ def _merged_list(
     envelope: dict[str, Any] = {"ok": True, "command": name, "data": data}
     if paged:
         envelope["pagination"] = _next_page(name, params, limit, positions, answers, streams, shown, call)
-    envelope["meta"] = _report(answers)
+    envelope["meta"] = _report(answers, positions)
     return envelope, max((a.status for a in ok), default=0)
 
 
@@ -365,13 +391,19 @@ def _next_page(
         if answer.envelope is None:
             # Missing or locked: reported on this page and not asked again in this walk, so
             # the walk ends; a new walk (no --cursor) asks it again.
-            position["done"] = True
+            status = _report([answer])["fleet"]["members"][0]["status"]
+            error = answer.error
+            position.update(
+                done=True, d=_database(answer), failed={"status": status, "code": error and error.code}
+            )
             continue
         count = taken[index]
         pagination = answer.envelope.get("pagination") or {}
         if count == len(streams[index]):
             position["c"] = pagination.get("nextCursor")
             position["done"] = not pagination.get("hasMore") or not position["c"]
+            if position["done"]:
+                position["d"] = _database(answer)
         elif count:
             ask = {k: v for k, v in dict(params, limit=count, cursor=position["c"]).items() if v is not None}
             envelope, _ = call(answer.member, ask)

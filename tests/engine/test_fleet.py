@@ -139,6 +139,23 @@ def test_a_missing_member_is_reported_and_the_rest_answers(fleet: list[Path], tm
     assert out.json["meta"]["fleet"]["answered"] == 2
 
 
+def test_a_walk_with_a_missing_member_ends_and_every_page_reports_it(
+    fleet: list[Path], tmp_path: Path
+) -> None:
+    gone = tmp_path / "gone" / "lcm.db"
+    argv = ("conversations", "list", *_dbs([fleet[0], gone]))
+    assert _walk(*argv, limit=3) == lcm(*argv, "--limit", "500").json["data"]["items"]
+    first = lcm(*argv, "--limit", "3").json
+    second = lcm(*argv, "--limit", "3", "--cursor", first["pagination"]["nextCursor"]).json
+    for page in (first, second):
+        members = {m["database"]: m for m in page["meta"]["fleet"]["members"]}
+        assert members[str(gone)]["status"] == "missing"
+        assert members[str(gone)]["error"]["code"] == "DATABASE_NOT_FOUND"
+        assert [m["database"] for m in page["meta"]["fleet"]["members"]] == [str(fleet[0]), str(gone)]
+        assert page["meta"]["fleet"]["of"] == 2
+    assert second["pagination"] == {"limit": 3, "returned": 1, "hasMore": False, "nextCursor": None}
+
+
 def test_a_locked_member_is_reported_and_the_rest_answers(
     fleet: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -258,12 +275,16 @@ def test_one_db_keeps_the_one_database_answer(fleet: list[Path]) -> None:
     assert all("database" not in item for item in out.json["data"]["items"])
 
 
-def test_the_python_and_hook_doors_read_a_fleet_alike(fleet: list[Path]) -> None:
+def test_the_python_typer_and_hook_doors_read_a_fleet_alike(fleet: list[Path]) -> None:
+    from tests.commands.test_parity import lcm_typer
+
     cli = lcm("conversations", "list", *_dbs(fleet), "--limit", "4").json
     python = call("conversations.list", {"limit": 4}, db=[str(p) for p in fleet])
+    typer = lcm_typer(*_dbs(fleet), "conversations", "list", "--limit", "4")  # click: globals first
     hook = lcm_process("hook", "conversations.list", *_dbs(fleet), input='{"limit": 4}')
     assert hook.code == 0, hook.stderr
-    for envelope in (python, hook.json):
+    assert typer.code == 0, typer.stderr
+    for envelope in (python, typer.json, hook.json):
         assert envelope["data"] == cli["data"]
         assert envelope["pagination"] == cli["pagination"]
 
