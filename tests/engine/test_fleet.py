@@ -297,3 +297,23 @@ def test_fields_and_table_format_keep_the_source_database(fleet: list[Path]) -> 
     ]
     table = lcm("grep", "deploy", "--all-conversations", *_dbs(fleet), "--format", "table")
     assert table.code == 0 and str(fleet[2]) in table.stdout
+
+
+@pytest.mark.parametrize(
+    "cursor", ["x", "eyJ2IjoxfQ", "eyJ2IjoxLCJyZXNvdXJjZSI6ImZsZWV0IiwibWVtYmVycyI6W119"]
+)
+def test_a_crafted_fleet_cursor_is_refused(fleet: list[Path], cursor: str) -> None:
+    out = lcm("grep", "deploy", "--all-conversations", *_dbs(fleet), "--cursor", cursor)
+    assert out.code == 2 and out.error["code"] == "INVALID_CURSOR"
+
+
+@pytest.mark.parametrize("output", ["csv", "tsv-plain", "ndjson", "tsv"])
+def test_row_formats_lead_with_the_source_database(fleet: list[Path], output: str) -> None:
+    out = lcm("conversations", "list", *_dbs(fleet), "--format", output, "--limit", "2")
+    assert out.code == 0
+    if output == "ndjson":
+        assert json.loads(out.stdout.splitlines()[0])["database"] == str(fleet[1])
+    else:
+        lines = out.stdout.splitlines()
+        header = next(line for line in lines if line.startswith("database"))
+        assert str(fleet[1]) in lines[lines.index(header) + 1]
