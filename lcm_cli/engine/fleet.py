@@ -122,6 +122,8 @@ if TYPE_CHECKING:
 
 
 class _Answer(Record):
+    """One member's outcome: its envelope and exit status, or the error it answered with."""
+
     member: Member
     envelope: dict[str, Any] | None
     status: int = 0
