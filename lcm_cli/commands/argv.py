@@ -45,7 +45,7 @@ ROOT_HELP = (
 )
 # Shown under every command's help: global options are accepted anywhere on the line.
 GLOBALS_EPILOG = (
-    "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, "
+    "Global options work anywhere on the line: --db PATH, --config PATH, --openclaw-dir DIR, --agent ID, "
     f"--format {'|'.join(FORMATS)}, --pretty, --fields A,B.C, --all (see `lcm --help`)."
 )
 # The options of `lcm` itself, accepted before, between or after the command words.
@@ -64,6 +64,13 @@ GLOBALS: tuple[Param[object], ...] = (
         "OpenClaw state dir (beats LCM_OPENCLAW_DIR, OPENCLAW_STATE_DIR); repeat it to read each "
         "dir's database at once.",
         metavar="DIR",
+    ),
+    Param(
+        "agent",
+        {"type": "string"},
+        "Read as this agent (beats LCM_AGENT_ID): under agentScope agent or session-family, history "
+        "reads see only its conversations (docs/agents.md).",
+        metavar="ID",
     ),
     Param(
         "format",

@@ -116,6 +116,7 @@ def run_parsed(parsed: Parsed, output: Any) -> int:
         db=parsed.globals.get("--db"),
         config=parsed.globals.get("--config"),
         openclaw_dir=parsed.globals.get("--openclaw-dir"),
+        agent=parsed.globals.get("--agent"),
         output=output,
         output_format=output.format,
     )
@@ -167,6 +168,7 @@ def run_cli(
     db: str | list[str] | None = None,
     config: str | None = None,
     openclaw_dir: str | list[str] | None = None,
+    agent: str | None = None,
     output: Any,
     output_format: str = "json",
 ) -> int:
@@ -190,6 +192,7 @@ def run_cli(
             db=db,
             config=config,
             openclaw_dir=openclaw_dir,
+            agent=agent,
             output_format=output_format,
             progress=progress,
             stream=_document_stream(),
@@ -241,6 +244,7 @@ def run_all(parsed: Parsed, output: Any) -> int:
             db=parsed.globals.get("--db"),
             config=parsed.globals.get("--config"),
             openclaw_dir=parsed.globals.get("--openclaw-dir"),
+            agent=parsed.globals.get("--agent"),
             output_format="ndjson",
         )
         if output.format in ROW_FORMATS:

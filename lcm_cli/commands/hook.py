@@ -86,6 +86,7 @@ def run_hook(method: str | None, *, list_only: bool, globals_: dict[str, Any], s
         db=globals_.get("--db"),
         config=globals_.get("--config"),
         openclaw_dir=globals_.get("--openclaw-dir"),
+        agent=globals_.get("--agent"),
     )
     return deliver(outcome, out)
 

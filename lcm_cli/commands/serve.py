@@ -66,10 +66,12 @@ class Server:
         config: str | None = None,
         openclaw_dir: str | None = None,
         env: dict[str, str] | None = None,
+        agent: str | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         workers: int = WORKERS,
     ) -> None:
         self._flags = (db, config, openclaw_dir)
+        self._agent = agent
         self._env = env
         self.max_request_bytes = max_request_bytes
         self._local = threading.local()
@@ -116,13 +118,17 @@ class Server:
         db, config, openclaw_dir = self._flags
         with self._template_lock:
             if self._template is None or self._template_generation != generation:
-                template = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
+                template = Context(
+                    db=db, config=config, openclaw_dir=openclaw_dir, env=self._env, agent=self._agent
+                )
                 try:
                     template.resolve_paths()
                     template.effective  # noqa: B018 - computed once, shared by the copies
                 except LcmError:
                     # Unreadable config: each request resolves (and reports) it itself.
-                    return Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self._env)
+                    return Context(
+                        db=db, config=config, openclaw_dir=openclaw_dir, env=self._env, agent=self._agent
+                    )
                 self._template, self._template_generation = template, generation
             return self._template.warm_copy()
 
@@ -628,6 +634,7 @@ def main_door(request: Any, args: tuple[str, ...], globals_: dict[str, Any]) -> 
         db=globals_.get("--db"),
         config=globals_.get("--config"),
         openclaw_dir=globals_.get("--openclaw-dir"),
+        agent=globals_.get("--agent"),
         max_request_bytes=max_bytes,
     )
     if socket_path is not None:

@@ -63,6 +63,7 @@ def invoke(
     stream: TextIO | None = None,
     stdin: bytes | None = None,
     context: Context | None = None,
+    agent: str | None = None,
 ) -> Outcome:
     """Run operation ``name``: its envelope, exit status and follow-ups (raises ``LcmError``).
 
@@ -79,6 +80,9 @@ def invoke(
     ``db`` given as several paths or a glob, or ``openclaw_dir`` as several directories,
     names a fleet: the operation runs on each database and the answers merge
     (:mod:`lcm_cli.engine.fleet`); an operation without a ``fleet`` declaration refuses.
+    ``agent`` is the caller's agent (`--agent`; else LCM_AGENT_ID): under ``agentScope``
+    ``agent`` or ``session-family`` an operation that reads history sees only its
+    conversations (docs/agents.md).
     """
     op = get_operation(name)
     spec = op.spec
@@ -93,6 +97,7 @@ def invoke(
             env=env,
             output_format=output_format,
             now_ms=now_ms,
+            agent=agent,
         )
     db = db if isinstance(db, str) else None  # one database: members_of found no fleet
     openclaw_dir = openclaw_dir if isinstance(openclaw_dir, str) else None
@@ -115,8 +120,11 @@ def invoke(
     warm = context is not None
     openclaw_dir = _state_dir_option(request, openclaw_dir, warm)
     ctx = (
-        context if context is not None else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env)
+        context
+        if context is not None
+        else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env, agent=agent)
     )
+    ctx.rescope(scoped_reads=not spec.unscoped)
     ctx.progress = progress
     ctx.stream = stream
     ctx.stdin = stdin
@@ -147,6 +155,7 @@ def _invoke_fleet(
     env: Mapping[str, str] | None,
     output_format: str | None,
     now_ms: int | None,
+    agent: str | None,
 ) -> Outcome:
     """Run ``op`` on every member of a fleet, each through :func:`invoke`, and merge."""
     spec = op.spec
@@ -173,6 +182,7 @@ def _invoke_fleet(
             env=env,
             output_format=output_format,
             now_ms=now_ms,
+            agent=agent,
         )
         return outcome.envelope, outcome.exit_status
 

@@ -29,9 +29,18 @@ class Context:
         config: str | None = None,
         openclaw_dir: str | None = None,
         env: Mapping[str, str] | None = None,
+        agent: str | None = None,
     ) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env
         self._flags = (db, config, openclaw_dir)
+        #: The caller's agent (`--agent`, else LCM_AGENT_ID): whose history a scoped read sees.
+        self.agent = agent if agent is not None else (self.env.get("LCM_AGENT_ID") or None)
+        #: Set by the door per operation: the operation reads history, so the agent scope applies.
+        self.scoped_reads = False
+        #: The session key the host named for a recall tool call (its caller), when there is one.
+        self.caller_session_key: str | None = None
+        self._visibility_dirty = True
+        self._scoped_conn = False  # the read connection carries the scope's views
         self.state_dir = ""
         self.config_path = ""
         self.database_path = ""
@@ -112,7 +121,7 @@ class Context:
         copy (SQLite connections belong to the thread that opened them).
         """
         db, config, openclaw_dir = self._flags
-        twin = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self.env)
+        twin = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self.env, agent=self.agent)
         twin.state_dir, twin.config_path, twin.database_path = (
             self.state_dir,
             self.config_path,
@@ -192,20 +201,93 @@ class Context:
 
     @property
     def db(self) -> sqlite3.Connection:
-        """The read-only connection, opened on first use."""
+        """The read-only connection, opened on first use, seeing what the agent scope allows."""
         if self._conn is None:
             self._conn, self.database_access = open_read_only_access(
                 self.database_path, timeout_ms=self.timeout_ms
             )
             self._conn_identity = _identity(self.database_path)
             self._conn.row_factory = sqlite3.Row
+            self._visibility_dirty = True
+        if self._visibility_dirty:
+            self._visibility_dirty = False
+            limits = self.boundaries()
+            if limits is not None or self._scoped_conn:
+                from lcm_cli.engine.db import visibility
+
+                visibility.install(self._conn, limits)
+                self._scoped_conn = limits is not None
+                self._probe = None
         return self._conn
+
+    def rescope(self, *, scoped_reads: bool, caller_session_key: str | None = None) -> None:
+        """Say what the next operation is: whether it reads history under the agent scope,
+        and the session key the host named as its caller (recall tools). The visible set is
+        computed again on the next query, so a warm context sees conversations created since."""
+        self.scoped_reads = scoped_reads
+        self.caller_session_key = caller_session_key
+        self._visibility_dirty = True
+
+    @property
+    def agent_scope(self) -> str:
+        """The ``agentScope`` policy in force (``unrestricted`` unless configured).
+
+        A value that is not a policy is refused, not read as ``unrestricted``: a typo must
+        not open every agent's history.
+        """
+        from lcm_cli.engine.config.resolve import MISSING, lcm_setting, lookup_path
+        from lcm_cli.engine.db.visibility import POLICIES
+
+        raw = self.env.get("LCM_AGENT_SCOPE")
+        if raw is None:
+            raw = lookup_path(self.plugin_config, "agentScope")
+        value = lcm_setting("agentScope", self.plugin_config, self.env)
+        if raw is not MISSING and (not isinstance(raw, str) or raw.strip().lower() not in POLICIES):
+            raise LcmError(
+                "CONFIG_VALIDATION_FAILED",
+                f"agentScope must be one of {', '.join(POLICIES)}; got {raw!r}. Fix LCM_AGENT_SCOPE or "
+                "plugins.entries.lcm.config.agentScope.",
+                {"key": "agentScope", "configPath": self.config_path},
+            )
+        return str(value)
+
+    def boundaries(self) -> list[Any] | None:
+        """The limits on what this call may read, or None when it may read every conversation.
+
+        None unless the policy is ``agent`` or ``session-family`` and the operation reads
+        history. The CLI's identity is ``--agent``/LCM_AGENT_ID (none: every conversation,
+        an operator's view); a recall tool's is the session key the host named, and a
+        call with none sees nothing. Both present: what both allow.
+        """
+        if not self.scoped_reads or (not self.agent and self.caller_session_key is None):
+            return None
+        policy = self.agent_scope
+        if policy == "unrestricted":
+            return None
+        from lcm_cli.engine.core.session_keys import agent_id_of
+        from lcm_cli.engine.db.visibility import Boundary
+
+        limits: list[Any] = []
+        if self.agent:
+            limits.append(Boundary("agent", self.agent))
+        key = self.caller_session_key
+        if key is not None:
+            if not key:
+                limits.append(Boundary("nothing"))
+            elif policy == "session-family":
+                limits.append(Boundary("family", key))
+            else:
+                caller = agent_id_of(key)
+                limits.append(Boundary("agent", caller) if caller else Boundary("family", key))
+        return limits or None
 
     @property
     def probe(self) -> SchemaProbe:
-        """What tables and columns this database has."""
+        """What tables and columns this database has (no indexes on a scoped connection: its
+        history tables are views)."""
+        conn = self.db
         if self._probe is None:
-            self._probe = SchemaProbe(self.db)
+            self._probe = SchemaProbe(conn, indexes=not self._scoped_conn)
         return self._probe
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[sqlite3.Row]:
@@ -262,7 +344,7 @@ class Context:
             self._close_store()
         if self._conn is not None and self._conn_identity != _identity(self.database_path):
             self._conn.close()
-            self._conn, self._probe = None, None
+            self._conn, self._probe, self._scoped_conn = None, None, False
 
     def _close_store(self) -> None:
         try:
@@ -275,7 +357,7 @@ class Context:
         """Close the database handles that were opened."""
         if self._conn is not None:
             self._conn.close()
-            self._conn = None
+            self._conn, self._scoped_conn = None, False
         if self._store is not None:
             self._store.close()
             self._store = None

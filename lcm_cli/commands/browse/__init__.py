@@ -59,7 +59,10 @@ def main_browse(params: dict[str, Any], globals_: dict[str, Any]) -> int:
     from lcm_cli.commands.browse.data import Source
 
     source = Source(
-        db=globals_.get("--db"), config=globals_.get("--config"), openclaw_dir=globals_.get("--openclaw-dir")
+        db=globals_.get("--db"),
+        config=globals_.get("--config"),
+        openclaw_dir=globals_.get("--openclaw-dir"),
+        agent=globals_.get("--agent"),
     )
     start: dict[str, Any] = {}
     if request.selector is not None:

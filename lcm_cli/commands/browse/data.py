@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lcm_cli.engine.core.registry import OPERATIONS
+from lcm_cli.engine.core.session_keys import agent_id_of
 
 MESSAGE_PAGE = 100  # rows per keyset page of the messages screen
 LIST_PAGE = 500  # the largest page the list operations allow
@@ -22,18 +23,22 @@ SURGERY = ("summaries.rewrite", "summaries.dissolve")
 
 def agent_of(session_key: str | None) -> str:
     """The agent id in an OpenClaw session key (``agent:<id>:...``), or ``-`` without one."""
-    if session_key and session_key.startswith("agent:"):
-        parts = session_key.split(":")
-        if len(parts) > 1 and parts[1]:
-            return parts[1]
-    return "-"
+    return agent_id_of(session_key) or "-"
 
 
 class Source:
     """The database the app reads, named by the global options and resolved on every call."""
 
-    def __init__(self, *, db: str | None = None, config: str | None = None, openclaw_dir: str | None = None):
+    def __init__(
+        self,
+        *,
+        db: str | None = None,
+        config: str | None = None,
+        openclaw_dir: str | None = None,
+        agent: str | None = None,
+    ):
         self.db = db
+        self.agent = agent  # `--agent`: the agent scope's caller (docs/agents.md)
         self.config = config
         self.openclaw_dir = openclaw_dir
         self.calls = 0  # engine calls made (the benchmark and tests read it)
@@ -46,7 +51,13 @@ class Source:
 
         self.calls += 1
         return call(
-            name, params or {}, args=args, db=self.db, config=self.config, openclaw_dir=self.openclaw_dir
+            name,
+            params or {},
+            args=args,
+            db=self.db,
+            config=self.config,
+            openclaw_dir=self.openclaw_dir,
+            agent=self.agent,
         )
 
     def _pages(self, name: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -108,7 +119,8 @@ class Source:
         from lcm_cli.engine.context import Context
         from lcm_cli.engine.read.large_files import conversation_files
 
-        ctx = Context(db=self.db, config=self.config, openclaw_dir=self.openclaw_dir)
+        ctx = Context(db=self.db, config=self.config, openclaw_dir=self.openclaw_dir, agent=self.agent)
+        ctx.rescope(scoped_reads=True)
         try:
             ctx.resolve_paths()
             self.calls += 1

@@ -883,6 +883,17 @@ LCM_KEYS: tuple[ConfigKey, ...] = (
         "(0: none); a call already started finishes. lossless-claw 1.0 bounds its background "
         "preparation by steps (maxSweepIterations), lcm by this time budget.",
     ),
+    ConfigKey(
+        "agentScope",
+        _enum("unrestricted", "agent", "session-family"),
+        "unrestricted",
+        ("LCM_AGENT_SCOPE",),
+        C.ENUM,
+        "Whose history a read sees (docs/agents.md): every conversation (unrestricted, "
+        "lossless-claw's behaviour), the calling agent's (agent), or the calling session's "
+        "key and the keys below it (session-family). The caller is the session key the host "
+        "names for a recall tool, or `--agent`/LCM_AGENT_ID on the command line.",
+    ),
 )
 
 

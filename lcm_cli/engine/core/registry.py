@@ -52,7 +52,8 @@ class OpSpec(Record):
     on its items); ``caps_output`` says ``--max-tokens`` caps the whole printed envelope.
     ``cuts`` names the list in data that ``--max-tokens`` shortens at the door for an
     operation that does not fit its answer itself (``data.truncated`` says what was left).
-    ``outputs`` names each option that names a file (``"file"``) or a folder of files
+    ``unscoped`` says why the agent scope does not apply (empty: it does; see
+    docs/agents.md). ``outputs`` names each option that names a file (``"file"``) or a folder of files
     (``"directory"``) lcm writes: every such write goes through
     :func:`lcm_cli.engine.core.outputs.output_target`, and a test tries each against the
     database, its companions, the config, a manifest and a symlink.
@@ -83,6 +84,9 @@ class OpSpec(Record):
     cuts: str = ""  # the list in data that --max-tokens cuts at the door, from its end (see api)
     cuts_oldest: bool = False  # cut from the start instead: the newest items are the ones to keep
     fleet: Fleet | None = None  # answers for several databases at once, and how (see Fleet)
+    # Why the agent scope (agentScope, docs/agents.md) does not apply; "" means it does:
+    # the operation reads history and sees only the caller's conversations.
+    unscoped: str = ""
 
 
 class Argument(Record):
@@ -276,6 +280,14 @@ _WHEN_METAVARS = {"after": "WHEN", "before": "WHEN", "recency": "WHEN"}
 _SELECTOR = ("conversation_id", "session_key")
 _PROMPTS = "lcm_cli.engine.summarize.ops"
 
+# Why the agent scope (docs/agents.md) leaves an operation alone, said once per kind.
+NO_HISTORY = "reads no conversation history"
+WHOLE_FILE = (
+    "whole-file maintenance run by an operator or the host, never by a model: it sees the whole file "
+    "(per-agent database files are its boundary)"
+)
+HOST_LIFECYCLE = "the host's lifecycle call for the session it names: it reads and writes that session only"
+
 OPERATIONS: dict[str, OpSpec] = {
     "status": OpSpec(
         "lcm_cli.engine.read.status",
@@ -374,6 +386,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=Render(rows=(_REWRITES,)),
         items="summaries",
         applies="back up and write these",
+        unscoped=WHOLE_FILE,
     ),
     "summaries.dissolve": OpSpec(
         "lcm_cli.engine.surgery.dissolve",
@@ -393,6 +406,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=Render(rows=(_CONTEXT_ITEMS,)),
         items="context",
         applies="back up and dissolve",
+        unscoped=WHOLE_FILE,
     ),
     "summaries.transplant": OpSpec(
         "lcm_cli.engine.surgery.transplant",
@@ -419,6 +433,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=Render(rows=(_COPIES,)),
         items="summaries",
         applies="back up and copy",
+        unscoped=WHOLE_FILE,
     ),
     "summaries.graph": OpSpec(
         "lcm_cli.engine.surgery.graph",
@@ -449,6 +464,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="The stored and effective Lossless config, pattern sources and LCM_* overrides.",
         example="lcm config show --pretty",
         render=Render(verbatim=("raw", "effective", "diagnostics")),
+        unscoped=NO_HISTORY,
     ),
     "config.get": OpSpec(
         "lcm_cli.engine.config.ops",
@@ -457,6 +473,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="One config key: whether it is set, its stored and effective values.",
         help="One key: whether it is set, its stored value and its effective value.",
         example="lcm config get autoRotateSessionFiles.sizeBytes",
+        unscoped=NO_HISTORY,
     ),
     "config.set": OpSpec(
         "lcm_cli.engine.config.ops",
@@ -466,6 +483,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="Set one Lossless config key in openclaw.json (validated, backed up, atomic).",
         help="Set one key after validating it; backs the file up and replaces it atomically.",
         example="lcm config set freshTailCount 32",
+        unscoped=NO_HISTORY,
     ),
     "doctor.scan": OpSpec(
         "lcm_cli.doctor.scan",
@@ -487,6 +505,7 @@ OPERATIONS: dict[str, OpSpec] = {
         items="checks",
         cuts="checks",
         fleet=Fleet("summary", totals=("healthy", "status", "exitStatus", "counts")),
+        unscoped=WHOLE_FILE,
     ),
     "doctor.apply": OpSpec(
         "lcm_cli.doctor.apply",
@@ -503,6 +522,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm doctor apply --check fts --apply",
         render=_DOCTOR,
         applies="make these changes",
+        unscoped=WHOLE_FILE,
     ),
     "doctor.clean": OpSpec(
         "lcm_cli.doctor.clean",
@@ -525,6 +545,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_DOCTOR,
         applies="back up and delete these",
+        unscoped=WHOLE_FILE,
     ),
     "migrate.sessions": OpSpec(
         "lcm_cli.migrate.importer",
@@ -564,6 +585,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_MIGRATE,
         items="files",
         applies="back up and import these",
+        unscoped=WHOLE_FILE,
     ),
     "backup.create": OpSpec(
         "lcm_cli.engine.maintenance.backup.ops",
@@ -582,6 +604,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         outputs={"out": "file"},
         render=_BACKUP,
+        unscoped=WHOLE_FILE,
     ),
     "backup.list": OpSpec(
         "lcm_cli.engine.maintenance.backup.ops",
@@ -594,6 +617,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_BACKUP,
         items="backups",
         fleet=Fleet("list", order="createdAt"),
+        unscoped=WHOLE_FILE,
     ),
     "backup.verify": OpSpec(
         "lcm_cli.engine.maintenance.backup.ops",
@@ -609,6 +633,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "path": "The backup file.",
         },
         render=_BACKUP,
+        unscoped=WHOLE_FILE,
     ),
     "backup.restore": OpSpec(
         "lcm_cli.engine.maintenance.backup.ops",
@@ -635,6 +660,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_BACKUP,
         applies="put this backup in place",
+        unscoped=WHOLE_FILE,
     ),
     "prune": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -666,6 +692,7 @@ OPERATIONS: dict[str, OpSpec] = {
         outputs={"out": "file"},
         render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
         applies="archive and delete these",
+        unscoped=WHOLE_FILE,
     ),
     "vacuum": OpSpec(
         "lcm_cli.engine.maintenance.vacuum",
@@ -686,6 +713,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm vacuum --apply",
         param_help={"apply": "Do the plan (dry run otherwise)."},
         applies="do the plan",
+        unscoped=WHOLE_FILE,
     ),
     "prune.restore": OpSpec(
         "lcm_cli.engine.maintenance.prune_ops",
@@ -698,6 +726,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm prune restore ~/.openclaw/lcm.db.prune-20260710T123456789Z.jsonl.gz --apply",
         render=Render(rows=(_CONVERSATIONS,), verbatim=_TABLE_NAMES),
         applies="bring these conversations back",
+        unscoped=WHOLE_FILE,
     ),
     # The control contract's results are sanitized: no paths, not even in meta.
     # `rotate` writes, so the whole contract waits in the session's write queue under serve.
@@ -716,6 +745,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "session_key": "The caller's session key.",
             "session_id": "The caller's runtime session id.",
         },
+        unscoped=WHOLE_FILE,
     ),
     "control.capabilities": OpSpec(
         "lcm_cli.engine.maintenance.control",
@@ -724,6 +754,7 @@ OPERATIONS: dict[str, OpSpec] = {
         summary="Which control operations (status, doctor, rotate) this lcm can run",
         help="Which control operations this lcm can run: {status, doctor, rotate}.",
         example="lcm control capabilities",
+        unscoped=NO_HISTORY,
     ),
     "grep": OpSpec(
         "lcm_cli.engine.recall.grep",
@@ -860,6 +891,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm tool specs --pretty",
         items="tools",
+        unscoped=NO_HISTORY,
     ),
     "session.ingest": OpSpec(
         "lcm_cli.engine.session.ops",
@@ -883,6 +915,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "is_heartbeat": "A heartbeat turn: nothing is stored (reported as skipped).",
         },
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.bootstrap": OpSpec(
         "lcm_cli.engine.session.ops",
@@ -902,6 +935,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "~/.openclaw/agents/main/sessions/9b1f0c2e-0000-4000-8000-0000000000a1.jsonl"
         ),
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.new": OpSpec(
         "lcm_cli.engine.session.ops",
@@ -914,6 +948,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm session new --session-key agent:main:main",
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.reset": OpSpec(
         "lcm_cli.engine.session.ops",
@@ -923,6 +958,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="/reset: archive the active conversation (manual-reset) and start a fresh one.",
         example="lcm session reset --session-key agent:main:main",
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.end": OpSpec(
         "lcm_cli.engine.session.ops",
@@ -932,6 +968,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Session end: archive the conversation as the host's reason says.",
         example="lcm session end --session-key agent:main:main --reason deleted",
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.after_turn": OpSpec(
         "lcm_cli.engine.session.after_turn",
@@ -975,6 +1012,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "messages": "The live messages as a JSON array.",
         },
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.commit_turn": OpSpec(
         "lcm_cli.engine.session.turns",
@@ -1016,6 +1054,7 @@ OPERATIONS: dict[str, OpSpec] = {
             "is_heartbeat": "A heartbeat turn: acknowledged, nothing stored.",
         },
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.compact": OpSpec(
         "lcm_cli.engine.compaction.ops",
@@ -1047,6 +1086,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_RECORDS,
         applies="compact",
+        unscoped=HOST_LIFECYCLE,
     ),
     "context.assemble": OpSpec(
         "lcm_cli.engine.assembly.ops",
@@ -1077,6 +1117,7 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_CONTEXT,
         cuts="messages",
         cuts_oldest=True,
+        unscoped=HOST_LIFECYCLE,
     ),
     "session.maintain": OpSpec(
         "lcm_cli.engine.compaction.ops",
@@ -1087,6 +1128,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Drain a conversation's deferred compaction debt now (the host's maintain step).",
         example="lcm maintain --session-key agent:main:main",
         render=_RECORDS,
+        unscoped=HOST_LIFECYCLE,
     ),
     "rotate": OpSpec(
         "lcm_cli.engine.maintenance.rotate",
@@ -1118,6 +1160,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         render=_RECORDS,
         applies="back up and rotate the transcript",
+        unscoped=WHOLE_FILE,
     ),
     "prompts.list": OpSpec(
         _PROMPTS,
@@ -1131,6 +1174,7 @@ OPERATIONS: dict[str, OpSpec] = {
         example="lcm prompts list --format table",
         render=Render(labels=(("items", "Templates"),)),
         items="items",
+        unscoped=NO_HISTORY,
     ),
     "prompts.show": OpSpec(
         _PROMPTS,
@@ -1141,6 +1185,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="The effective text of one template (the override when there is one).",
         example="lcm prompts show leaf",
         render=_prompt_text("text"),
+        unscoped=NO_HISTORY,
     ),
     "prompts.export": OpSpec(
         _PROMPTS,
@@ -1159,6 +1204,7 @@ OPERATIONS: dict[str, OpSpec] = {
         },
         metavars={"out": "DIR"},
         outputs={"out": "directory"},
+        unscoped=NO_HISTORY,
     ),
     "prompts.diff": OpSpec(
         _PROMPTS,
@@ -1169,6 +1215,7 @@ OPERATIONS: dict[str, OpSpec] = {
         help="Unified diff of a template's override against the builtin (empty without an override).",
         example="lcm prompts diff condensed-d1",
         render=_prompt_text("diff"),
+        unscoped=NO_HISTORY,
     ),
     "prompts.render": OpSpec(
         _PROMPTS,
@@ -1182,6 +1229,7 @@ OPERATIONS: dict[str, OpSpec] = {
         ),
         example="lcm prompts render leaf --var target_tokens=800 --var aggressive=true",
         render=_prompt_text("text"),
+        unscoped=NO_HISTORY,
     ),
 }
 

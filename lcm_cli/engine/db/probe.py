@@ -12,8 +12,9 @@ import sqlite3
 class SchemaProbe:
     """Cached answers to "does this table/column exist?" for one connection."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, indexes: bool = True) -> None:
         self._conn = conn
+        self._use_indexes = indexes  # False on a scoped connection, whose tables are views
         self._tables: set[str] | None = None
         self._indexes: set[str] | None = None
         self._columns: dict[str, set[str]] = {}
@@ -28,6 +29,8 @@ class SchemaProbe:
 
     def has_index(self, index: str) -> bool:
         """True when an index of that name exists (lcm's own read-path indexes may not)."""
+        if not self._use_indexes:
+            return False
         if self._indexes is None:
             rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
             self._indexes = {row[0] for row in rows}

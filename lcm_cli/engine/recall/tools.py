@@ -342,6 +342,10 @@ def run_tool(ctx: Context, req: Request) -> Result:
     arguments = _arguments(req[TOOL_ARGUMENTS])
     session_key = str(req.selector.value) if req.selector is not None else None
     session_id = (req[SESSION_ID] or "").strip() or None
+    # The caller is the session the host named, never the model's arguments: under an agent
+    # scope its conversationId or allConversations reach only what that session may see
+    # (docs/agents.md), and a call naming no session sees nothing.
+    ctx.rescope(scoped_reads=True, caller_session_key=session_key or "")
     try:
         values = check_arguments(spec, arguments)
         text, details = _RUNNERS[name](ctx, values, session_key, session_id)

@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.held_files import open_input
+from lcm_cli.engine.core.session_keys import agent_id_of
 from lcm_cli.engine.db.connection import connect, database_uri
 
 STORE_NAME = "openclaw-agent.sqlite"
@@ -143,9 +144,9 @@ def store_for_session(state_dir: str | None, session_key: str | None, hint: str 
             candidates.append(os.path.join(os.path.dirname(os.path.dirname(hint)), "agent", STORE_NAME))
         else:
             candidates.append(os.path.join(hint, STORE_NAME))
-    parts = (session_key or "").split(":")
-    if state_dir and len(parts) >= 3 and parts[0] == "agent" and parts[1]:
-        candidates.append(store_path(state_dir, parts[1]))
+    agent_id = agent_id_of(session_key)
+    if state_dir and agent_id:
+        candidates.append(store_path(state_dir, agent_id))
     return next((path for path in candidates if os.path.isfile(path)), None)
 
 

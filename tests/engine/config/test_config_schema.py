@@ -385,3 +385,12 @@ def test_lcm_own_keys_resolve_env_then_plugin_then_default() -> None:
     assert lcm_setting(name, {name: 1500}, {}) == 1500
     assert lcm_setting(name, {name: 1500}, {"LCM_PENDING_PREPARATION_BUDGET_MS": "0"}) == 0
     assert lcm_setting(name, {name: "soon"}, {"LCM_PENDING_PREPARATION_BUDGET_MS": "x"}) == 30000
+
+
+def test_agent_scope_resolves_env_then_plugin_then_default() -> None:
+    from lcm_cli.engine.config.resolve import lcm_setting
+
+    name = "agentScope"
+    assert lcm_setting(name, {}, {}) == "unrestricted"
+    assert lcm_setting(name, {name: "agent"}, {}) == "agent"
+    assert lcm_setting(name, {name: "agent"}, {"LCM_AGENT_SCOPE": " Session-Family "}) == "session-family"
