@@ -286,3 +286,21 @@ def test_the_agent_option_beats_the_environment(
     assert ours.stderr.replace('"value":4', "") == missing.stderr.replace('"value":99', "").replace(
         " 99.", " 4."
     )
+
+
+def test_a_warm_context_scopes_each_call_anew(files: dict[str, Path]) -> None:
+    """`lcm serve` keeps one context per worker: a tool call's scope must not outlive it."""
+    from lcm_cli.engine.context import Context
+
+    ctx = Context(db=str(files["shared"]), config=str(files["config"]), env={"LCM_AGENT_SCOPE": "agent"})
+    try:
+        ctx.resolve_paths()
+        tool = {"tool": "lcm_grep", "arguments": {"pattern": "nightly", "allConversations": True}}
+        ours = invoke("recall.tool", {**tool, "session_key": KEY}, context=ctx).envelope
+        listed = invoke("conversations.list", {"limit": 50}, context=ctx).envelope
+        theirs = invoke("recall.tool", {**tool, "session_key": FOREIGN_KEYS[0]}, context=ctx).envelope
+    finally:
+        ctx.close()
+    assert "conv=4 " not in _text(ours)
+    assert all(key in _text(listed) for key in FOREIGN_KEYS)  # no caller named: the operator's view
+    assert "conv=4 " in _text(theirs)
