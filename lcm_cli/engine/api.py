@@ -125,12 +125,20 @@ def invoke(
         else Context(db=db, config=config, openclaw_dir=openclaw_dir, env=env, agent=agent)
     )
     ctx.rescope(scoped_reads=not spec.unscoped)
+    key = (
+        request.selector.value
+        if request.selector is not None and request.selector.kind == "sessionKey"
+        else None
+    )
+    ctx.route_to(str(key) if key is not None else None)
     ctx.progress = progress
     ctx.stream = stream
     ctx.stdin = stdin
     try:
         if spec.resolves_paths and not (warm and ctx.paths_resolved and name != "config.set"):
             ctx.resolve_paths(read_config=name != "config.set")
+        elif warm and spec.resolves_paths:
+            ctx.resolve_database_path()  # a per-agent path opens this request's agent's file
         cap = request[MAX_TOKENS] if spec.caps_output else None
         result, envelope = _run_once(op, ctx, request)
         if cap:

@@ -39,6 +39,10 @@ class Context:
         self.scoped_reads = False
         #: The session key the host named for a recall tool call (its caller), when there is one.
         self.caller_session_key: str | None = None
+        #: The agent of the session key a request names: whose file a per-agent path opens
+        #: when no `--agent` is given (set by the door, see :meth:`route_to`).
+        self.session_agent: str | None = None
+        self.file_agent: str | None = None
         self._visibility_dirty = True
         self._scoped_conn = False  # the read connection carries the scope's views
         self.state_dir = ""
@@ -90,10 +94,47 @@ class Context:
         self.paths_resolved = read_config
 
     def resolve_database_path(self) -> None:
-        """Resolve the database path against the current plugin config."""
-        self.database_path = path_rules.resolve_database_path(
-            self._flags[0], self.env, self.plugin_config, self.state_dir
+        """Resolve the database path against the current plugin config.
+
+        A path holding ``{agentId}`` is filled in with the caller's agent (``--agent``,
+        LCM_AGENT_ID, else the agent of the request's session key); with none it stays as
+        it is, and opening it asks for one (AGENT_REQUIRED). When the path changes (a warm
+        context serving another agent), the handles on the previous file are closed.
+        """
+        agent = self.agent or self.session_agent
+        if agent is not None and not path_rules.safe_agent_id(agent):
+            agent = None
+        path = path_rules.resolve_database_path(
+            self._flags[0], self.env, self.plugin_config, self.state_dir, agent
         )
+        if path != self.database_path and self.database_path:
+            self.close()
+        self.database_path = path
+        #: The agent whose own file the path names (a per-agent path filled in), else None.
+        self.file_agent = (
+            agent
+            if agent is not None
+            and path_rules.is_per_agent(
+                path_rules.resolve_database_path(self._flags[0], self.env, self.plugin_config, self.state_dir)
+            )
+            else None
+        )
+
+    def route_to(self, session_key: str | None) -> None:
+        """Note the request's session key: a per-agent database path opens its agent's file."""
+        from lcm_cli.engine.core.session_keys import agent_id_of
+
+        self.session_agent = agent_id_of(session_key)
+
+    def require_one_file(self) -> None:
+        """AGENT_REQUIRED when the database path still names every agent's file at once."""
+        if path_rules.is_per_agent(self.database_path):
+            raise LcmError(
+                "AGENT_REQUIRED",
+                f"The database path {self.database_path} holds {{agentId}}: one file per agent. Pass "
+                "--agent ID (or set LCM_AGENT_ID) to say whose database to open.",
+                {"databasePath": self.database_path},
+            )
 
     def protected_files(self) -> list[tuple[str, str]]:
         """The files no output may name (:func:`~lcm_cli.engine.core.outputs.protected_files`).
@@ -203,6 +244,7 @@ class Context:
     def db(self) -> sqlite3.Connection:
         """The read-only connection, opened on first use, seeing what the agent scope allows."""
         if self._conn is None:
+            self.require_one_file()
             self._conn, self.database_access = open_read_only_access(
                 self.database_path, timeout_ms=self.timeout_ms
             )
@@ -321,6 +363,7 @@ class Context:
         if self._store is None:
             from lcm_cli.engine.db.store import Store
 
+            self.require_one_file()
             try:
                 store = Store.open(self.database_path)
             except OSError as exc:  # (sqlite3 errors reach the door, which maps busy/locked)

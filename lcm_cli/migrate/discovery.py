@@ -43,10 +43,12 @@ def discover_files(
     since_ms: int | None = None,
     limit: int | None = None,
     links: list[str] | None = None,
+    agent: str | None = None,
 ) -> list[str]:
     """Absolute transcript paths to read, in the reference's order.
 
-    ``links``: when given, receives the symbolic links that listing skipped.
+    ``links``: when given, receives the symbolic links that listing skipped. ``agent``:
+    the state dir's transcripts of that agent only (a per-agent database, docs/agents.md).
     """
     chosen: list[str] = [os.path.abspath(f) for f in files]
     dirs = [os.path.abspath(d) for d in sessions_dirs]
@@ -55,8 +57,10 @@ def discover_files(
         chosen.extend(_jsonl_in(directory, skipped_links))
     if not chosen and not dirs:
         agents = os.path.join(state_dir, "agents")
-        for agent in sorted(_entries(agents)):
-            agent_dir = os.path.join(agents, agent)
+        for name in sorted(_entries(agents)):
+            if agent is not None and name != agent:
+                continue
+            agent_dir = os.path.join(agents, name)
             if os.path.islink(agent_dir):
                 if os.path.isdir(agent_dir):
                     skipped_links.append(agent_dir)
@@ -130,11 +134,14 @@ def discover_sources(
     *,
     since_ms: int | None = None,
     limit: int | None = None,
+    agent: str | None = None,
 ) -> Discovery:
     """JSONL transcripts and store sessions to read, in a stable order, and set-aside reports.
 
     Order: JSONL paths (sorted), then store sessions by store path and session id.
-    ``--limit`` counts both kinds; set-aside files do not count.
+    ``--limit`` counts both kinds; set-aside files do not count. ``agent``: when nothing is
+    named, the state dir's transcripts and store of that agent only, so a backfill into
+    per-agent database files is split by agent.
     """
     files = list(files)
     dirs = list(sessions_dirs)
@@ -147,8 +154,8 @@ def discover_sources(
             jsonl_given.append(path)
     links: list[str] = []
     if not files and not dirs and not store_paths:
-        store_paths = [path for _, path in host_store.find_stores(state_dir)]
-        jsonl = discover_files(state_dir, since_ms=since_ms, links=links)
+        store_paths = [path for owner, path in host_store.find_stores(state_dir) if agent in (None, owner)]
+        jsonl = discover_files(state_dir, since_ms=since_ms, links=links, agent=agent)
     elif jsonl_given or dirs:
         jsonl = discover_files(state_dir, jsonl_given, dirs, since_ms=since_ms, links=links)
     else:

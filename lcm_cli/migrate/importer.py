@@ -107,6 +107,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         stores_given,
         since_ms=parse_since(since) if since else None,
         limit=req[MAX_FILES],
+        agent=ctx.file_agent,
     )
     keys = session_keys(ctx.state_dir, dirs_given)
     from lcm_cli.engine.db.sessions import SessionPolicy

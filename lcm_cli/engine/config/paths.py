@@ -59,10 +59,22 @@ def resolve_config_path(flag: str | None, env: Mapping[str, str], state_dir: str
     return os.path.join(state_dir, "openclaw.json")
 
 
+AGENT_FIELD = "{agentId}"  # in a database path: one file per agent (docs/agents.md)
+
+
 def resolve_database_path(
-    flag: str | None, env: Mapping[str, str], plugin_config: Mapping[str, Any], state_dir: str
+    flag: str | None,
+    env: Mapping[str, str],
+    plugin_config: Mapping[str, Any],
+    state_dir: str,
+    agent_id: str | None = None,
 ) -> str:
-    """The lcm.db path, consulting the Lossless plugin config (``dbPath`` beats ``databasePath``)."""
+    """The lcm.db path, consulting the Lossless plugin config (``dbPath`` beats ``databasePath``).
+
+    A path holding ``{agentId}`` names one file per agent: ``agent_id`` fills it in, and
+    without one the path is returned as it is (a caller that opens it asks for an agent
+    first, :func:`agent_file`).
+    """
     chosen = _first(
         flag,
         env.get("LCM_DATABASE_PATH"),
@@ -70,8 +82,20 @@ def resolve_database_path(
         plugin_config.get("databasePath"),
     )
     if chosen:
+        if agent_id is not None and AGENT_FIELD in chosen:
+            chosen = chosen.replace(AGENT_FIELD, agent_id)
         return _expand(chosen, resolve_home(env))
     return os.path.join(state_dir, "lcm.db")
+
+
+def is_per_agent(path: str) -> bool:
+    """True when a database path still holds ``{agentId}`` (no agent was given to fill it)."""
+    return AGENT_FIELD in path
+
+
+def safe_agent_id(agent_id: str) -> bool:
+    """True when an agent id can name a file: one path segment, no dot-only name, no NUL."""
+    return bool(agent_id) and agent_id not in (".", "..") and not any(c in agent_id for c in "/\\\0")
 
 
 def locate_transcript(recorded: str, state_dir: str | None) -> str:

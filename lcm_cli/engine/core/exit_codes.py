@@ -36,6 +36,11 @@ ERRORS: dict[str, ErrorCode] = {
         "both `--conversation-id` and `--session-key` given",
         "keep one of them",
     ),
+    "AGENT_REQUIRED": ErrorCode(
+        2,
+        "the database path holds `{agentId}` (one file per agent) and the call names no agent: no `--agent`, no `LCM_AGENT_ID`, no `agent:<id>:...` session key; or the agent id cannot name a file (`details: {databasePath}`)",
+        "pass `--agent ID` (or set `LCM_AGENT_ID`) to say whose database to open",
+    ),
     "MISSING_SELECTOR": ErrorCode(
         2,
         "`conversations show`, `messages list` or `messages tail` without a selector",
