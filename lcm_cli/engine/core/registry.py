@@ -1117,7 +1117,6 @@ OPERATIONS: dict[str, OpSpec] = {
         render=_CONTEXT,
         cuts="messages",
         cuts_oldest=True,
-        unscoped=HOST_LIFECYCLE,
     ),
     "session.maintain": OpSpec(
         "lcm_cli.engine.compaction.ops",

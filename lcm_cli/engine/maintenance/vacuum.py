@@ -190,6 +190,7 @@ def _open(database_path: str, timeout_ms: int) -> sqlite3.Connection:
 
 
 def _refusal(database_path: str, found: dict[str, Any], replicated: dict[str, Any] | None) -> LcmError:
+    """The in-use refusal; beside Litestream, the one that names its safe sequence."""
     if replicated is not None:
         return replication_active_error(
             database_path, replicated, found.get("holderPid"), "lcm vacuum --full --apply"
@@ -208,11 +209,7 @@ def full_vacuum(database_path: str, timeout_ms: int) -> dict[str, Any]:
     found = in_use(database_path)
     replicated = replication_state(database_path)
     if found.get("inUse"):
-        if replicated is not None:
-            raise replication_active_error(
-                database_path, replicated, found.get("holderPid"), "lcm vacuum --full --apply"
-            )
-        raise _in_use_error(database_path, found)
+        raise _refusal(database_path, found, replicated)
     started = time.perf_counter()
     conn = _open(database_path, min(timeout_ms, _IN_USE_TIMEOUT_MS))
     try:

@@ -64,6 +64,11 @@ READS: dict[str, list[tuple[dict[str, Any], tuple[str, ...]]]] = {
     ],
     "describe": [({}, (CONDENSED,)), ({}, (FOREIGN_SUMMARY,)), ({}, (FOREIGN_FILE,))],
     "expand": [({}, (CONDENSED,)), ({}, (FOREIGN_SUMMARY,))],
+    "context.assemble": [
+        ({"conversation_id": 1, "token_budget": 4000}, ()),
+        ({"conversation_id": MISSING_ID, "token_budget": 4000}, ()),
+        ({"session_key": FOREIGN_KEYS[0], "token_budget": 4000}, ()),
+    ],
     "export": [
         ({"session_key": KEY, "to": "markdown"}, ()),
         ({"conversation_id": MISSING_ID, "to": "markdown"}, ()),
