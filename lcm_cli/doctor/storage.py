@@ -298,7 +298,8 @@ def check_replication(source: ScanInput) -> Outcome:
 
     state = replication_state(source.database_path)
     if state is None:
-        return skipped("no Litestream state beside the database (.<name>-litestream/)")
+        # Nothing to lag behind: a file without a replicator is not a check that could not run.
+        return Outcome(details={"replicator": None, "looked": ".<name>-litestream/ beside the database"})
     behind = lag(source.database_path, state)
     details = {
         key: state[key]

@@ -180,8 +180,7 @@ def test_doctor_panel(example_dir: Path) -> None:
         text = screen_text(app)
         from lcm_cli.doctor.checks import CHECKS
 
-        # storage.replication is skipped: no Litestream beside the example's lcm.db.
-        assert f"INFO: 1 INFO, {len(CHECKS) - 2} PASS, 1 SKIP" in text and "junk.cron-sessions" in text
+        assert f"INFO: 1 INFO, {len(CHECKS) - 1} PASS" in text and "junk.cron-sessions" in text
         await pilot.press("enter")  # findings come first
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and '"affected": [' in screen_text(app)
