@@ -21,6 +21,12 @@ from tests.support.sample import build_sample
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A run spawns `lcm` thousands of times: each would compile the package again where the
+# environment turns bytecode off (PYTHONDONTWRITEBYTECODE), and so would pytest's rewritten
+# test modules in every worker. Keep the compiled files (they are git-ignored).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 # Property tests judge answers, never speed: a loaded CI machine must not fail them on a
 # per-example deadline or on how long generating an input took.
 settings.register_profile("lcm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,7 +122,10 @@ _SLOW_NAME = re.compile(r"(^|_)(kill|killed|sigkill)(_|$)|soak")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the kill and soak tests ``slow`` by their names."""
+    """Mark the kill and soak tests ``slow`` by their names, then run the slow tests first:
+    parallel workers (``-n``) take tests in turn from the front, so the long ones spread
+    over the workers instead of one worker finishing alone with them at the end."""
     for item in items:
         if _SLOW_NAME.search(item.name.split("[")[0].removeprefix("test_")):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

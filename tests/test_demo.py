@@ -19,7 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # the README's demo, end to end
 
 DEMO = REPO / "scripts" / "demo.sh"
 LCM = str(Path(sys.executable).with_name("lcm"))

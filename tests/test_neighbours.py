@@ -29,8 +29,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.commands.test_doors import LCM, Client
 from tests.commands.test_parity import CASES, EXAMPLE, _hook_params, _prepare
+
+pytestmark = pytest.mark.slow  # neighbour processes against a serving file
 
 MARKER_KEY = "agent:main:marker"
 

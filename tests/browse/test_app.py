@@ -24,6 +24,8 @@ from lcm_cli.engine.core.params import APPLY, Param
 from lcm_cli.engine.core.registry import Operation, OpSpec, Result
 from tests.browse.screens import make_app, screen_text
 
+pytestmark = pytest.mark.slow  # the terminal app, driven headlessly: seconds per test
+
 Drive = Callable[[BrowseApp, Any], Awaitable[None]]
 
 

@@ -17,6 +17,8 @@ from tests.browse.test_snapshots import SCREENS, render
 from tests.conftest import REPO, lcm_process
 from tests.support.hostile_text import RAW_CONTROL, poison
 
+pytestmark = pytest.mark.slow  # the terminal app, driven headlessly: seconds per test
+
 # The screens of the snapshot tests, and the panels that show one record whole.
 PANELS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     **SCREENS,

@@ -17,6 +17,8 @@ import pytest
 
 from tests.browse.screens import make_app
 
+pytestmark = pytest.mark.slow  # the terminal app, driven headlessly: seconds per test
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SIZES = [(80, 24), (160, 48)]
 # Read at import: the autouse fixture clears every LCM_* variable before a test runs.

@@ -22,6 +22,8 @@ from tests.commands.test_doors import Client
 from tests.engine.summarize.test_openai_compat import Endpoint, reply
 from tests.support.compaction_sim import check_invariants
 
+pytestmark = pytest.mark.slow  # a thousand turns through a real `lcm serve`
+
 KEY = "agent:main:main"
 BUDGET = 3000
 TAIL = 8

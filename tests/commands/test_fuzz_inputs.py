@@ -50,6 +50,8 @@ from tests.conftest import REPO, Outcome, lcm
 from tests.support.changes import dump
 from tests.support.host_store import HOST_DDL, store_from_jsonl
 
+pytestmark = pytest.mark.slow  # generated inputs for every writer: seconds per test
+
 FUZZED: dict[str, int] = dict.fromkeys(
     ("commit_turn", "host_store", "backup_manifest", "prune_archive", "change_backup", "output_path"), 0
 )

@@ -449,6 +449,7 @@ def hostile_state(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     return root, named
 
 
+@pytest.mark.slow  # a hostile store large enough to show memory growth
 def test_a_hostile_store_imports_within_256_mib(
     hostile_state: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:

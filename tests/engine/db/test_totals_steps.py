@@ -112,6 +112,7 @@ def _day(n: int) -> str:
     return f"2025-{1 + n % 12:02d}-{1 + n % 28:02d} 0{n % 10}:00:00"
 
 
+@pytest.mark.slow  # a writer process between every step
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_OPS)
 def test_writes_between_steps_are_counted_exactly_once(

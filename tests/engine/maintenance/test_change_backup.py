@@ -180,6 +180,7 @@ def test_only_the_commands_own_connection_is_captured(tmp_path: Path) -> None:
 # --- neighbours ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a neighbour process writing through the restore
 def test_a_neighbours_rows_survive_the_restore(db: Path, template: tuple[Path, dict[str, Any]]) -> None:
     before = dump(db)
     data = _clean(db)
@@ -387,6 +388,7 @@ def test_a_kill_mid_restore_then_the_same_restore_finishes_it(db: Path, after: i
 # --- the live writer -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a live writer beside a big clean
 def test_the_live_writer_never_waits_long_for_a_big_clean_and_its_restore(
     db: Path, template: tuple[Path, dict[str, Any]]
 ) -> None:

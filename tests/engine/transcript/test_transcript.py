@@ -893,6 +893,7 @@ def peak_memory(action: Any) -> tuple[int, Any]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # a transcript large enough to show memory growth
 def test_memory_stays_flat(big_transcripts: dict[int, Path]) -> None:
     peaks: dict[int, int] = {}
     for n, path in big_transcripts.items():

@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[3]
 SHIM = REPO / "integrations" / "openclaw"
 
 
+@pytest.mark.slow  # the Node shim suite against a real lcm serve
 def test_node_shim_suite_passes_against_real_lcm_serve(tmp_path: Path) -> None:
     node = shutil.which("node")
     assert node, "Node.js is needed for the OpenClaw shim tests (CI machines have it)"
