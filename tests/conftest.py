@@ -121,10 +121,17 @@ def db_path(state_dir: Path) -> Path:
 _SLOW_NAME = re.compile(r"(^|_)(kill|killed|sigkill)(_|$)|soak")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Parallel workers (``-n``) take one test at a time: pytest-xdist otherwise hands each
+    worker a long run of consecutive tests, and the slow ones, sorted first, would all go to
+    the first worker."""
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the kill and soak tests ``slow`` by their names, then run the slow tests first:
-    parallel workers (``-n``) take tests in turn from the front, so the long ones spread
-    over the workers instead of one worker finishing alone with them at the end."""
+    """Mark the kill and soak tests ``slow`` by their names, then run the slow tests first,
+    so the long ones spread over the workers instead of one worker finishing alone with them."""
     for item in items:
         if _SLOW_NAME.search(item.name.split("[")[0].removeprefix("test_")):
             item.add_marker(pytest.mark.slow)
