@@ -747,7 +747,10 @@ def test_fuzz_output_paths(world: dict[str, Any], name: str, kind: str, force: b
 # --- the tally --------------------------------------------------------------------------------
 
 
-def test_report_fuzz_inputs() -> None:
+@pytest.fixture(scope="module", autouse=True)
+def _tally() -> Iterator[None]:
+    """Print how many inputs the module fuzzed and what they answered (``-s``): a report, not a test."""
+    yield
     print(f"\nfuzzed inputs: {FUZZED} total {sum(FUZZED.values())}")
     for family, outcomes in OUTCOMES.items():
         print(f"  {family}: {dict(outcomes.most_common())}")
