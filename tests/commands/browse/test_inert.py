@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.browse.test_snapshots import SCREENS, render
+from tests.commands.browse.test_snapshots import SCREENS, render
 from tests.conftest import REPO, lcm_process
 from tests.support.hostile_text import RAW_CONTROL, poison
 

@@ -1,7 +1,7 @@
 """SVG snapshots of the `lcm browse` screens on the bundled example, at 80×24 and 160×48.
 
 Each screen is exported with Textual's ``export_screenshot`` and compared with the stored
-file under ``tests/browse/snapshots/``. Run with ``LCM_UPDATE_SNAPSHOTS=1`` to write them
+file under ``tests/commands/browse/snapshots/``. Run with ``LCM_UPDATE_SNAPSHOTS=1`` to write them
 again after a deliberate change (then look at the SVGs before committing them).
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.browse.screens import make_app
+from tests.commands.browse.screens import make_app
 
 pytestmark = pytest.mark.slow  # the terminal app, driven headlessly: seconds per test
 

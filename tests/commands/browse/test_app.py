@@ -22,7 +22,7 @@ from lcm_cli.commands.browse.app import (
 from lcm_cli.engine.core import params, registry
 from lcm_cli.engine.core.params import APPLY, Param
 from lcm_cli.engine.core.registry import Operation, OpSpec, Result
-from tests.browse.screens import make_app, screen_text
+from tests.commands.browse.screens import make_app, screen_text
 
 pytestmark = pytest.mark.slow  # the terminal app, driven headlessly: seconds per test
 
@@ -297,7 +297,7 @@ def registry_order() -> Iterator[None]:
 def dissolve_declared(registry_order: None, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Declare and bind a `summaries.dissolve` that records its calls (the real one is another part)."""
     calls: list[dict[str, Any]] = []
-    spec = OpSpec("tests.browse.test_app", ("summary_id", "purge", "apply"), writes=True)
+    spec = OpSpec("tests.commands.browse.test_app", ("summary_id", "purge", "apply"), writes=True)
 
     purge = Param("purge", {"type": "boolean", "default": False}, "")  # declared by the surgery part
 
