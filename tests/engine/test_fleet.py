@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 from lcm_cli.engine.api import call
 from tests.conftest import lcm, lcm_process
 from tests.support.fleet import build_fleet
+from tests.support.processes import exclusive_lock
 
 FLEET_COMMANDS = ["status", "conversations list", "doctor", "backup list", "grep"]
 
@@ -159,34 +158,9 @@ def test_a_walk_with_a_missing_member_ends_and_every_page_reports_it(
 def test_a_locked_member_is_reported_and_the_rest_answers(
     fleet: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sqlite3
-
-    locked = fleet[2]
-    conn = sqlite3.connect(locked)
-    conn.execute("PRAGMA journal_mode = DELETE")  # an exclusive lock then blocks readers
-    conn.close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            (
-                "import sqlite3, time\n"
-                f"c = sqlite3.connect({str(locked)!r}, isolation_level=None)\n"
-                "c.execute('BEGIN EXCLUSIVE')\n"
-                "print('locked', flush=True)\n"
-                "time.sleep(30)\n"
-            ),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "200")
+    monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "200")
+    with exclusive_lock(fleet[2]):
         out = lcm("status", *_dbs(fleet))
-    finally:
-        holder.kill()
-        holder.wait()
     assert out.code == 0
     members = out.json["meta"]["fleet"]["members"]
     assert [m["status"] for m in members] == ["ok", "ok", "locked"]

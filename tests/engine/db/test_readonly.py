@@ -6,7 +6,6 @@ import contextlib
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from tests.conftest import lcm, lcm_process
 from tests.support.legacy_schema import ERAS, make_legacy_db
+from tests.support.processes import exclusive_lock
 
 READS = [
     ["status"],
@@ -117,34 +117,11 @@ def test_a_write_to_a_read_only_database_says_so(db_path: Path, target: str) -> 
 def test_locked_database_gives_database_busy_after_a_bounded_wait(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Another process takes an exclusive lock in rollback-journal mode, which blocks readers.
-    conn = sqlite3.connect(db_path)
-    conn.execute("PRAGMA journal_mode = DELETE")
-    conn.close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            (
-                "import sqlite3, sys, time\n"
-                f"c = sqlite3.connect({str(db_path)!r}, isolation_level=None)\n"
-                "c.execute('BEGIN EXCLUSIVE')\n"
-                "print('locked', flush=True)\n"
-                "time.sleep(30)\n"
-            ),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "300")
+    monkeypatch.setenv("LCM_BUSY_TIMEOUT_MS", "300")
+    with exclusive_lock(db_path):
         started = time.monotonic()
         out = lcm("--db", str(db_path), "status")
         elapsed = time.monotonic() - started
-    finally:
-        holder.kill()
-        holder.wait()
     assert out.code == 5 and out.error["code"] == "DATABASE_BUSY"
     assert out.error["details"] == {"databasePath": str(db_path), "waitedMs": 300}
     assert 0.25 < elapsed < 10
