@@ -176,6 +176,17 @@ class Context:
         twin.paths_resolved = self.paths_resolved
         return twin
 
+    def for_agent(self, agent: str) -> Context:
+        """A context like this one for ``agent``: a per-agent database path names its own file.
+
+        Its paths and config are resolved; the caller closes it.
+        """
+        db, config, openclaw_dir = self._flags
+        other = Context(db=db, config=config, openclaw_dir=openclaw_dir, env=self.env, agent=agent)
+        other.progress = self.progress
+        other.resolve_paths()
+        return other
+
     def meta(self) -> dict[str, Any]:
         """``{databasePath, configPath}`` for the envelope (and ``databaseAccess`` when immutable)."""
         meta: dict[str, Any] = {"databasePath": self.database_path, "configPath": self.config_path}

@@ -72,12 +72,81 @@ def parse_since(text: str, now_ms: int | None = None) -> int:
     return parse_when(text, "--since", now_ms=now_ms)
 
 
+class _Run(NamedTuple):
+    """What one database's backfill did: its per-file reports and the backup it took."""
+
+    reports: list[dict[str, Any]]
+    backup_path: str | None
+    backup_kind: str | None
+    pruned: list[str]
+
+
 @operation("migrate.sessions")
 def migrate_sessions(ctx: Context, req: Request) -> Result:
-    """Discover transcripts, then dry-run, verify or apply them."""
+    """Discover transcripts, then dry-run, verify or apply them.
+
+    With one database file per agent (``databasePath`` holding ``{agentId}``) and neither an
+    agent nor transcripts named, each agent's transcripts go into its own file in one run:
+    the files' reports say whose they are, and ``agents`` what each file got.
+    """
     apply, verify = req[APPLY], req[VERIFY]
     if apply and verify:
         raise invalid_argument("--verify only reads; run it without --apply (or run --apply first).")
+    keep = req[KEEP]
+    if keep is not None and not apply:
+        raise invalid_argument(
+            "--keep prunes the backups --apply takes; use it with --apply.", {"keep": keep}
+        )
+    agents = _agents_to_split(ctx, req)
+    if agents is None:
+        run = _backfill(ctx, req)
+        return _answer(ctx, req, run.reports, run)
+    runs: list[tuple[str, str, _Run]] = []
+    for agent in agents:
+        own = ctx.for_agent(agent)
+        try:
+            run = _backfill(own, req)
+        finally:
+            own.close()
+        for report in run.reports:
+            report["agentId"] = agent
+        runs.append((agent, own.database_path, run))
+    result = _answer(ctx, req, [r for _, _, run in runs for r in run.reports], None)
+    files = result.data.pop("files")
+    result.data["agents"] = [
+        {
+            "agentId": agent,
+            "dbPath": path,
+            "backupPath": run.backup_path,
+            "backupKind": run.backup_kind,
+            **({"prunedBackups": run.pruned} if keep is not None else {}),
+            "scannedFiles": len(run.reports),
+            "importedMessages": sum(r["importedMessages"] for r in run.reports),
+        }
+        for agent, path, run in runs
+    ]
+    result.data["files"] = files
+    return result
+
+
+def _agents_to_split(ctx: Context, req: Request) -> list[str] | None:
+    """The agents of the state dir when their backfill splits into per-agent files, else None."""
+    from lcm_cli.engine.config.paths import is_per_agent, safe_agent_id
+
+    if not is_per_agent(ctx.database_path) or req[FILE] or req[SESSIONS_DIR] or req[STORE]:
+        return None
+    root = os.path.join(ctx.state_dir, "agents")
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return None
+    agents = [n for n in names if safe_agent_id(n) and os.path.isdir(os.path.join(root, n))]
+    return agents or None
+
+
+def _backfill(ctx: Context, req: Request) -> _Run:
+    """Discover one database's transcripts and read (dry run, verify) or import them."""
+    apply, verify = req[APPLY], req[VERIFY]
     files_given = req[FILE] or []
     dirs_given = req[SESSIONS_DIR] or []
     stores_given = req[STORE] or []
@@ -117,11 +186,6 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
 
     backup_mode = choose_mode(req[BACKUP])
     keep = req[KEEP]
-    if keep is not None and not apply:
-        raise invalid_argument(
-            "--keep prunes the backups --apply takes; use it with --apply.", {"keep": keep}
-        )
-    mode = "apply" if apply else "verify" if verify else "dry-run"
     backup_path = None
     backup_kind = None
     pruned: list[str] = []
@@ -152,6 +216,18 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
 
             remove_stage_dir(snapshot_dir)
     reports.extend(found.reports)
+    return _Run(reports, backup_path, backup_kind, pruned)
+
+
+def _answer(ctx: Context, req: Request, reports: list[dict[str, Any]], run: _Run | None) -> Result:
+    """The run's answer from its per-file reports (``run``: the one database's backup)."""
+    apply, verify = req[APPLY], req[VERIFY]
+    from lcm_cli.engine.maintenance.backup.changes import choose_mode
+
+    backup_mode = choose_mode(req[BACKUP])
+    keep = req[KEEP]
+    mode = "apply" if apply else "verify" if verify else "dry-run"
+    backup_path = run.backup_path if run is not None else None
     by_status = Counter(r["status"] for r in reports)
     data: dict[str, Any] = {
         "mode": mode,
@@ -159,7 +235,7 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
         "dbPath": ctx.database_path,
         "stateDir": ctx.state_dir,
         "backupPath": backup_path,
-        "backupKind": backup_kind,
+        "backupKind": run.backup_kind if run is not None else None,
         "scannedFiles": len(reports),
         "importedFiles": by_status["imported"],
         "skippedFiles": by_status["skipped"] + by_status["up-to-date"],
@@ -175,8 +251,8 @@ def migrate_sessions(ctx: Context, req: Request) -> Result:
             if backup_mode == "none"
             else "nothing-to-write"
         )
-        if keep is not None:
-            data["prunedBackups"] = pruned
+        if keep is not None and run is not None:
+            data["prunedBackups"] = run.pruned
     elif not verify:
         would = [r for r in reports if r["status"] == "would-import"]
         data["wouldImportFiles"] = len(would)

@@ -44,3 +44,21 @@ def test_a_single_file_backfill_is_untouched(tmp_path: Path) -> None:
     (root / "openclaw.json").write_text("{}")
     found = invoke("migrate.sessions", {}, openclaw_dir=str(root), env={}, agent="ops").envelope
     assert found["data"]["scannedFiles"] == 2  # --agent names no file of its own here
+
+
+def test_one_run_splits_a_backfill_into_each_agents_file(tmp_path: Path) -> None:
+    root = _state(tmp_path / "openclaw")
+    dry = invoke("migrate.sessions", {}, openclaw_dir=str(root), env={}).envelope["data"]
+    assert dry["wouldImportFiles"] == 2 and not list((root / "db").iterdir())  # a dry run writes nothing
+    done = invoke("migrate.sessions", {"apply": True, "backup": "none"}, openclaw_dir=str(root), env={})
+    data = done.envelope["data"]
+    assert done.exit_status == 0 and data["importedFiles"] == 2
+    assert [(a["agentId"], a["dbPath"], a["scannedFiles"]) for a in data["agents"]] == [
+        (agent, str(root / "db" / f"{agent}.db"), 1) for agent in ("main", "ops")
+    ]
+    assert sorted(f["agentId"] for f in data["files"]) == ["main", "ops"]
+    for agent in ("main", "ops"):
+        listed = invoke("conversations.list", {}, openclaw_dir=str(root), env={}, agent=agent).envelope
+        assert [c["sessionKey"] for c in listed["data"]["items"]] == [f"agent:{agent}:main"]
+    again = invoke("migrate.sessions", {"verify": True}, openclaw_dir=str(root), env={}).envelope["data"]
+    assert again["completeFiles"] == 2 and again["exitStatus"] == 0
