@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from lcm_cli.doctor import context, dag, fts, maintenance, pending, rollover, storage
+from lcm_cli.doctor import context, dag, fts, maintenance, pending, repairs, rollover, storage
+from lcm_cli.doctor.repairs import Repair
 from lcm_cli.engine.db.schema import DEFERRED_INDEX_ROWS
 from lcm_cli.engine.maintenance import junk, markers
 from lcm_cli.engine.maintenance.findings import Outcome, ScanInput
@@ -35,6 +36,7 @@ class Check(NamedTuple):
     scoped: bool = True  # narrows to the selected conversations (False: database-wide)
     finds: str = ""  # what a finding is, for docs/doctor.md
     destructive: bool = False  # the fix deletes or rewrites stored history
+    repair: Repair | None = None  # what `lcm doctor apply` runs for it (None: no automatic repair)
 
 
 def _apply(check_id: str) -> str:
@@ -66,6 +68,7 @@ CHECKS: tuple[Check, ...] = (
             "with the bare emergency marker). `details.byKind` counts `fallback`, `oldMarker`, "
             "`truncatedMarker`, `emergency`; `notes` gives each id's kind"
         ),
+        repair=repairs.RESUMMARIZE,
     ),
     Check(
         "dag.cross-conversation",
@@ -116,6 +119,7 @@ CHECKS: tuple[Check, ...] = (
         dag.check_descendant_counts,
         _apply("dag.descendant-counts"),
         finds="`descendant_count` / `descendant_token_count` that do not add up over the direct sources",
+        repair=repairs.RECOUNT_DESCENDANTS,
     ),
     Check(
         "context.ordinals",
@@ -127,6 +131,7 @@ CHECKS: tuple[Check, ...] = (
             "A conversation whose context ordinals are not exactly 0..N-1 (gaps are legal after "
             "soft-reset pruning, so this is informational)"
         ),
+        repair=repairs.FIX_CONTEXT,
     ),
     Check(
         "context.dangling",
@@ -138,6 +143,7 @@ CHECKS: tuple[Check, ...] = (
             "A context item pointing at a missing message or summary, or at one of another "
             "conversation (ids `conversation:ordinal`)"
         ),
+        repair=repairs.FIX_CONTEXT,
     ),
     Check(
         "context.duplicates",
@@ -146,6 +152,7 @@ CHECKS: tuple[Check, ...] = (
         context.check_duplicates,
         _apply("context.duplicates"),
         finds="The same message or summary twice in one context (the later items are affected)",
+        repair=repairs.FIX_CONTEXT,
     ),
     Check(
         "fts.messages",
@@ -156,6 +163,7 @@ CHECKS: tuple[Check, ...] = (
         finds=(
             "Messages with non-blank content missing from `messages_fts`, or index rows whose message is gone"
         ),
+        repair=repairs.REINDEX_MESSAGES_FTS,
     ),
     Check(
         "fts.summaries",
@@ -164,6 +172,7 @@ CHECKS: tuple[Check, ...] = (
         fts.check_summaries_fts,
         _apply("fts.summaries"),
         finds="`summaries_fts` rows missing, stale, duplicated or with other content than the summary",
+        repair=repairs.REINDEX_SUMMARIES_FTS,
     ),
     Check(
         "fts.summaries-cjk",
@@ -172,6 +181,7 @@ CHECKS: tuple[Check, ...] = (
         fts.check_summaries_fts_cjk,
         _apply("fts.summaries-cjk"),
         finds="The same for the trigram table `summaries_fts_cjk`",
+        repair=repairs.REINDEX_SUMMARIES_FTS_CJK,
     ),
     Check(
         "conversations.orphaned",
@@ -224,6 +234,7 @@ CHECKS: tuple[Check, ...] = (
         maintenance.check_stale,
         _apply("maintenance.stale"),
         finds="Compaction debt still pending on an archived conversation (no live drain holds it)",
+        repair=repairs.CLOSE_STALE_DEBT,
     ),
     Check(
         "maintenance.stuck",
@@ -233,6 +244,7 @@ CHECKS: tuple[Check, ...] = (
         _apply("maintenance.stuck"),
         "Clears the running flag; the debt stays pending so the next turn drains it.",
         finds="A compaction drain marked running for over 30 minutes on an active conversation",
+        repair=repairs.CLEAR_STUCK_DRAINS,
     ),
     Check(
         "maintenance.failed",
@@ -257,6 +269,7 @@ CHECKS: tuple[Check, ...] = (
             "`updatedAt`). Either engine publishes or stales a batch on the conversation's next "
             "turn, so an idle conversation may hold one; one left by a crash waits for that turn"
         ),
+        repair=repairs.STALE_OPEN_BATCHES,
     ),
     Check(
         "pending.dangling",
@@ -340,6 +353,7 @@ CHECKS: tuple[Check, ...] = (
             "names the table, column and first bad byte; `details.rowsByTable` counts them. Every "
             "command reads such a value with U+FFFD in place of the bad bytes and goes on"
         ),
+        repair=repairs.REENCODE_TEXT,
     ),
     Check(
         "storage.schema-version",
@@ -353,6 +367,7 @@ CHECKS: tuple[Check, ...] = (
             "Migrations this `lcm` would still apply, or migration steps written by a newer `lcm` "
             "(`details.newer`)"
         ),
+        repair=repairs.MIGRATE,
     ),
     Check(
         "storage.read-indexes",
@@ -369,6 +384,7 @@ CHECKS: tuple[Check, ...] = (
             "that holds the write lock throughout. Only `--check storage.read-indexes` builds them: "
             "a bare `lcm doctor apply` does not"
         ),
+        repair=repairs.BUILD_READ_INDEXES,
     ),
     Check(
         "storage.change-log",
@@ -385,6 +401,7 @@ CHECKS: tuple[Check, ...] = (
             "to its change backup (ids: the run, `<label>-<stamp>-<rand>`; `notes`: command, start, "
             "changes and file; `details.changes`; `details.emptyRuns` counts killed runs that changed nothing). The rows are safe in lcm.db; until they are written, that command cannot be undone with `lcm backup restore`"
         ),
+        repair=repairs.EXPORT_CHANGE_LOG,
     ),
     Check(
         "storage.wal-size",
@@ -394,6 +411,7 @@ CHECKS: tuple[Check, ...] = (
         _apply("storage.wal-size"),
         scoped=False,
         finds="A `-wal` file over 64 MiB",
+        repair=repairs.CHECKPOINT_WAL,
     ),
     Check(
         "storage.replication",

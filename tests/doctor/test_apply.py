@@ -164,8 +164,8 @@ def test_locked_database_is_database_busy_and_nothing_half_done(
 
 KILL_MID_UNIT = """
 import sys, time
-import lcm_cli.doctor.apply as apply
-original = apply._context_write
+import lcm_cli.doctor.repairs as repairs
+original = repairs._context_write
 def slow(conversation_id):
     write = original(conversation_id)
     def wrapped(conn, changes):
@@ -173,7 +173,7 @@ def slow(conversation_id):
         print("inside", flush=True)
         time.sleep(30)
     return wrapped
-apply._context_write = slow
+repairs._context_write = slow
 from lcm_cli.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -219,15 +219,15 @@ def test_a_failing_unit_rolls_back_alone(
     seeded: tuple[list[str], dict[str, set[Any]], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     args, expect, _ = seeded
-    import lcm_cli.doctor.apply as apply
+    import lcm_cli.doctor.repairs as repairs
 
-    original = apply._descendants_write
+    original = repairs._descendants_write
 
     def broken(conn: sqlite3.Connection, changes: list[dict[str, Any]]) -> None:
         original(conn, changes)
         raise sqlite3.IntegrityError("simulated failure after writing")
 
-    monkeypatch.setattr(apply, "_descendants_write", broken)
+    monkeypatch.setattr(repairs, "_descendants_write", broken)
     out = lcm(
         *args,
         "doctor",
