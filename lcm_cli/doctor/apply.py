@@ -31,26 +31,8 @@ from lcm_cli.engine.maintenance.backup.changes import capture_changes, choose_mo
 from lcm_cli.engine.maintenance.findings import ScanInput, Scope
 from lcm_cli.engine.maintenance.junk import scan_input
 
-REPAIRABLE = (
-    "summaries.markers",
-    "dag.descendant-counts",
-    "context.ordinals",
-    "context.dangling",
-    "context.duplicates",
-    "fts.messages",
-    "fts.summaries",
-    "fts.summaries-cjk",
-    "maintenance.stale",
-    "maintenance.stuck",
-    "pending.open-batches",
-    "storage.undecodable-text",
-    "storage.schema-version",
-    "storage.wal-size",
-    "storage.read-indexes",
-    "storage.change-log",
-)
-#: Repairs that lock writers out for seconds on a big file: run only when named by --check.
-NAMED_ONLY = tuple(c.id for c in CHECKS if c.repair is not None and c.repair.named_only)
+#: Every check `lcm doctor apply` can repair (its ``repair``), in registry order.
+REPAIRABLE = tuple(c.id for c in CHECKS if c.repair is not None)
 
 
 def _describe(unit: Unit) -> dict[str, Any]:
@@ -85,7 +67,8 @@ def apply_repairs(ctx: Context, req: Request) -> Result:
     checks = (
         [c.id for c in select_checks(requested)]
         if requested
-        else [c for c in REPAIRABLE if c not in NAMED_ONLY]
+        # A named-only repair locks writers out for seconds on a big file: only --check runs it.
+        else [c.id for c in CHECKS if c.repair is not None and not c.repair.named_only]
     )
     not_repairable = [c for c in checks if c not in REPAIRABLE]
     if requested and not_repairable and len(not_repairable) == len(checks):
