@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.doctor.apply import REPAIRABLE
+from lcm_cli.doctor.checks import CHECKS
 from tests.conftest import lcm
 from tests.support.doctor_seed import build_seeded, write_config
 
@@ -143,6 +144,13 @@ def test_apply_one_check_and_scope(seeded: tuple[list[str], dict[str, set[Any]],
     assert after["fts.summaries"]["count"] == 0 and after["fts.messages"]["count"] == 2
     not_fixable = lcm(*args, "doctor", "apply", "--check", "dag.cycles")
     assert not_fixable.code == 2 and not_fixable.error["details"]["repairable"] == list(REPAIRABLE)
+
+
+def test_a_fix_names_doctor_apply_exactly_when_the_check_carries_a_repair() -> None:
+    """A check never sends the reader to `doctor apply` without a repair to run, or hides one."""
+    for check in CHECKS:
+        names_apply = check.fix == f"lcm doctor apply --check {check.id} --apply"
+        assert names_apply == (check.repair is not None), check.id
 
 
 def test_locked_database_is_database_busy_and_nothing_half_done(
