@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pydantic stays off the cold path
     from typing import Any, TextIO
 
     from lcm_cli.engine.config.model import SettingsBase
+    from lcm_cli.engine.db.store import Store
 
 
 class Context:
@@ -58,7 +59,7 @@ class Context:
         self._conn_identity: tuple[int, int] | None = None
         # Set when the database could only be read through SQLite's immutable URI.
         self.database_access: dict[str, str] | None = None
-        self._store: Any = None
+        self._store: Store | None = None
         self._probe: SchemaProbe | None = None
         self.timeout_ms = busy_timeout_ms(dict(self.env))
         self.paths_resolved = False
@@ -195,10 +196,9 @@ class Context:
         if self.config_problems:
             # Values the runtime coerces, clamps or falls through: said, never fatal.
             meta["configProblems"] = list(self.config_problems)
-        rebuilt = getattr(self._store, "totals_rebuilt", None)
-        if rebuilt:
+        if self._store is not None and self._store.totals_rebuilt:
             # Said once: a warm `lcm serve` keeps its store open across requests.
-            meta["totals"] = {"rebuilt": True, "reason": rebuilt}
+            meta["totals"] = {"rebuilt": True, "reason": self._store.totals_rebuilt}
             self._store.totals_rebuilt = None
         return meta
 
@@ -363,7 +363,7 @@ class Context:
         if self.progress is not None:
             self.progress(stage, done, total)
 
-    def store(self) -> Any:
+    def store(self) -> Store:
         """The write store on this context's database, opened (created, migrated) on first use.
 
         It lives as long as the context: one call for a CLI command, the whole process for
@@ -401,11 +401,13 @@ class Context:
             self._conn, self._probe, self._scoped_conn = None, None, False
 
     def _close_store(self) -> None:
+        store, self._store = self._store, None
+        if store is None:
+            return
         try:
-            self._store.close()
+            store.close()
         except sqlite3.Error:
             pass  # a handle on a replaced file: nothing of it is kept
-        self._store = None
 
     def close(self) -> None:
         """Close the database handles that were opened."""

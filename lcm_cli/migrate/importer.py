@@ -45,6 +45,7 @@ from lcm_cli.migrate.discovery import StoreSource, discover_sources, file_report
 
 if TYPE_CHECKING:
     from lcm_cli.engine.db.sessions import SessionPolicy
+    from lcm_cli.engine.db.store import Store
 
 IMPORTED_TITLE = "Imported OpenClaw session "
 INSERT_BATCH = 500
@@ -784,7 +785,7 @@ def _share_out(files: list[Source], count: int) -> list[list[int]]:
     return plan
 
 
-def _write_file(store: Any, transcript: Any, report: dict[str, Any], handoff: Any = None) -> dict[str, Any]:
+def _write_file(store: Store, transcript: Any, report: dict[str, Any], handoff: Any = None) -> dict[str, Any]:
     """Import one scanned file in its own transaction; the report says what happened."""
     from lcm_cli.migrate import staging
 
@@ -982,7 +983,7 @@ def _key_is_free(conn: sqlite3.Connection, key: str, conversation_id: int | None
     return row is None
 
 
-def _import_file(store: Any, transcript: Any, report: dict[str, Any], handoff: Any = None) -> None:
+def _import_file(store: Store, transcript: Any, report: dict[str, Any], handoff: Any = None) -> None:
     """Import one transcript inside the caller's transaction (all or nothing).
 
     ``handoff``: when it names a staging file (attached as ``stage``), the file's rows,
@@ -1122,7 +1123,7 @@ def _adopt(conn: sqlite3.Connection, conversation_id: int, verified_at: str | No
     return True
 
 
-def _checkpoint(store: Any, conversation_id: int, transcript: Any, last: Any, source_path: str) -> None:
+def _checkpoint(store: Store, conversation_id: int, transcript: Any, last: Any, source_path: str) -> None:
     """Upsert the bootstrap frontier the live plugin resumes from.
 
     ``source_path``: the transcript, or for a store session the host's ``sqlite:`` marker of

@@ -25,10 +25,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.connection import bind_none_directly, connect
 from lcm_cli.engine.db.store.ids import PART_ID_SQL, message_identity_hash
 from lcm_cli.engine.db.store.messages import fts_message_text
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 # Staging directories are named lcm-import-<pid>-<random> in the temp dir (TMPDIR).
 _DIR_PREFIX = "lcm-import-"
@@ -145,7 +149,7 @@ def attached(conn: sqlite3.Connection, path: str, schema: str) -> Iterator[None]
         conn.execute(f"DETACH DATABASE {schema}")
 
 
-def copy_staged(store: Any, schema: str, conversation_id: int, session_id: str, now: str) -> int:
+def copy_staged(store: Store, schema: str, conversation_id: int, session_id: str, now: str) -> int:
     """Copy the staging file attached as ``schema`` into a new, empty conversation.
 
     Runs inside the caller's transaction, within :func:`attached`. Returns the number of
@@ -164,7 +168,7 @@ def copy_staged(store: Any, schema: str, conversation_id: int, session_id: str, 
 
 
 def _copy(
-    store: Any, conn: sqlite3.Connection, schema: str, conversation_id: int, session_id: str, now: str
+    store: Store, conn: sqlite3.Connection, schema: str, conversation_id: int, session_id: str, now: str
 ) -> int:
     offset = store.next_message_id() - 1
     copied = conn.execute(

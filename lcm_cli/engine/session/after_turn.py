@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.compaction import context_items as ci
 from lcm_cli.engine.compaction.threshold import evaluate, resolve_threshold
 from lcm_cli.engine.context import Context
@@ -58,6 +59,9 @@ from lcm_cli.engine.session.ingest import (
     stored_form,
 )
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, STALE_CRON_REASON, stale_cron_run
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 MODES = ("deferred", "inline")
 
@@ -332,7 +336,7 @@ def post_turn_threshold(
 
 
 def _publish_prepared(
-    store: Any, cid: int, session_id: str, key: str | None, tuned: dict[str, Any]
+    store: Store, cid: int, session_id: str, key: str | None, tuned: dict[str, Any]
 ) -> dict[str, Any] | None:
     """Publish the conversation's ready pending batch under the session's lock (no model)."""
     from lcm_cli.engine.compaction.pending.background import publish_ready
@@ -341,7 +345,7 @@ def _publish_prepared(
     return publish_ready(store, cid, tuned, session_key=key, write_lock=lambda: session_lock(lock_key))
 
 
-def _preparation_follow_up(ctx: Context, store: Any, cid: int) -> tuple[FollowUp, ...]:
+def _preparation_follow_up(ctx: Context, store: Store, cid: int) -> tuple[FollowUp, ...]:
     """Below the threshold, a warm door prepares the next batch between turns (`maintain` in
     `lcm serve`'s follow-up lane) when the summarizer is a model and the file has 1.0's
     pending tables; a local summarizer needs no preparation."""
@@ -362,7 +366,7 @@ def compaction_mode(effective: dict[str, Any]) -> str:
 
 def _compact_now(
     ctx: Context,
-    store: Any,
+    store: Store,
     cid: int,
     session_id: str,
     key: str | None,
@@ -394,7 +398,7 @@ def _compact_now(
 
 
 def _record(
-    store: Any,
+    store: Store,
     cid: int,
     session_id: str,
     key: str | None,

@@ -28,12 +28,16 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.limits import loads_bounded
 from lcm_cli.engine.db.sessions import get_or_create, queue_key, session_lock
 from lcm_cli.engine.session.ingest import Batch, IngestSettings
 from lcm_cli.engine.session.rollover import AMBIGUOUS_REASON, archive_for_rollover, check_rollover
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 MIN_IMPORT_CAP = 50
 IMPORT_CAP_RATIO = 0.2
@@ -86,7 +90,7 @@ def _built(item: Any) -> Any:
 
 
 def bootstrap_session(
-    store: Any,
+    store: Store,
     settings: IngestSettings,
     session_id: str,
     session_file: str,
@@ -320,7 +324,7 @@ class _Frontier(NamedTuple):
 
 
 def _append_only(
-    store: Any,
+    store: Store,
     settings: IngestSettings,
     conversation: Any,
     checkpoint: Any,
@@ -421,7 +425,7 @@ def _mark_bootstrapped(conn: Any, cid: int) -> None:
 
 
 def _write_checkpoint(
-    store: Any,
+    store: Store,
     cid: int,
     path: str,
     size: int,
@@ -590,7 +594,7 @@ def _import_after(
     return out
 
 
-def _adopt(store: Any, cid: int, message: Any) -> bool:
+def _adopt(store: Store, cid: int, message: Any) -> bool:
     """Stamp the entry id on the earliest unstamped identical row (one runtime ingest wrote).
 
     The stamped anchor is recorded as verified, as lossless-claw 1.0's reconcile records

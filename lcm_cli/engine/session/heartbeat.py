@@ -21,7 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.db.pending_state import invalidate_open_batches, release_messages
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 HEARTBEAT_FILE = "heartbeat.md"
 HEARTBEAT_OK = "HEARTBEAT_OK"
@@ -96,7 +100,7 @@ def _json(ids: list[int]) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
 
 
-def prune_heartbeat_turns(store: Any, conversation_id: int) -> dict[str, Any]:
+def prune_heartbeat_turns(store: Store, conversation_id: int) -> dict[str, Any]:
     """Delete the conversation's heartbeat turns in one transaction; report what went.
 
     Returns ``{"prunedTurns": n, "prunedMessages": m}``. A summary-covered turn is kept.

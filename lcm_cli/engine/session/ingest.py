@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.assembly.large_files import Interceptor
 from lcm_cli.engine.config.keys import declared_default
 from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
@@ -26,6 +27,9 @@ from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.jscompat import js_values
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.sessions import SessionPolicy, find_active, get_or_create, queue_key, session_lock
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 PERSISTABLE_ROLES = frozenset({"user", "assistant", "system", "tool", "toolResult"})
 RUNTIME_CONTEXT_SENTINEL = (
@@ -199,7 +203,7 @@ class Batch:
     """State shared by the messages of one call: the conversation and the flood counts."""
 
     def __init__(
-        self, store: Any, settings: IngestSettings, session_id: str, session_key: str | None
+        self, store: Store, settings: IngestSettings, session_id: str, session_key: str | None
     ) -> None:
         self.store = store
         self.conn: sqlite3.Connection = store.conn
@@ -426,7 +430,7 @@ def raw_id_replays(conn: sqlite3.Connection, conversation_id: int, messages: Seq
 
 
 def ingest_messages(
-    store: Any,
+    store: Store | None,
     settings: IngestSettings,
     session_id: str,
     messages: Sequence[Any],
@@ -443,8 +447,8 @@ def ingest_messages(
     With ``raw_id_filter`` (the reference's ``ingestBatch``), messages whose tool call
     ids the conversation already stores are skipped as ``duplicate-raw-id``.
 
-    ``store`` is an open :class:`lcm_cli.engine.db.store.Store`. Input that is not a
-    message at all raises ``INVALID_INPUT`` before anything is written; any failure
+    ``store`` is an open :class:`lcm_cli.engine.db.store.Store` (None when nothing is
+    written). Input that is not a message at all raises ``INVALID_INPUT`` before anything is written; any failure
     while writing rolls the whole call back.
     """
     for index, message in enumerate(messages):
@@ -471,6 +475,7 @@ def ingest_messages(
         summary["messages"] = [_skipped(i, reason or HEARTBEAT) for i in range(len(messages))]
         summary["skipped"] = len(messages)
         return summary
+    assert store is not None, "a turn that writes messages comes with an open store"
     with session_lock(queue_key(session_id, session_key)):
         batch = Batch(store, settings, session_id, session_key)
         results = []

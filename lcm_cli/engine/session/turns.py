@@ -38,6 +38,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.jscompat import collation_key, js_ordered, js_values, stringify
@@ -63,6 +64,9 @@ from lcm_cli.engine.session.ingest import (
     stored_form,
 )
 from lcm_cli.engine.transcript.host_store import Snapshot, session_marker, store_for_session
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 #: Admission and terminal fields that must agree: one transcript, one generation.
 _SAME_TARGET = ("agentId", "sessionId", "sessionKey", "storePath", "generation")
@@ -209,7 +213,7 @@ def host_snapshot(host_store: str, session_id: str, before_seq: int | None) -> I
 
 def import_host_history(
     ctx: Context,
-    store: Any,
+    store: Store,
     settings: IngestSettings,
     session_id: str,
     key: str | None,
