@@ -16,10 +16,10 @@ import contextlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, tzinfo
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from lcm_cli.engine.compaction import context_items as ci
 from lcm_cli.engine.compaction import leaf_source as src
@@ -31,6 +31,8 @@ from lcm_cli.engine.summarize.base import SpendLimitError, Summarizer, stored_mo
 
 DEFAULT_TOKEN_BUDGET = 128000
 UNTIL_UNDER_MAX_ROUNDS = 10
+# How a leaf pass's previous context is picked (§5.4): the sweep's rule, or compactLeaf's.
+LeafContext = Literal["sweep", "nearest"]
 
 
 def _int(effective: Mapping[str, Any], key: str) -> int:
@@ -219,12 +221,18 @@ class _Sweep:
         self.max_iterations = max_iterations
         self.clock = clock
         self.iterations = 0
+        self.budget_spent = False
         self.passes: list[dict[str, Any]] = []
         self.skipped: list[dict[str, Any]] = []
 
     def out_of_budget(self) -> bool:
         """Whether the sweep has used its iterations or its time."""
         return self.iterations >= self.max_iterations or self.clock() >= self.end
+
+    def proceed(self) -> bool:
+        """Whether another leaf pass may run; a no is kept in ``budget_spent``."""
+        self.budget_spent = self.out_of_budget()
+        return not self.budget_spent
 
     def finish(self, **flags: Any) -> SweepResult:
         """The sweep's result as it stands, with the flags saying why it stopped."""
@@ -566,6 +574,53 @@ class Compactor:
                 break
         return "\n\n".join(reversed(picked)) if picked else None
 
+    def _summaries_before(self, chunk: Sequence[Item]) -> str | None:
+        """The two nearest summaries before ``chunk``, any depth (§5.4)."""
+        head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
+        return self._nearest_summaries(head, chunk[0].ordinal, None)
+
+    # -- the leaf loop -----------------------------------------------------------
+
+    def leaf_passes(
+        self, previous: LeafContext, *, proceed: Callable[[], bool] | None = None
+    ) -> Iterator[tuple[list[Item], _PassOutcome]]:
+        """Leaf passes over the raw chunks outside the fresh tail, oldest first; yields each
+        chunk with its pass's outcome.
+
+        The one leaf loop of the sweep (§4.7) and of rotate (§4.13, §8). It re-reads the
+        boundary and the next chunk before each pass, steps past a chunk with no text
+        (``empty-source``) and retries one another writer changed (``chunk-changed``). It
+        ends when no chunk is left, or when ``proceed()``, asked before each model call,
+        says no; the caller ends it sooner by leaving the loop (on a failure, a bound).
+        ``previous`` picks each pass's previous context (§5.4): ``"sweep"`` gives the
+        last leaf this loop wrote, else after a skipped chunk the summaries nearest before
+        the chunk, else none; ``"nearest"`` (``compactLeaf``, which rotate repeats) gives
+        the summaries nearest before the chunk every time.
+        """
+        scan_after = -1
+        previous_leaf: str | None = None
+        after_skip = False
+        while True:
+            edge = self.current_boundary()
+            chunk = self.leaf_chunk(
+                ci.iter_items(self.conn, self.cid, after=scan_after, before=edge), edge, scan_after
+            )
+            if not chunk:
+                return
+            if proceed is not None and not proceed():
+                return
+            if previous == "nearest" or (previous_leaf is None and after_skip):
+                context = self._summaries_before(chunk)
+            else:
+                context = previous_leaf
+            outcome = self.leaf_pass(chunk, context)
+            if outcome.status == "empty-source":
+                scan_after = chunk[-1].ordinal
+                after_skip = True
+            elif outcome.status == "done":
+                previous_leaf = outcome.content
+            yield chunk, outcome
+
     # -- the sweep ---------------------------------------------------------------
 
     def full_sweep(
@@ -596,23 +651,9 @@ class Compactor:
     def _leaf_phase(self, sweep: _Sweep) -> SweepResult | None:
         """Phase 1: leaf passes over every eligible raw chunk outside the tail. Returns the
         sweep's result when it must stop here (budget, failure), else None."""
-        scan_after = -1
-        previous_leaf: str | None = None
-        after_skip = False
-        while True:
-            edge = self.current_boundary()
-            chunk = self.leaf_chunk(
-                ci.iter_items(self.conn, self.cid, after=scan_after, before=edge), edge, scan_after
-            )
-            if not chunk:
-                return None
-            if sweep.out_of_budget():
-                return sweep.finish(stopped_at_budget=True)
-            outcome = self.leaf_pass(chunk, self._leaf_previous(chunk, previous_leaf, after_skip))
+        for chunk, outcome in self.leaf_passes("sweep", proceed=sweep.proceed):
             if outcome.status == "empty-source":
                 sweep.skip("leaf", "empty-source", chunk)
-                scan_after = chunk[-1].ordinal
-                after_skip = True
                 continue
             sweep.iterations += 1
             if outcome.status == "chunk-changed":
@@ -622,22 +663,12 @@ class Compactor:
             if failed is not None:
                 return failed
             pass_start = sweep.record(outcome)
-            previous_leaf = outcome.content
             if sweep.stop_at_tokens is not None and sweep.running <= sweep.stop_at_tokens:
                 return None
             if sweep.running >= pass_start:
                 return None
-
-    def _leaf_previous(
-        self, chunk: Sequence[Item], previous_leaf: str | None, after_skip: bool
-    ) -> str | None:
-        """The previous context of a leaf pass: the last leaf this sweep wrote; after a
-        skipped chunk, the summaries nearest before this one; else none."""
-        if previous_leaf is not None:
-            return previous_leaf
-        if after_skip:
-            head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
-            return self._nearest_summaries(head, chunk[0].ordinal, None)
+        if sweep.budget_spent:
+            return sweep.finish(stopped_at_budget=True)
         return None
 
     def _condense_phase(self, sweep: _Sweep, prefix_target: int) -> SweepResult:

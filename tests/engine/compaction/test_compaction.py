@@ -12,7 +12,7 @@ import pytest
 
 from lcm_cli.engine.assembly.assembler import assemble
 from lcm_cli.engine.compaction import context_items as ci
-from lcm_cli.engine.compaction.compactor import Compactor, record_debt
+from lcm_cli.engine.compaction.compactor import Compactor, LeafContext, record_debt
 from lcm_cli.engine.compaction.drain import drain_debt
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
@@ -206,6 +206,36 @@ def test_empty_source_chunk_is_skipped_and_nothing_is_written(store: Store) -> N
     assert summarizer.calls == []
     assert store.conn.execute("SELECT COUNT(*) FROM summaries").fetchone()[0] == 0
     check_invariants(store.conn, cid)
+
+
+def three_leaf_passes(store: Store, rule: LeafContext) -> tuple[list[str | None], list[str]]:
+    """Three leaf passes under ``rule`` over a fresh conversation: the previous context
+    each model call was given, and the leaves written."""
+    cid = new_conversation(store, f"agent:main:{rule}")
+    store.add_messages(cid, turn_rows(0, 40))
+    summarizer = HeadSummarizer()
+    compactor = Compactor(store, cid, effective(leafChunkTokens=300, freshTailCount=4), summarizer)
+    asked: list[int] = []
+
+    def proceed() -> bool:
+        asked.append(len(summarizer.calls))
+        return len(asked) <= 3
+
+    steps = list(compactor.leaf_passes(rule, proceed=proceed))
+    assert [outcome.status for _, outcome in steps] == ["done"] * 3
+    assert asked == [0, 1, 2, 3]  # a fourth chunk was there; no model call was made for it
+    assert len(summarizer.calls) == 3
+    check_invariants(store.conn, cid)
+    return [call.previous_context for call in summarizer.calls], [outcome.content for _, outcome in steps]
+
+
+def test_leaf_passes_pick_previous_context_by_rule_and_ask_before_each_model_call(store: Store) -> None:
+    """The sweep's rule chains the last leaf written; compactLeaf's (rotate's) takes the two
+    nearest summaries every time (§5.4); ``proceed`` says no before the model call."""
+    previous, written = three_leaf_passes(store, "sweep")
+    assert previous == [None, written[0], written[1]]
+    previous, written = three_leaf_passes(store, "nearest")
+    assert previous == [None, written[0], written[0] + "\n\n" + written[1]]
 
 
 # --------------------------------------------------------------------------
