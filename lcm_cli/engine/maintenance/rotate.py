@@ -37,6 +37,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
+from itertools import islice
 from typing import Any, NamedTuple
 
 from lcm_cli.engine.context import Context
@@ -237,7 +238,6 @@ def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, 
     (incomplete coverage) are ``summarization_unavailable`` refusals: the transcript is
     not rewritten.
     """
-    from lcm_cli.engine.compaction import context_items as ci
     from lcm_cli.engine.compaction.compactor import Compactor
     from lcm_cli.engine.compaction.ops import configured_summarizer
     from lcm_cli.engine.db.sessions import queue_key, session_lock
@@ -269,22 +269,13 @@ def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, 
     scope = "compaction:" + queue_key(target.session_id, target.session_key)
     spend_guard(effective).clear(scope)  # a forced run clears the spend backoff (engine.md §4.8)
     compactor = Compactor(store, cid, effective, guarded(configured, effective, scope))
-    conn = store.conn
-    scan_after = -1
     with session_lock(queue_key(target.session_id, target.session_key)):
-        for _ in range(before["messageItems"]):
-            edge = compactor.current_boundary()
-            chunk = compactor.leaf_chunk(
-                ci.iter_items(conn, cid, after=scan_after, before=edge), edge, scan_after
-            )
-            if not chunk:
-                break
-            head = ci.load_items(conn, cid, before=chunk[0].ordinal)
-            outcome = compactor.leaf_pass(chunk, compactor._nearest_summaries(head, chunk[0].ordinal, None))
+        # The pass bound counts skipped chunks too; islice stops without asking for the
+        # next chunk, so no model call runs past it.
+        for chunk, outcome in islice(compactor.leaf_passes("nearest"), before["messageItems"]):
             span = [chunk[0].ordinal, chunk[-1].ordinal]
             if outcome.status == "empty-source":
                 out["skipped"].append({"reason": "empty-source", "ordinals": span})
-                scan_after = chunk[-1].ordinal
                 continue
             if outcome.status == "chunk-changed":
                 out["skipped"].append({"reason": "chunk-changed", "ordinals": span})
@@ -305,7 +296,7 @@ def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, 
             out["passes"].append(outcome.record)
     if out["passes"]:
         breaker.record_success(breaker_id)
-    after = raw_outside_tail(conn, cid, effective)
+    after = raw_outside_tail(store.conn, cid, effective)
     out["rawMessagesAfter"] = after["rawMessages"]
     if after["rawMessages"]:
         raise unavailable(
