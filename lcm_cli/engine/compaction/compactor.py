@@ -556,7 +556,7 @@ class Compactor:
             ),
         )
 
-    def _nearest_summaries(self, items: Sequence[Item], before: int, depth: int | None) -> str | None:
+    def nearest_summaries(self, items: Sequence[Item], before: int, depth: int | None) -> str | None:
         """Up to two nearest preceding summaries (optionally of one depth), oldest first (§5.4)."""
         picked: list[str] = []
         candidates = [
@@ -577,7 +577,7 @@ class Compactor:
     def _summaries_before(self, chunk: Sequence[Item]) -> str | None:
         """The two nearest summaries before ``chunk``, any depth (§5.4)."""
         head = ci.load_items(self.conn, self.cid, before=chunk[0].ordinal)
-        return self._nearest_summaries(head, chunk[0].ordinal, None)
+        return self.nearest_summaries(head, chunk[0].ordinal, None)
 
     # -- the leaf loop -----------------------------------------------------------
 
@@ -692,7 +692,7 @@ class Compactor:
                     break
                 if sweep.out_of_budget():
                     return sweep.finish(stopped_at_budget=True)
-                previous = self._nearest_summaries(items, chunk[0].ordinal, 0) if depth == 0 else None
+                previous = self.nearest_summaries(items, chunk[0].ordinal, 0) if depth == 0 else None
                 outcome = self.condensed_pass(chunk, previous)
                 sweep.iterations += 1
                 if outcome.status == "chunk-changed":

@@ -116,7 +116,7 @@ def _previous_context(compactor: Compactor, summary_id: str, depth: int) -> str 
         return None
     ordinal = int(row[0])
     head = load_items(compactor.conn, compactor.cid, before=ordinal)
-    return compactor._nearest_summaries(head, ordinal, None if depth == 0 else 0)
+    return compactor.nearest_summaries(head, ordinal, None if depth == 0 else 0)
 
 
 _ANCESTORS = """

@@ -38,7 +38,7 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
@@ -54,6 +54,9 @@ from lcm_cli.engine.core.files import (
 from lcm_cli.engine.core.held_files import open_input
 from lcm_cli.engine.core.params import APPLY, BACKUP, SESSION_FILE, SQLITE_MAX_INT, Request
 from lcm_cli.engine.core.registry import Result, operation
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.db.store import Store
 
 BACKUP_MODES = ("changes", "latest", "full", "none")
 # Reconcile-and-compact rounds while the host keeps appending to the transcript.
@@ -226,7 +229,7 @@ def raw_outside_tail(conn: Any, cid: int, effective: Mapping[str, Any]) -> dict[
     }
 
 
-def compact_outside_tail(ctx: Context, store: Any, target: Target) -> dict[str, Any]:
+def compact_outside_tail(ctx: Context, store: Store, target: Target) -> dict[str, Any]:
     """Force leaf-only compaction until no raw context remains outside the fresh tail.
 
     docs/reference/operations.md §3.2 step 5 and engine.md §4.13 with condensation disabled: one
@@ -744,7 +747,7 @@ def apply_rotation(ctx: Context, req: Request, session_file: str | None, mode: s
 
 
 def _rotate_writes(
-    ctx: Context, store: Any, target: Target, ownership: dict[str, Any], mode: str
+    ctx: Context, store: Store, target: Target, ownership: dict[str, Any], mode: str
 ) -> dict[str, Any]:
     """Steps 2 to 5 on the write store: reconcile, compact, the copy ``mode`` asks for, rewrite."""
     from lcm_cli.engine.assembly.fallback import bootstrap_budget
@@ -885,7 +888,13 @@ def _rotate_writes(
 
 
 def _refresh_frontier(
-    store: Any, conn: Any, cid: int, path: str, info: os.stat_result, header_id: str | None, plan: RewritePlan
+    store: Store,
+    conn: Any,
+    cid: int,
+    path: str,
+    info: os.stat_result,
+    header_id: str | None,
+    plan: RewritePlan,
 ) -> None:
     """§3.4: the checkpoint describes the new file, so the next bootstrap replays nothing."""
     previous = conn.execute(
