@@ -1,6 +1,9 @@
-"""The importer on random state dirs: the invariants a comparison with the reference checks.
+"""The importer on random state dirs, held to the rules of lossless-claw's importer.
 
-Per seed: every file's persistable-message count, no conversation without messages,
+The expected counts come from the generator (tests/compat/gen.py), which applies the rules of
+docs/reference/migrate-sessions.md to the lines it writes; they are not answers recorded from
+lossless-claw. The file order is ``localeCompare``'s, itself held to answers recorded from
+Node 24 (tests/compat/goldens/localecompare_node24.json). Per seed: every file's persistable-message count, no conversation without messages,
 conversation and message ids assigned in the reference's ``localeCompare`` file order,
 ``--limit N`` taking the first N files of that order, symlinks skipped and reported, and
 exit status 1 exactly when a file failed.
@@ -33,7 +36,7 @@ def order(paths: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_random_state_dir_imports_like_the_reference(tmp_path: Path, seed: int) -> None:
+def test_random_state_dir_imports_by_the_reference_rules(tmp_path: Path, seed: int) -> None:
     root = tmp_path / "state"
     files = build_state_dir(seed, root)
     link = add_symlink(root, files[0].path) if files and seed % 3 == 0 else None
