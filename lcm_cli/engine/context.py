@@ -288,21 +288,14 @@ class Context:
         A value that is not a policy is refused, not read as ``unrestricted``: a typo must
         not open every agent's history.
         """
-        from lcm_cli.engine.config.resolve import MISSING, lcm_setting, lookup_path
-        from lcm_cli.engine.db.visibility import POLICIES
+        from lcm_cli.engine.config.resolve import lcm_setting
 
-        raw = self.env.get("LCM_AGENT_SCOPE")
-        if raw is None:
-            raw = lookup_path(self.plugin_config, "agentScope")
-        value = lcm_setting("agentScope", self.plugin_config, self.env)
-        if raw is not MISSING and (not isinstance(raw, str) or raw.strip().lower() not in POLICIES):
+        try:
+            return str(lcm_setting("agentScope", self.plugin_config, self.env, strict=True))
+        except LcmError as exc:
             raise LcmError(
-                "CONFIG_VALIDATION_FAILED",
-                f"agentScope must be one of {', '.join(POLICIES)}; got {raw!r}. Fix LCM_AGENT_SCOPE or "
-                "plugins.entries.lcm.config.agentScope.",
-                {"key": "agentScope", "configPath": self.config_path},
-            )
-        return str(value)
+                exc.code, exc.message, {**(exc.details or {}), "configPath": self.config_path}
+            ) from None
 
     def boundaries(self) -> list[Any] | None:
         """The limits on what this call may read, or None when it may read every conversation.

@@ -924,9 +924,15 @@ def effective_value(effective: Mapping[str, Any], dot_path: str) -> Any:
     return lookup_path(effective, effective_path_aliases().get(dot_path, dot_path))
 
 
-def lcm_setting(path: str, plugin_config: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+def lcm_setting(
+    path: str, plugin_config: Mapping[str, Any], env: Mapping[str, str], *, strict: bool = False
+) -> Any:
     """One of lcm's own keys (:data:`~lcm_cli.engine.config.keys.LCM_KEYS`): the first usable
-    environment variable, else the plugin config's value, else the declared default."""
+    environment variable, else the plugin config's value, else the declared default.
+
+    ``strict``: a value that is set but unusable is refused (``CONFIG_VALIDATION_FAILED``)
+    instead of falling back, for a key whose default would widen what a caller may do.
+    """
     from lcm_cli.engine.config.keys import LCM_KEYS
 
     key = next(k for k in LCM_KEYS if k.path == path)
@@ -936,9 +942,23 @@ def lcm_setting(path: str, plugin_config: Mapping[str, Any], env: Mapping[str, s
             value = coerce_env(key, raw)
             if value is not MISSING:
                 return value
+            if strict:
+                raise _unusable(key, raw, name)
     raw = lookup_path(plugin_config, key.path)
     if raw is not MISSING:
         value = coerce_plugin(key, raw)
         if value is not MISSING:
             return value
+        if strict:
+            raise _unusable(key, raw, f"plugins.entries.lcm.config.{key.path}")
     return key.default
+
+
+def _unusable(key: ConfigKey, raw: Any, where: str) -> LcmError:
+    accepted = key.schema.get("enum")
+    expected = f"one of {', '.join(accepted)}" if accepted else f"a {key.schema.get('type', 'value')}"
+    return LcmError(
+        "CONFIG_VALIDATION_FAILED",
+        f"{key.path} must be {expected}; got {raw!r}. Fix {where}.",
+        {"key": key.path, "value": raw, "source": where},
+    )

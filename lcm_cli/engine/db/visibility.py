@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 VISIBLE = "lcm_visible"  # temp table: the conversation ids this connection may read
-POLICIES = ("unrestricted", "agent", "session-family")
 
 
 class Boundary(Record):
