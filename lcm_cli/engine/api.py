@@ -167,7 +167,8 @@ def _invoke_fleet(
 ) -> Outcome:
     """Run ``op`` on every member of a fleet, each through :func:`invoke`, and merge."""
     spec = op.spec
-    if spec.fleet is None:
+    fleet = spec.fleet
+    if fleet is None:
         raise unsupported(op.name, f"`lcm {' '.join(command_words(op.name, spec))}` reads one database.")
     request = validate_request(
         op.name,
@@ -197,7 +198,7 @@ def _invoke_fleet(
     limit = request.limit if "limit" in spec.options else 0
     # Each member answers whole items: the merge needs their order fields; --fields applies after.
     member_params = {k: v for k, v in params.items() if k != "fields"}
-    envelope, status = run_fleet(op.name, spec, member_params, limit or 0, members, ask)
+    envelope, status = run_fleet(op.name, spec, fleet, member_params, limit or 0, members, ask)
     fields = request[FIELDS]
     if fields:
         from lcm_cli.engine.core.projection import apply_fields

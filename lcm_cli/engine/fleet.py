@@ -131,12 +131,16 @@ class _Answer(Record):
 
 
 def run_fleet(
-    name: str, spec: OpSpec, params: Mapping[str, Any], limit: int, members: list[Member], call: MemberCall
+    name: str,
+    spec: OpSpec,
+    fleet: Fleet,
+    params: Mapping[str, Any],
+    limit: int,
+    members: list[Member],
+    call: MemberCall,
 ) -> tuple[dict[str, Any], int]:
-    """Run ``name`` on every member and merge the answers: (envelope, exit status)."""
-    fleet = spec.fleet
-    if fleet is None:
-        raise unsupported(name, f"`lcm {' '.join(command_words(name, spec))}` reads one database.")
+    """Run ``name`` (``spec``, whose ``fleet`` declaration this is) on every member and merge
+    the answers: (envelope, exit status)."""
     if fleet.merge == "summary":
         if params.get("cursor") is not None:
             raise unsupported(
