@@ -17,7 +17,6 @@ import os
 from collections.abc import Mapping, Sequence
 
 from lcm_cli import TYPE_CHECKING
-from lcm_cli.engine.core.cursor import open_cursor, seal
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.exit_codes import exit_status
 from lcm_cli.engine.core.record import Record
@@ -296,6 +295,8 @@ def _positions(text: str | None, name: str, members: list[Member]) -> dict[str, 
     """Where each member's list continues: ``{key: {c: its cursor, n: items shown, done}}``."""
     if text is None:
         return {m.key: {"c": None, "n": 0, "done": False} for m in members}
+    from lcm_cli.engine.core.cursor import open_cursor  # only a fleet's later pages read one
+
     payload = open_cursor(text, "fleet", _invalid_cursor())
     positions = payload.get("members")
     if payload.get("command") != name or not isinstance(positions, dict):
@@ -416,6 +417,8 @@ def _next_page(
             position["c"] = (envelope.get("pagination") or {}).get("nextCursor")
         position["n"] += count
     more = any(not p["done"] for p in after.values())
+    from lcm_cli.engine.core.cursor import seal  # kept off the start-up path of single-database calls
+
     return {
         "limit": limit,
         "returned": len(shown),
