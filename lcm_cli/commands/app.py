@@ -21,8 +21,9 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from lcm_cli.commands.argv import GLOBALS, GLOBALS_EPILOG, ROOT_HELP, CommandShape, Parsed
 from lcm_cli.commands.catalog import Node, command_tree, option_help, option_metavar
+from lcm_cli.commands.specs import COMMAND_SECTIONS
 from lcm_cli.engine.core.params import PARAMS, Param
-from lcm_cli.engine.core.registry import ARGUMENTS, COMMAND_SECTIONS, OPERATIONS, OpSpec
+from lcm_cli.engine.core.registry import ARGUMENTS, OPERATIONS, OpSpec
 
 _HELP_OPTIONS = {"help_option_names": ["--help", "-h"]}
 

@@ -15,6 +15,7 @@ import os
 import sys
 
 from lcm_cli import TYPE_CHECKING
+from lcm_cli.commands.specs import DOOR_COMMANDS
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
 from lcm_cli.engine.core.params import (
     ALL_PAGES,
@@ -29,7 +30,6 @@ from lcm_cli.engine.core.params import (
 from lcm_cli.engine.core.record import Record
 from lcm_cli.engine.core.registry import (
     ARGUMENTS,
-    DOOR_COMMANDS,
     OPERATIONS,
     REFERENCE_COMMANDS,
     command_words,

@@ -1,7 +1,7 @@
 """The command tree of the CLI door, read from the declarations alone (no typer).
 
 :func:`command_tree` turns :data:`~lcm_cli.engine.core.registry.OPERATIONS`,
-:data:`~lcm_cli.engine.core.registry.DOOR_COMMANDS` and the group table into the tree that
+:data:`~lcm_cli.commands.specs.DOOR_COMMANDS` and the group table into the tree that
 `lcm --help` shows; the typer app (:mod:`lcm_cli.commands.app`) and `lcm commands` (the
 machine-readable inventory built here) are both made from it, with each option's help
 and metavar resolved once by :func:`option_help` and :func:`option_metavar`.
@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from lcm_cli.commands.specs import COMMAND_SECTIONS, DOOR_COMMANDS, GROUPS
 from lcm_cli.engine.core.params import PARAMS, Param
 from lcm_cli.engine.core.registry import (
     ARGUMENTS,
-    COMMAND_SECTIONS,
-    DOOR_COMMANDS,
-    GROUPS,
     OPERATIONS,
     REFERENCE_COMMANDS,
     Argument,

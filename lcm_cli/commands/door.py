@@ -147,8 +147,8 @@ def _path_options(parsed: Parsed) -> None:
 
 def run_door(parsed: Parsed) -> int:
     """`lcm hook` or `lcm serve`: their options checked by their declarations, as every command's are."""
+    from lcm_cli.commands.specs import DOOR_COMMANDS
     from lcm_cli.engine.core.params import validate_request
-    from lcm_cli.engine.core.registry import DOOR_COMMANDS
 
     assert parsed.command is not None
     name = parsed.command.name

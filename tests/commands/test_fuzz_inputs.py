@@ -44,8 +44,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lcm_cli.commands.specs import DOOR_COMMANDS
 from lcm_cli.engine.core.exit_codes import EXIT_STATUS
-from lcm_cli.engine.core.registry import DOOR_COMMANDS, OPERATIONS
+from lcm_cli.engine.core.registry import OPERATIONS
 from tests.conftest import REPO, Outcome, lcm
 from tests.support.changes import dump
 from tests.support.host_store import HOST_DDL, store_from_jsonl

@@ -71,7 +71,7 @@ def test_a_bad_lcm_format_on_a_terminal_names_the_variable() -> None:
 
 
 def test_root_help_groups_commands_in_sections_without_cutting_their_help() -> None:
-    from lcm_cli.engine.core.registry import COMMAND_SECTIONS
+    from lcm_cli.commands.specs import COMMAND_SECTIONS
 
     out = lcm("--help")
     assert out.code == 0

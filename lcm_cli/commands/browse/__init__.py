@@ -1,7 +1,7 @@
 """`lcm browse`: a Textual app for looking around lcm.db (an optional extra).
 
 The CLI door reaches :func:`main_browse` after parsing argv from the declaration in
-:data:`~lcm_cli.engine.core.registry.DOOR_COMMANDS`. Textual is imported only here, after
+:data:`~lcm_cli.commands.specs.DOOR_COMMANDS`. Textual is imported only here, after
 the checks, so the base CLI never pays for it and a missing extra is a structured error
 (``EXTRA_NOT_INSTALLED``) rather than a traceback.
 """
@@ -25,8 +25,8 @@ def textual_installed() -> bool:
 
 def main_browse(params: dict[str, Any], globals_: dict[str, Any]) -> int:
     """Validate `lcm browse`'s options, then run the app (or draw one screen); the exit status."""
+    from lcm_cli.commands.specs import DOOR_COMMANDS
     from lcm_cli.engine.core.params import FORCE, SCREENSHOT, validate_request
-    from lcm_cli.engine.core.registry import DOOR_COMMANDS
 
     request = validate_request("browse", DOOR_COMMANDS["browse"].options, params)
     screenshot = request[SCREENSHOT]

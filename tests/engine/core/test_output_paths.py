@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from lcm_cli.commands.specs import DOOR_COMMANDS
 from lcm_cli.engine.core.outputs import output_target, protected_files, refusal
 from lcm_cli.engine.core.params import PARAMS
-from lcm_cli.engine.core.registry import DOOR_COMMANDS, OPERATIONS, OpSpec
+from lcm_cli.engine.core.registry import OPERATIONS, OpSpec
 from lcm_cli.engine.summarize.prompts import SUFFIX, TEMPLATE_NAMES
 from tests.conftest import lcm
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lcm_cli.commands.specs import DOOR_COMMANDS
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.params import (
     APPLY,
@@ -16,7 +17,7 @@ from lcm_cli.engine.core.params import (
     option_name,
     validate_request,
 )
-from lcm_cli.engine.core.registry import ARGUMENTS, DOOR_COMMANDS, OPERATIONS
+from lcm_cli.engine.core.registry import ARGUMENTS, OPERATIONS
 
 
 def test_every_declared_field_and_argument_is_known() -> None:
