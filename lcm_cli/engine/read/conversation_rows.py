@@ -18,6 +18,8 @@ from lcm_cli.engine.read.fresh_tail import select_tail, tail_limits
 if TYPE_CHECKING:
     from typing import Any
 
+    from lcm_cli.engine.read.records import ConversationIdentity, ConversationItem, SummaryDepth
+
 CORE_TABLES = ("conversations", "messages", "summaries", "context_items")
 
 
@@ -52,7 +54,7 @@ def identity_columns(ctx: Context, prefix: str = "c.") -> str:
     )
 
 
-def identity_of(row: Any) -> dict[str, Any]:
+def identity_of(row: Any) -> ConversationIdentity:
     """Map a conversation row to the identity object (``active`` as a boolean)."""
     active = row["active"]
     return {
@@ -119,7 +121,7 @@ def totals_meta(ctx: Context) -> dict[str, Any] | None:
 
 def summary_depths(
     ctx: Context, conversation_id: int | None = None, *, fresh: bool = False
-) -> list[dict[str, Any]]:
+) -> list[SummaryDepth]:
     """Summary count and tokens per (kind, depth), ordered depth then kind.
 
     ``fresh``: read them from the trigger-maintained totals (see :func:`totals_meta`).
@@ -133,13 +135,15 @@ def summary_depths(
                 FROM {totals.SUMMARY_TOTALS} {where} GROUP BY kind, depth ORDER BY depth ASC, kind ASC""",
             params,
         )
-        return [dict(row) for row in rows]
-    rows = ctx.query(
-        f"""SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens
-            FROM summaries {where} GROUP BY kind, depth ORDER BY depth ASC, kind ASC""",
-        params,
-    )
-    return [dict(row) for row in rows]
+    else:
+        rows = ctx.query(
+            f"""SELECT kind, depth, COUNT(*) AS count, COALESCE(SUM(token_count), 0) AS tokens
+                FROM summaries {where} GROUP BY kind, depth ORDER BY depth ASC, kind ASC""",
+            params,
+        )
+    return [
+        {"kind": r["kind"], "depth": r["depth"], "count": r["count"], "tokens": r["tokens"]} for r in rows
+    ]
 
 
 def _in_clause(ids: Sequence[int]) -> str:
@@ -215,7 +219,7 @@ FROM {totals.SUMMARY_TOTALS} WHERE conversation_id IN ({{marks}}) AND summary_co
 GROUP BY conversation_id"""
 
 
-def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False) -> list[dict[str, Any]]:
+def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False) -> list[ConversationItem]:
     """List items (identity + message/summary/context/fresh-tail figures) for ``rows``.
 
     ``fresh``: message and summary figures come from the trigger-maintained totals.
@@ -251,7 +255,7 @@ def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False
         )
     }
     count, max_tokens = tail_limits(ctx.effective)
-    items = []
+    items: list[ConversationItem] = []
     for row in rows:
         cid = row["conversation_id"]
         m = messages.get(cid)
@@ -259,24 +263,22 @@ def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False
         own = message_items[cid]
         c = summary_items.get(cid)
         tail = select_tail(own, count, max_tokens) if count else []
-        item = identity_of(row)
-        item.update(
-            {
-                "messageCount": m["n"] if m else 0,
-                "messageTokens": m["tokens"] if m else 0,
-                "earliestMessageAt": m["earliest"] if m else None,
-                "latestMessageAt": m["latest"] if m else None,
-                "summaryCount": s["n"] if s else 0,
-                "summaryTokens": s["tokens"] if s else 0,
-                "summarizedSourceTokens": s["sources"] if s else 0,
-                "earliestSummaryAt": s["earliest"] if s else None,
-                "latestSummaryAt": s["latest"] if s else None,
-                "maxSummaryDepth": s["max_depth"] if s else None,
-                "contextItems": len(own) + (c["n"] if c else 0),
-                "contextTokens": sum(r["token_count"] or 0 for r in own) + (c["tokens"] if c else 0),
-                "freshTailMessages": len(tail),
-                "freshTailTokens": sum(t["token_count"] or 0 for t in tail),
-            }
-        )
+        item: ConversationItem = {
+            **identity_of(row),
+            "messageCount": m["n"] if m else 0,
+            "messageTokens": m["tokens"] if m else 0,
+            "earliestMessageAt": m["earliest"] if m else None,
+            "latestMessageAt": m["latest"] if m else None,
+            "summaryCount": s["n"] if s else 0,
+            "summaryTokens": s["tokens"] if s else 0,
+            "summarizedSourceTokens": s["sources"] if s else 0,
+            "earliestSummaryAt": s["earliest"] if s else None,
+            "latestSummaryAt": s["latest"] if s else None,
+            "maxSummaryDepth": s["max_depth"] if s else None,
+            "contextItems": len(own) + (c["n"] if c else 0),
+            "contextTokens": sum(r["token_count"] or 0 for r in own) + (c["tokens"] if c else 0),
+            "freshTailMessages": len(tail),
+            "freshTailTokens": sum(t["token_count"] or 0 for t in tail),
+        }
         items.append(item)
     return items

@@ -21,6 +21,8 @@ from lcm_cli.engine.read.conversation_rows import (
 if TYPE_CHECKING:
     from typing import Any
 
+    from lcm_cli.engine.read.records import ContextByType, ConversationDetail
+
 
 @operation("conversations.list")
 def list_conversations(ctx: Context, req: Request) -> Result:
@@ -53,22 +55,20 @@ def show_conversation(ctx: Context, req: Request) -> Result:
     cid = row["conversation_id"]
     stale = totals_meta(ctx)
     fresh = stale is None
-    return Result(
-        {
-            "conversation": conversation_stats(ctx, [row], fresh=fresh)[0],
-            "summaryDepths": summary_depths(ctx, cid, fresh=fresh),
-            "context": _context_by_type(ctx, cid),
-            "telemetry": _telemetry(ctx, cid),
-            "maintenance": _maintenance(ctx, cid),
-            "bootstrap": _bootstrap(ctx, cid),
-            "focusBriefs": _focus_briefs(ctx, cid),
-            "largeFiles": _large_files(ctx, cid),
-        },
-        meta=stale,
-    )
+    data: ConversationDetail = {
+        "conversation": conversation_stats(ctx, [row], fresh=fresh)[0],
+        "summaryDepths": summary_depths(ctx, cid, fresh=fresh),
+        "context": _context_by_type(ctx, cid),
+        "telemetry": _telemetry(ctx, cid),
+        "maintenance": _maintenance(ctx, cid),
+        "bootstrap": _bootstrap(ctx, cid),
+        "focusBriefs": _focus_briefs(ctx, cid),
+        "largeFiles": _large_files(ctx, cid),
+    }
+    return Result(data, meta=stale)
 
 
-def _context_by_type(ctx: Context, cid: int) -> list[dict[str, Any]]:
+def _context_by_type(ctx: Context, cid: int) -> list[ContextByType]:
     # LEFT JOINs: a dangling reference is counted with 0 tokens.
     rows = ctx.query(
         f"""SELECT ci.item_type AS itemType, COUNT(*) AS count,
@@ -79,7 +79,7 @@ def _context_by_type(ctx: Context, cid: int) -> list[dict[str, Any]]:
            WHERE ci.conversation_id = ? GROUP BY ci.item_type ORDER BY MIN(ci.ordinal)""",
         (cid,),
     )
-    return [dict(r) for r in rows]
+    return [{"itemType": r["itemType"], "count": r["count"], "tokens": r["tokens"]} for r in rows]
 
 
 def _optional_row(

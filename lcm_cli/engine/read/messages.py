@@ -16,10 +16,12 @@ from lcm_cli.engine.read.preview import PREVIEW_SOURCE_CHARS, make_preview
 if TYPE_CHECKING:
     from typing import Any
 
+    from lcm_cli.engine.read.records import MessageItem, MessagePage, MessageTail
 
-def message_item(row: Any, *, include_content: bool) -> dict[str, Any]:
+
+def message_item(row: Any, *, include_content: bool) -> MessageItem:
     """A message row as a list item; ``content`` only when asked for."""
-    item = {
+    item: MessageItem = {
         "messageId": row["message_id"],
         "conversationId": row["conversation_id"],
         "seq": row["seq"],
@@ -64,7 +66,7 @@ def list_messages(ctx: Context, req: Request) -> Result:
     )
     page, pagination = paginate(rows, req.limit, "messages", lambda r: (r["created_at"], r["message_id"]))
     items = [message_item(r, include_content=req.include_content) for r in page]
-    data: dict[str, Any] = {"conversation": identity_of(conversation), "items": items}
+    data: MessagePage = {"conversation": identity_of(conversation), "items": items}
     max_tokens = req[MAX_TOKENS]
     if max_tokens:
         from lcm_cli.engine.read.token_budget import REPORT_TOKENS, fit_page, json_tokens
@@ -101,18 +103,16 @@ def tail_messages(ctx: Context, req: Request) -> Result:
             (cid,),
         )
     assert totals is not None
-    return Result(
-        {
-            "conversationIdentity": identity_of(conversation),
-            "limits": {"count": count, "maxTokens": max_tokens},
-            "selected": {
-                "messages": len(picked),
-                "tokens": sum(r["token_count"] or 0 for r in picked),
-                "firstSeq": picked[0]["seq"] if picked else None,
-                "lastSeq": picked[-1]["seq"] if picked else None,
-            },
-            "conversation": {"messages": totals["n"], "tokens": totals["tokens"]},
-            "messages": [message_item(r, include_content=True) for r in picked],
+    data: MessageTail = {
+        "conversationIdentity": identity_of(conversation),
+        "limits": {"count": count, "maxTokens": max_tokens},
+        "selected": {
+            "messages": len(picked),
+            "tokens": sum(r["token_count"] or 0 for r in picked),
+            "firstSeq": picked[0]["seq"] if picked else None,
+            "lastSeq": picked[-1]["seq"] if picked else None,
         },
-        meta=stale,
-    )
+        "conversation": {"messages": totals["n"], "tokens": totals["tokens"]},
+        "messages": [message_item(r, include_content=True) for r in picked],
+    }
+    return Result(data, meta=stale)

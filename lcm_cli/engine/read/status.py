@@ -20,6 +20,8 @@ from lcm_cli.engine.read.fresh_tail import tail_limits
 if TYPE_CHECKING:
     from typing import Any
 
+    from lcm_cli.engine.read.records import GlobalStatus, MaintenanceCounts, StatusData
+
 
 @operation("status")
 def status(ctx: Context, req: Request) -> Result:
@@ -28,15 +30,13 @@ def status(ctx: Context, req: Request) -> Result:
     size = os.stat(ctx.database_path).st_size
     _, max_tokens = tail_limits(ctx.effective)
     stale = totals_meta(ctx)
-    return Result(
-        {
-            "version": __version__,
-            "databaseSizeBytes": size,
-            "freshTail": {"count": ctx.effective.get("freshTailCount"), "maxTokens": max_tokens},
-            "status": global_status(ctx, stale is None),
-        },
-        meta=stale,
-    )
+    data: StatusData = {
+        "version": __version__,
+        "databaseSizeBytes": size,
+        "freshTail": {"count": ctx.effective.get("freshTailCount"), "maxTokens": max_tokens},
+        "status": global_status(ctx, stale is None),
+    }
+    return Result(data, meta=stale)
 
 
 def _min(values: list[Any]) -> Any:
@@ -77,7 +77,7 @@ def _message_totals(ctx: Context, fresh: bool) -> Any:
     )
 
 
-def global_status(ctx: Context, fresh: bool = False) -> dict[str, Any]:
+def global_status(ctx: Context, fresh: bool = False) -> GlobalStatus:
     """The ``status`` object: conversations, messages, summaries, context, maintenance.
 
     Earliest/latest are raw text MIN/MAX, as the reference reports them. ``fresh``: the
@@ -120,7 +120,7 @@ def global_status(ctx: Context, fresh: bool = False) -> dict[str, Any]:
                   MAX(COALESCE(latest_at, created_at)) AS latest
            FROM summaries GROUP BY kind, depth ORDER BY depth ASC, kind ASC"""
     )
-    maintenance = None
+    maintenance: MaintenanceCounts | None = None
     if probe.has_table("conversation_compaction_maintenance"):
         m = ctx.query_one(
             """

@@ -17,6 +17,8 @@ from lcm_cli.engine.read.preview import PREVIEW_SOURCE_CHARS, make_preview
 if TYPE_CHECKING:
     from typing import Any
 
+    from lcm_cli.engine.read.records import SummaryDetail, SummaryItem, SummaryPage
+
 COVERAGE = "COALESCE(s.latest_at, s.created_at)"
 
 
@@ -61,13 +63,13 @@ def _file_ids(raw: Any) -> list[str]:
     return [x for x in parsed if isinstance(x, str)] if isinstance(parsed, list) else []
 
 
-def summary_items(ctx: Context, rows: list[Any], *, include_content: bool) -> list[dict[str, Any]]:
+def summary_items(ctx: Context, rows: list[Any], *, include_content: bool) -> list[SummaryItem]:
     """Summary rows as list items with link counts and previews."""
     counts = _link_counts(ctx, [r["summary_id"] for r in rows])
-    items = []
+    items: list[SummaryItem] = []
     for r in rows:
         parents, children, sources = counts.get(r["summary_id"], (0, 0, 0))
-        item = {
+        item: SummaryItem = {
             "summaryId": r["summary_id"],
             "conversationId": r["conversation_id"],
             "kind": r["kind"],
@@ -128,7 +130,8 @@ def list_summaries(ctx: Context, req: Request) -> Result:
     )
     page, pagination = paginate(rows, req.limit, "summaries", lambda r: (r["coverage_at"], r["summary_id"]))
     items = summary_items(ctx, list(page), include_content=req.include_content)
-    return Result({"conversationId": conversation_id, "items": items}, pagination)
+    data: SummaryPage = {"conversationId": conversation_id, "items": items}
+    return Result(data, pagination)
 
 
 @operation("summaries.show")
@@ -164,11 +167,21 @@ def show_summary(ctx: Context, req: Request) -> Result:
            WHERE sm.summary_id = ? AND m.conversation_id = ? ORDER BY sm.ordinal ASC""",
         (summary_id, cid),
     )
-    data = {
+    data: SummaryDetail = {
         "summary": summary_items(ctx, [row], include_content=True)[0],
         "parents": summary_items(ctx, list(parents), include_content=True),
         "children": summary_items(ctx, list(children), include_content=True),
-        "sourceMessages": [dict(r) for r in sources],
+        "sourceMessages": [
+            {
+                "messageId": r["messageId"],
+                "seq": r["seq"],
+                "role": r["role"],
+                "tokenCount": r["tokenCount"],
+                "createdAt": r["createdAt"],
+                "content": r["content"],
+            }
+            for r in sources
+        ],
     }
     max_tokens = req[MAX_TOKENS]
     if max_tokens:

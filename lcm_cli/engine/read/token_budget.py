@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.core.cursor import open_cursor, seal
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from lcm_cli.engine.read.records import MessageItem, SummaryDetail
+
+    DetailList = Literal["children", "sourceMessages", "parents"]
 
 #: What a budget report with its continuation cursors costs, at most: reserved up front so
 #: that --max-tokens caps everything printed, not only the items.
@@ -110,13 +117,13 @@ def decode_offset_cursor(text: str, resource: str, item_id: str) -> tuple[int, i
 
 
 def fit_page(
-    items: list[dict[str, Any]],
+    items: list[MessageItem],
     rows: Sequence[Any],
     pagination: dict[str, Any],
     max_tokens: int,
     resource: str,
     position: Callable[[Any], tuple[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[MessageItem], dict[str, Any]]:
     """Cut a keyset page to ``max_tokens``: keep the leading items that fit (at least one),
     and point ``pagination.nextCursor`` at the last item kept, so the next page starts
     with the first item left out. Updates ``pagination`` in place."""
@@ -148,7 +155,7 @@ def fit_page(
 
 
 def fit_sections(
-    data: dict[str, Any], sections: Sequence[str], max_tokens: int, summary_id: str
+    data: SummaryDetail, sections: Sequence[DetailList], max_tokens: int, summary_id: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Cut the list ``sections`` of ``data`` (in that priority order) to what ``max_tokens``
     leaves after everything else; returns the budget report and the pagination. Source

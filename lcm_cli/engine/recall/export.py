@@ -208,14 +208,14 @@ def _write_markdown(ctx: Context, conv: Any, out: TextIO, with_summaries: bool) 
     ident = identity_of(conv)
     title = ident["title"] or f"Conversation {ident['conversationId']}"
     out.write(f"# {title}\n\n")
-    for label, key in (
-        ("Conversation id", "conversationId"),
-        ("Session id", "sessionId"),
-        ("Session key", "sessionKey"),
-        ("Active", "active"),
-        ("Created", "createdAt"),
+    for label, value in (
+        ("Conversation id", ident["conversationId"]),
+        ("Session id", ident["sessionId"]),
+        ("Session key", ident["sessionKey"]),
+        ("Active", ident["active"]),
+        ("Created", ident["createdAt"]),
     ):
-        out.write(f"- {label}: {ident[key]}\n")
+        out.write(f"- {label}: {value}\n")
     out.write("\n## Messages\n")
     count = 0
     for rows in _message_batches(ctx, conv["conversation_id"]):

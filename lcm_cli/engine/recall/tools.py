@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lcm_cli.engine.context import Context
+    from lcm_cli.engine.read.records import SummaryItem
 
 # lossless-claw's caps: the grep text budget (about 10k tokens), a snippet's length, the
 # default and bounds of an inlined file, the answer target and the advertised time limit
@@ -876,7 +877,7 @@ def _manifest(ctx: Context, summary_id: str, conversation_id: int, cap: int) -> 
         walk.setdefault(row["summary_id"], row)  # a summary reached twice is listed once
     ordered = sorted(walk.values(), key=lambda r: (r["level"], r["path"]))
     ids = [r["summary_id"] for r in ordered]
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, SummaryItem] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         marks = ",".join("?" for _ in chunk)
