@@ -182,7 +182,7 @@ def _candidates(
         [],
     )
     page = search_source(q, grep_sql.SUMMARIES, {})
-    found = [h["id"] for h in page.hits]
+    found = [str(h["id"]) for h in page.hits]  # a summary hit's id is its summary id
     via = "summaries"
     if not found:
         messages = search_source(q, grep_sql.MESSAGES, {})

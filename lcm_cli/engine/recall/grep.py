@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.cursor import open_cursor, seal
@@ -28,6 +28,9 @@ from lcm_cli.engine.recall.grep_files import FILE_SCAN_BYTES, check_file_ids, se
 from lcm_cli.engine.recall.grep_sources import search_source
 from lcm_cli.engine.recall.grep_sql import MESSAGES, SUMMARIES, Page, Query, julian_now
 from lcm_cli.engine.recall.scope import Scope, choice, resolve_scope
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.recall.records import GrepHit
 
 __all__ = ["FILE_SCAN_BYTES", "REGEX_SCAN_ROWS", "check_full_text", "grep", "run_search"]
 
@@ -169,7 +172,7 @@ def _merge_key(sort: str) -> Any:
     searched without a rank (the LIKE path) follows the ranked ones.
     """
 
-    def key(item: tuple[list[Any], dict[str, Any]]) -> tuple[float, float]:
+    def key(item: tuple[list[Any], GrepHit]) -> tuple[float, float]:
         score, jd = item[0][0], item[0][1]
         newest = -jd if jd is not None else float("inf")
         if sort == "recency":
@@ -179,7 +182,7 @@ def _merge_key(sort: str) -> Any:
     return key
 
 
-def _merged(pages: dict[str, Page], sort: str) -> list[tuple[str, dict[str, Any]]]:
+def _merged(pages: dict[str, Page], sort: str) -> list[tuple[str, GrepHit]]:
     """Every source's hits, merged in the search's order: ``(source, hit)``."""
     streams = [
         [(key, hit, source) for key, hit in zip(page.keys, page.hits)] for source, page in pages.items()
@@ -213,8 +216,8 @@ def _cut_to_limit(
     return out
 
 
-def _add_session_keys(ctx: Context, hits: list[dict[str, Any]]) -> None:
-    """Each hit's ``sessionKey`` (its conversation's), right after ``conversationId``."""
+def _add_session_keys(ctx: Context, hits: list[GrepHit]) -> None:
+    """Each hit's ``sessionKey``: its conversation's (the field already sits after ``conversationId``)."""
     ids = sorted({hit["conversationId"] for hit in hits if hit.get("conversationId") is not None})
     keys: dict[int, Any] = {}
     if ids:
@@ -224,11 +227,8 @@ def _add_session_keys(ctx: Context, hits: list[dict[str, Any]]) -> None:
             [json.dumps(ids)],
         )
         keys = {r[0]: r[1] for r in rows}
-    for i, hit in enumerate(hits):
-        items = list(hit.items())
-        at = next(n for n, (name, _) in enumerate(items) if name == "conversationId") + 1
-        items.insert(at, ("sessionKey", keys.get(hit["conversationId"])))
-        hits[i] = dict(items)
+    for hit in hits:
+        hit["sessionKey"] = keys.get(hit["conversationId"])
 
 
 def check_full_text(pattern: str) -> None:

@@ -8,7 +8,7 @@ each with its line, byte offset, matched text and a one-line snippet around it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
@@ -22,6 +22,9 @@ from lcm_cli.engine.recall.grep_sql import Page, Query
 from lcm_cli.engine.recall.regex_worker import ScanAbandoned, ScanTimedOut
 from lcm_cli.engine.recall.regex_worker import scan as scan_texts
 from lcm_cli.engine.recall.scope import Scope, not_in_scope
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.recall.records import GrepHit
 
 FILE_SCAN_BYTES = 512_000
 FILE_MATCHES_PER_FILE = 10
@@ -79,7 +82,7 @@ def search_files(q: Query, pos: dict[str, Any]) -> Page:
         params,
     )
     terms = fq.like_terms(q.pattern) if q.mode == "full_text" else []
-    hits: list[dict[str, Any]] = []
+    hits: list[GrepHit] = []
     keys: list[list[Any]] = []
     skipped: list[dict[str, Any]] = []
     scanned = 0
@@ -141,11 +144,12 @@ def _read_text(row: Any, root: str) -> tuple[str, bool, str | None]:
     return data.decode("utf-8", errors="ignore"), cut, None
 
 
-def _file_hit(row: Any, text: str, start: int, end: int, cut: bool) -> dict[str, Any]:
+def _file_hit(row: Any, text: str, start: int, end: int, cut: bool) -> GrepHit:
     return {
         "type": "file",
         "id": row["file_id"],
         "conversationId": row["conversation_id"],
+        "sessionKey": None,  # filled in once the page is chosen
         "fileName": row["file_name"],
         "timestamp": row["created_at"],
         "line": text.count("\n", 0, start) + 1,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.recall import fts_query as fq
@@ -22,6 +22,9 @@ from lcm_cli.engine.recall.deadline import DeadlineExceeded
 from lcm_cli.engine.recall.grep_sql import MESSAGES, Page, Query, Source
 from lcm_cli.engine.recall.regex_worker import ScanAbandoned, ScanTimedOut
 from lcm_cli.engine.recall.regex_worker import scan as scan_texts
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.recall.records import GrepHit
 
 REGEX_BATCH = 1_000  # rows whose content one regex step reads
 SNIPPET_CHUNK = 50  # rowids per snippet query: FTS5 seeks each value of an IN list anew
@@ -180,7 +183,7 @@ def regex_scan(q: Query, source: Source, pos: dict[str, Any]) -> Page:
     assert q.regex is not None
     a = source.alias
     id_col = f"{a}.{source.id_col}"
-    hits: list[dict[str, Any]] = []
+    hits: list[GrepHit] = []
     positions: list[list[Any]] = []
     scanned = 0
     seen = 0  # candidates taken, at most the budget

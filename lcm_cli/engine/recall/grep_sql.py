@@ -12,12 +12,15 @@ import sqlite3
 import time
 import unicodedata
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.recall import fts_query as fq
 from lcm_cli.engine.recall.deadline import Deadline, DeadlineExceeded
 from lcm_cli.engine.recall.scope import Scope
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.recall.records import GrepHit
 
 SNIPPET_CHARS = 200
 # A regex hit's snippet: this much text before the match, the rest of the line after it.
@@ -46,7 +49,7 @@ class Query(NamedTuple):
 class Page(NamedTuple):
     """One source's share of a page."""
 
-    hits: list[dict[str, Any]]
+    hits: list[GrepHit]
     path: str  # fts5 | trigram | like | regex
     next_pos: dict[str, Any] | None  # where this source continues; None = exhausted
     truncated_by: str | None  # limit | deadline | scanLimit
@@ -182,20 +185,41 @@ class Source(NamedTuple):
     fts_column: int  # the content column snippet() reads
     trigram: str | None  # the CJK trigram table, if the source has one
     cjk_pieces: bool  # CJK LIKE: runs as overlapping 2-character pieces (else whole runs)
-    fields: Callable[[sqlite3.Row], dict[str, Any]]  # the hit's own fields, after type and id
+    make: Callable[[sqlite3.Row, str], GrepHit]  # the hit of a row, with its snippet
 
-    def hit(self, row: sqlite3.Row, snippet: str, rank: float | None = None) -> dict[str, Any]:
-        """One hit: ``{type, id, conversationId, ..., timestamp, snippet}`` (``rank`` when ranked)."""
-        hit: dict[str, Any] = {
-            "type": self.kind,
-            "id": row[self.id_col],
-            "conversationId": row["conversation_id"],
-        }
-        hit.update(self.fields(row))
-        hit["snippet"] = snippet
+    def hit(self, row: sqlite3.Row, snippet: str, rank: float | None = None) -> GrepHit:
+        """One hit: ``{type, id, conversationId, sessionKey, ..., timestamp, snippet}`` (``rank`` when ranked)."""
+        hit = self.make(row, snippet)
         if rank is not None:
             hit["rank"] = rank
         return hit
+
+
+def _message_hit(row: sqlite3.Row, snippet: str) -> GrepHit:
+    return {
+        "type": "message",
+        "id": row["message_id"],
+        "conversationId": row["conversation_id"],
+        "sessionKey": None,  # filled in once the page is chosen
+        "seq": row["seq"],
+        "role": row["role"],
+        "timestamp": row["created_at"],
+        "snippet": snippet,
+    }
+
+
+def _summary_hit(row: sqlite3.Row, snippet: str) -> GrepHit:
+    return {
+        "type": "summary",
+        "id": row["summary_id"],
+        "conversationId": row["conversation_id"],
+        "sessionKey": None,  # filled in once the page is chosen
+        "kind": row["kind"],
+        "depth": row["depth"],
+        "tokenCount": row["token_count"],
+        "timestamp": row["coverage_at"],
+        "snippet": snippet,
+    }
 
 
 MSG_TIME = "m.created_at"
@@ -214,7 +238,7 @@ MESSAGES = Source(
     0,
     None,
     False,
-    lambda r: {"seq": r["seq"], "role": r["role"], "timestamp": r["created_at"]},
+    _message_hit,
 )
 SUMMARIES = Source(
     "summaries",
@@ -230,10 +254,5 @@ SUMMARIES = Source(
     1,
     "summaries_fts_cjk",
     True,
-    lambda r: {
-        "kind": r["kind"],
-        "depth": r["depth"],
-        "tokenCount": r["token_count"],
-        "timestamp": r["coverage_at"],
-    },
+    _summary_hit,
 )
