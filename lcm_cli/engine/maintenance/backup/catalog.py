@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lcm_cli.engine.core.errors import invalid_argument
 from lcm_cli.engine.core.files import fsync_dir, remove_quietly
@@ -15,16 +15,15 @@ from lcm_cli.engine.maintenance.backup.errors import backup_failed
 from lcm_cli.engine.maintenance.backup.manifest import manifest_path_for, read_manifest
 from lcm_cli.engine.maintenance.backup.names import iso_ms, normalize_label, parse_name, stamp_to_iso
 
+if TYPE_CHECKING:
+    from lcm_cli.engine.maintenance.backup.records import BackupEntry
 
-def list_backups(db_path: str) -> list[dict[str, Any]]:
+
+def list_backups(db_path: str) -> list[BackupEntry]:
     """Backups beside the database (``<db name>.*.bak`` and ``*.changes.jsonl.gz``), newest first.
 
-    Each: ``{path, name, label, kind, sizeBytes, createdAt, hasManifest,
-    verifiedAtCreation, sizeMatchesManifest}``. ``kind`` is ``timestamped``, ``latest``
-    (a rolling copy) or ``other`` for copies of the database, ``changes`` for a change
-    backup (which also has ``rows``: the rows it holds, and ``command``); ``createdAt``
-    comes from the manifest, else the name's stamp, else the file's mtime. No file is
-    hashed: use :func:`verify_backup` for that.
+    Each a :class:`~lcm_cli.engine.maintenance.backup.records.BackupEntry` (its fields and
+    kinds are described there). No file is hashed: use :func:`verify_backup` for that.
     """
     db_abs = os.path.abspath(db_path)
     directory, db_name = os.path.split(db_abs)
@@ -33,7 +32,7 @@ def list_backups(db_path: str) -> list[dict[str, Any]]:
         names = os.listdir(directory)
     except OSError:
         return []
-    found: list[dict[str, Any]] = []
+    found: list[BackupEntry] = []
     for name in names:
         if (
             name.startswith(prefix)
@@ -75,7 +74,7 @@ def list_backups(db_path: str) -> list[dict[str, Any]]:
     return found
 
 
-def _change_backup(directory: str, name: str, middle: str) -> list[dict[str, Any]]:
+def _change_backup(directory: str, name: str, middle: str) -> list[BackupEntry]:
     """A change backup's entry (none when it is not a regular file)."""
     path = os.path.join(directory, name)
     try:

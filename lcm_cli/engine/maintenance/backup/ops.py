@@ -8,7 +8,7 @@ plugin config, state dir). ``verify`` and ``restore`` tell a change backup
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
@@ -18,6 +18,9 @@ from lcm_cli.engine.maintenance.backup import catalog as backup_catalog
 from lcm_cli.engine.maintenance.backup import create as backup_create
 from lcm_cli.engine.maintenance.backup import restore as backup_restore
 from lcm_cli.engine.maintenance.backup import verify as backup_verify
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.maintenance.backup.records import BackupCatalog
 
 
 @operation("backup.create")
@@ -40,9 +43,11 @@ def create(ctx: Context, req: Request) -> Result:
 @operation("backup.list")
 def list_backups(ctx: Context, req: Request) -> Result:
     """Every backup file next to lcm.db with its manifest status."""
-    return Result(
-        {"databasePath": ctx.database_path, "backups": backup_catalog.list_backups(ctx.database_path)}
-    )
+    data: BackupCatalog = {
+        "databasePath": ctx.database_path,
+        "backups": backup_catalog.list_backups(ctx.database_path),
+    }
+    return Result(data)
 
 
 def _kind(path: str) -> str:
