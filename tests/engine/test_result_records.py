@@ -29,7 +29,6 @@ NOT_YET = {
     "doctor.scan": "doctor's findings and units are typed later",
     "migrate.sessions": "the backfill's file reports are typed later",
     "expand": "expand's messages are typed later",
-    "summaries.dissolve": "typed in the next step",
 }
 
 

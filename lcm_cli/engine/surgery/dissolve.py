@@ -10,7 +10,7 @@ default a change backup of the rows it changes); the plan is re-checked inside i
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -30,6 +30,9 @@ from lcm_cli.engine.surgery.common import (
     summary_fts_tables,
     write_context,
 )
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.surgery.records import ContextItem
 
 BACKUP_LABEL = "summaries-dissolve"
 
@@ -108,7 +111,7 @@ class Plan:
         }
         for s in self.restored:
             meta[s["summary_id"]] = s
-        context = []
+        context: list[ContextItem] = []
         for ordinal, item in enumerate(self.after):
             info = meta.get(item["summary_id"] or "", {})
             context.append(
