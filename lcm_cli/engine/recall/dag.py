@@ -9,9 +9,12 @@ is listed once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.recall.records import DagMessage
 
 MAX_DEPTH = 64  # far beyond any real DAG; stops a cycle in corrupt data
 CHUNK = 500  # ids per IN (...) list
@@ -71,7 +74,7 @@ def _sources_of(
 
 def source_messages(
     ctx: Context, summary_id: str, conversation_id: int, walk: list[dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[DagMessage]:
     """Every raw message under ``summary_id``, in summarized order, without content.
 
     Each item: ``messageId, seq, role, tokenCount, createdAt, leafSummaryId``. ``walk`` is
@@ -108,7 +111,7 @@ def source_messages(
             chunk,
         ):
             rows[r[0]] = r
-    out = []
+    out: list[DagMessage] = []
     for message_id, leaf in order:
         found = rows.get(message_id)
         if found is None or found[1] != conversation_id:

@@ -10,7 +10,7 @@ cursor then continues inside it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.params import MAX_TOKENS, Request
@@ -18,6 +18,9 @@ from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.read import token_budget as tb
 from lcm_cli.engine.recall.dag import message_contents, source_messages
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope, summary_not_found
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.recall.records import ExpandedMessage, ExpandPage, ExpandSummary, Expansion
 
 DEFAULT_MAX_EXPAND_TOKENS = 4000
 
@@ -46,13 +49,14 @@ def find_summary(ctx: Context, summary_id: str, scope: Scope) -> Any:
 
 def expand_messages(
     ctx: Context, summary_id: str, conversation_id: int, cap: int, offset: int = 0, char: int = 0
-) -> dict[str, Any]:
-    """The source messages of a summary from ``offset`` (``char`` into the first), within ``cap``."""
+) -> tuple[ExpandPage, dict[str, Any]]:
+    """The source messages of a summary from ``offset`` (``char`` into the first), within ``cap``,
+    and the page's pagination."""
     everything = source_messages(ctx, summary_id, conversation_id)
     total_tokens = sum(m["tokenCount"] or 0 for m in everything)
     window = everything[offset:]
     contents = message_contents(ctx, [m["messageId"] for m in window[:500]])
-    shown: list[dict[str, Any]] = []
+    shown: list[ExpandedMessage] = []
     used = 0
     next_offset, next_char = offset + len(window), 0
     for index, message in enumerate(window):
@@ -61,7 +65,15 @@ def expand_messages(
             break
         text = contents.get(message["messageId"], "")
         start = char if index == 0 else 0
-        item = {**message, "content": text[start:]}
+        item: ExpandedMessage = {
+            "messageId": message["messageId"],
+            "seq": message["seq"],
+            "role": message["role"],
+            "tokenCount": message["tokenCount"],
+            "createdAt": message["createdAt"],
+            "leafSummaryId": message["leafSummaryId"],
+            "content": text[start:],
+        }
         if start:
             item["contentOffset"] = start
         cost = tb.json_tokens(item)
@@ -87,13 +99,13 @@ def expand_messages(
     omitted_tokens = sum(m["tokenCount"] or 0 for m in remaining)
     more = next_offset < len(everything)
     cursor = tb.encode_offset_cursor("expand", summary_id, next_offset, next_char) if more else None
-    return {
+    page: ExpandPage = {
         "messages": shown,
         "total": {"messages": len(everything), "tokens": total_tokens},
         "window": {"offset": offset, "returned": len(shown)},
         "budget": tb.budget_report(cap, used, {"messages": len(remaining), "tokens": omitted_tokens}),
-        "pagination": tb.token_page(len(shown), cursor),
     }
+    return page, tb.token_page(len(shown), cursor)
 
 
 @operation("expand")
@@ -106,7 +118,7 @@ def expand(ctx: Context, req: Request) -> Result:
     if req.cursor:
         offset, char = tb.decode_offset_cursor(req.cursor, "expand", summary_id)
     row = find_summary(ctx, summary_id, scope)
-    summary = {
+    summary: ExpandSummary = {
         "summaryId": row["summary_id"],
         "conversationId": row["conversation_id"],
         "kind": row["kind"],
@@ -122,7 +134,7 @@ def expand(ctx: Context, req: Request) -> Result:
         # (The configured maxExpandTokens budgets the messages alone, as in the reference.)
         # Too small a cap still gets the smallest useful page (one cut message), marked over budget.
         room = max(cap - tb.json_tokens({"summary": summary}) - tb.REPORT_TOKENS - 10, 60)  # 10: rounding
-    body = expand_messages(ctx, summary_id, row["conversation_id"], room, offset, char)
+    body, pagination = expand_messages(ctx, summary_id, row["conversation_id"], room, offset, char)
     body["budget"]["maxTokens"] = cap
-    pagination = body.pop("pagination")
-    return Result({"summary": summary, **body}, pagination)
+    data: Expansion = {"summary": summary, **body}
+    return Result(data, pagination)

@@ -1,4 +1,4 @@
-"""The records the recall operations answer with: what each search hit holds, by name and type.
+"""The records the recall operations answer with: search hits and expanded messages, by name and type.
 
 ``TypedDict`` s, as in :mod:`lcm_cli.engine.read.records`: the operations build and print
 plain dicts, type checkers hold every builder to its record, and nothing imports this
@@ -12,7 +12,7 @@ from typing import TypedDict
 from lcm_cli import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import NotRequired
+    from typing import Any, NotRequired
 
 
 class GrepHit(TypedDict):
@@ -44,5 +44,69 @@ class GrepHit(TypedDict):
     rank: NotRequired[float]  # the full-text score, when --sort relevance ranked the hit
 
 
+class DagMessage(TypedDict):
+    """A raw message under a summary, in summarized order, without its text: which leaf
+    summary it was summarized into (``leafSummaryId``)."""
+
+    messageId: int
+    seq: int
+    role: str
+    tokenCount: int
+    createdAt: str
+    leafSummaryId: str
+
+
+class ExpandedMessage(DagMessage):
+    """An item of `lcm expand`: a source message with its text. A page that starts inside a
+    message says where (``contentOffset``); a message alone over the cap is cut
+    (``contentCut``) and the cursor continues inside it."""
+
+    content: str
+    contentOffset: NotRequired[int]
+    contentCut: NotRequired[bool]
+
+
+class ExpandSummary(TypedDict):
+    """The summary `lcm expand` expands: its place in the DAG, time range and source tokens."""
+
+    summaryId: str
+    conversationId: int
+    kind: str
+    depth: int
+    tokenCount: int
+    earliestAt: str | None
+    latestAt: str | None
+    sourceMessageTokenCount: int
+
+
+class ExpandTotals(TypedDict):
+    """Every source message under the summary, and their tokens."""
+
+    messages: int
+    tokens: int
+
+
+class ExpandWindow(TypedDict):
+    """Where this page starts among the source messages, and how many it returns."""
+
+    offset: int
+    returned: int
+
+
+class ExpandPage(TypedDict):
+    """One page of a summary's source messages within the token cap, and the budget report."""
+
+    messages: list[ExpandedMessage]
+    total: ExpandTotals
+    window: ExpandWindow
+    budget: dict[str, Any]
+
+
+class Expansion(ExpandPage):
+    """`lcm expand ID`: the summary, then one page of its source messages."""
+
+    summary: ExpandSummary
+
+
 #: Operation name → the record its list items are (the list ``OpSpec.items`` names).
-ITEM_RECORDS: dict[str, type] = {"grep": GrepHit}
+ITEM_RECORDS: dict[str, type] = {"grep": GrepHit, "expand": ExpandedMessage}
