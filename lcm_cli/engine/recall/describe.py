@@ -10,7 +10,7 @@ are described, never printed.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -22,6 +22,10 @@ from lcm_cli.engine.read.summaries import _summary_columns, summary_items
 from lcm_cli.engine.recall.dag import source_messages, subtree
 from lcm_cli.engine.recall.files import is_text_mime, resolve_inside
 from lcm_cli.engine.recall.scope import Scope, not_in_scope, resolve_scope, summary_not_found
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.read.records import SummaryItem
+    from lcm_cli.engine.recall.records import FileDescription, SummaryDescription, SummaryLink
 
 DEFAULT_MAX_BYTES = 32_768
 # A copied reference such as "[LCM File: file_ab12 | report.txt | text/plain | 1,024 bytes]".
@@ -52,6 +56,7 @@ def describe(ctx: Context, req: Request) -> Result:
     offset = 0
     if req.cursor:
         offset, _ = tb.decode_offset_cursor(req.cursor, "describe", item_id)
+    data: SummaryDescription | FileDescription
     if item_id.startswith("file_"):
         try:
             data = _describe_file(ctx, item_id, scope, req[MAX_BYTES] or DEFAULT_MAX_BYTES)
@@ -68,10 +73,12 @@ def describe(ctx: Context, req: Request) -> Result:
     return Result(data)
 
 
-def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: int | None) -> dict[str, Any]:
+def _fit_content(
+    data: SummaryDescription | FileDescription, item_id: str, offset: int, max_tokens: int | None
+) -> dict[str, Any]:
     """Show ``content`` from ``offset``, cut to what ``max_tokens`` leaves after the rest; the
     pagination (``returned``: characters shown; ``nextCursor``: where the text continues)."""
-    holder = data["summary"] if data["type"] == "summary" else data
+    holder: SummaryItem | FileDescription = data["summary"] if data["type"] == "summary" else data
     content = holder.get("content") or ""
     rest = content[offset:]
     holder["content"] = ""
@@ -82,8 +89,8 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
     # A deep summary can stand for thousands of messages: keep the id list to half the
     # budget (the rest is one `lcm expand` away) so the content still gets room.
     omitted_ids = 0
-    ids = data.get("sourceMessageIds")
-    if ids and tb.json_tokens(data) > max_tokens // 2:
+    ids = data["sourceMessageIds"] if data["type"] == "summary" else None
+    if data["type"] == "summary" and ids and tb.json_tokens(data) > max_tokens // 2:
         data["sourceMessageIds"] = []
         kept, _ = tb.fit_items(ids, max(0, max_tokens // 2 - tb.json_tokens(data)))
         data["sourceMessageIds"] = ids[:kept]
@@ -109,7 +116,7 @@ def _fit_content(data: dict[str, Any], item_id: str, offset: int, max_tokens: in
     return pagination
 
 
-def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> dict[str, Any]:
+def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> SummaryDescription:
     columns = _summary_columns(ctx, include_content=True)
     row = ctx.query_one(f"SELECT {columns} FROM summaries s WHERE s.summary_id = ?", (summary_id,))
     if row is None:
@@ -153,11 +160,11 @@ def _describe_summary(ctx: Context, summary_id: str, scope: Scope) -> dict[str, 
     }
 
 
-def _link(row: Any) -> dict[str, Any]:
+def _link(row: Any) -> SummaryLink:
     return {"summaryId": row[0], "kind": row[1], "depth": row[2], "tokenCount": row[3]}
 
 
-def _describe_file(ctx: Context, file_id: str, scope: Scope, max_bytes: int) -> dict[str, Any]:
+def _describe_file(ctx: Context, file_id: str, scope: Scope, max_bytes: int) -> FileDescription:
     if not ctx.probe.has_table("large_files"):
         raise LcmError("FILE_NOT_FOUND", "This database has no large_files table.", {"fileId": file_id})
     probe = ctx.probe

@@ -12,7 +12,9 @@ from typing import TypedDict
 from lcm_cli import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any, NotRequired
+    from typing import Any, Literal, NotRequired
+
+    from lcm_cli.engine.read.records import SummaryItem
 
 
 class GrepHit(TypedDict):
@@ -106,6 +108,89 @@ class Expansion(ExpandPage):
     """`lcm expand ID`: the summary, then one page of its source messages."""
 
     summary: ExpandSummary
+
+
+class SummaryLink(TypedDict):
+    """A summary's neighbour in the DAG: which summary, its kind, depth and tokens."""
+
+    summaryId: str
+    kind: str
+    depth: int
+    tokenCount: int
+
+
+class TimeRange(TypedDict):
+    """The time a summary covers (its messages' earliest and latest)."""
+
+    earliestAt: str | None
+    latestAt: str | None
+
+
+class Subtree(TypedDict):
+    """Everything beneath a summary: its summaries, deepest level, source messages, and what
+    expanding it costs without and with the messages."""
+
+    summaries: int
+    maxLevel: int
+    sourceMessages: int
+    summaryTokens: int
+    withMessagesTokens: int
+
+
+class ContentWindow(TypedDict):
+    """Which characters of a text this page shows: ``chars`` from ``offset`` of ``totalChars``."""
+
+    offset: int
+    chars: int
+    totalChars: int
+
+
+class SummaryDescription(TypedDict):
+    """`lcm describe sum_…`: the summary (with its text), its neighbours, its subtree and the
+    raw message ids beneath it. ``contentWindow`` and ``budget`` come with `--cursor` or
+    `--max-tokens`."""
+
+    type: Literal["summary"]
+    summary: SummaryItem
+    timeRange: TimeRange
+    descendantCount: int
+    parents: list[SummaryLink]
+    children: list[SummaryLink]
+    subtree: Subtree
+    sourceMessageIds: list[int]
+    fileIds: list[str]
+    contentWindow: NotRequired[ContentWindow]
+    budget: NotRequired[dict[str, Any]]
+
+
+class LargeFile(TypedDict):
+    """A large file stored out of a message: ids, name, type, size and where it is stored."""
+
+    fileId: str
+    conversationId: int
+    fileName: str | None
+    mimeType: str | None
+    byteSize: int | None
+    lineCount: int | None  # None in files older than the column
+    storageUri: str
+    createdAt: str
+    explorationSummary: str | None
+
+
+class FileDescription(TypedDict):
+    """`lcm describe file_…`: the file and its text, capped by `--max-bytes` (None with a
+    ``note`` for binary or unreadable content). ``contentWindow`` and ``budget`` come with
+    `--cursor` or `--max-tokens`."""
+
+    type: Literal["file"]
+    file: LargeFile
+    content: str | None
+    contentSource: str | None  # file | message: where the text was read
+    contentCut: bool
+    maxBytes: int
+    note: str | None
+    contentWindow: NotRequired[ContentWindow]
+    budget: NotRequired[dict[str, Any]]
 
 
 #: Operation name → the record its list items are (the list ``OpSpec.items`` names).
