@@ -24,8 +24,6 @@ FLEET_FIELDS = frozenset({"database"})
 
 # List operations drawn by Rows whose items have no record yet, and why.
 NOT_YET = {
-    "summaries.rewrite": "summary surgery's answers are typed later",
-    "summaries.transplant": "summary surgery's answers are typed later",
     "doctor.scan": "doctor's findings and units are typed later",
     "migrate.sessions": "the backfill's file reports are typed later",
 }

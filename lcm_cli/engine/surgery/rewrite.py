@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -35,6 +35,9 @@ from lcm_cli.engine.surgery.common import (
     summary_fts_tables,
 )
 from lcm_cli.engine.surgery.sources import rebuild_text, zone_of
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.surgery.records import PlannedRewrite
 
 BACKUP_LABEL = "summaries-rewrite"
 
@@ -116,7 +119,7 @@ def _write(conn: sqlite3.Connection, fts: list[str], row: dict[str, Any], new: s
         raise
 
 
-def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any) -> list[dict[str, Any]]:
+def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any) -> list[PlannedRewrite]:
     """Summarize every target bottom-up from the current sources (no write, no transaction).
 
     A summary's sources rewritten a moment earlier count with their new text, so the
@@ -126,13 +129,13 @@ def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any)
     conn, effective = ctx.db, ctx.effective
     zone = zone_of(effective)
     rewritten: dict[str, str] = {}  # new text by id: the sources of the summaries above
-    entries: list[dict[str, Any]] = []
+    entries: list[PlannedRewrite] = []
     stop: str | None = None
     ordered = bottom_up(conn, targets)
     for index, row in enumerate(ordered):
         ctx.report_progress("rewrite", index, len(ordered))
         sid = row["summary_id"]
-        entry: dict[str, Any] = {
+        entry: PlannedRewrite = {
             "summaryId": sid,
             "conversationId": row["conversation_id"],
             "kind": row["kind"],
@@ -148,38 +151,35 @@ def _plan(ctx: Context, targets: list[str], cascaded: set[str], summarizer: Any)
         }
         entries.append(entry)
         if stop is not None:
-            entry.update(status="skipped", reason=stop)
+            entry["status"], entry["reason"] = "skipped", stop
             continue
         out = rebuild_text(conn, row, rewritten, summarizer, effective, zone)
         if out.failure == "no-source-text":
-            entry.update(status="skipped", reason=out.failure)
+            entry["status"], entry["reason"] = "skipped", out.failure
             continue
         entry["level"] = out.level
         if out.text is None:
             # Never store a fallback: the summary keeps its text and the failure is reported.
             reason = out.failure if out.failure in _OWN_REASONS else "summarizer-fallback"
-            entry.update(
-                status="failed", reason=reason, error={"code": "SUMMARIZER_FAILED", "message": out.message}
-            )
+            entry["status"], entry["reason"] = "failed", reason
+            entry["error"] = {"code": "SUMMARIZER_FAILED", "message": out.message}
             if out.stops:
                 stop = out.failure
             continue
         new = out.text
         if new == row["content"]:
-            entry.update(status="unchanged")
+            entry["status"] = "unchanged"
             continue
-        entry.update(
-            status="would-rewrite",
-            new=new,
-            newTokenCount=estimate_tokens(new),
-            diff=_diff(sid, row["content"], new),
-        )
+        entry["status"] = "would-rewrite"
+        entry["new"] = new
+        entry["newTokenCount"] = estimate_tokens(new)
+        entry["diff"] = _diff(sid, row["content"], new)
         rewritten[sid] = new
     ctx.report_progress("rewrite", len(ordered), len(ordered))
     return entries
 
 
-def _apply(conn: sqlite3.Connection, entries: list[dict[str, Any]], model: str) -> None:
+def _apply(conn: sqlite3.Connection, entries: list[PlannedRewrite], model: str) -> None:
     """Write each planned rewrite in its own transaction, bottom-up."""
     fts = summary_fts_tables(conn)
     unwritten: set[str] = set()  # planned but not written: what was built on them is not written either
@@ -194,13 +194,14 @@ def _apply(conn: sqlite3.Connection, entries: list[dict[str, Any]], model: str) 
             )
         }
         if sources & unwritten:
-            entry.update(status="skipped", reason="source-not-written")
+            entry["status"], entry["reason"] = "skipped", "source-not-written"
             unwritten.add(sid)
             continue
         try:
             entry["consumersUpdated"] = _write(conn, fts, entry["row"], entry["new"], model)
         except LcmError as exc:
-            entry.update(status="failed", reason="state-changed", error=exc.to_dict())
+            entry["status"], entry["reason"] = "failed", "state-changed"
+            entry["error"] = exc.to_dict()
             unwritten.add(sid)
             continue
         entry["status"] = "rewritten"

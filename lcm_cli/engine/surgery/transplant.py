@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError, invalid_argument
@@ -41,6 +41,9 @@ from lcm_cli.engine.surgery.common import (
     summary_fts_tables,
     write_context,
 )
+
+if TYPE_CHECKING:
+    from lcm_cli.engine.surgery.records import CopiedSummary
 
 BACKUP_LABEL = "summaries-transplant"
 # Message columns a copy leaves empty: they identify the source's transcript entries and
@@ -174,6 +177,18 @@ class Plan:
     def report(self) -> dict[str, Any]:
         """The plan as data."""
         roots = set(self.roots)
+        copies: list[CopiedSummary] = [
+            {
+                "summaryId": s["summary_id"],
+                "newSummaryId": None,
+                "kind": s["kind"],
+                "depth": s["depth"],
+                "tokenCount": s["token_count"],
+                "inContext": s["summary_id"] in roots,
+                "contentSha256": content_hash(s["content"]),
+            }
+            for s in self.summaries
+        ]
         return {
             "from": self.source,
             "to": self.target,
@@ -181,18 +196,7 @@ class Plan:
             "messageCount": len(self.messages),
             "partCount": self.parts,
             "contextItemsAdded": len(self.roots),
-            "summaries": [
-                {
-                    "summaryId": s["summary_id"],
-                    "newSummaryId": None,
-                    "kind": s["kind"],
-                    "depth": s["depth"],
-                    "tokenCount": s["token_count"],
-                    "inContext": s["summary_id"] in roots,
-                    "contentSha256": content_hash(s["content"]),
-                }
-                for s in self.summaries
-            ],
+            "summaries": copies,
         }
 
 
