@@ -11,7 +11,7 @@ import json
 import re
 import sqlite3
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lcm_cli.doctor.checks import BY_ID, CHECKS, FAMILIES, Check
 from lcm_cli.engine.context import Context
@@ -24,6 +24,9 @@ from lcm_cli.engine.db.connection import is_corruption
 from lcm_cli.engine.maintenance.findings import Outcome, ScanInput, Scope, severity_rank
 from lcm_cli.engine.maintenance.junk import scan_input
 from lcm_cli.engine.read.conversation_rows import find_conversation, require_lcm_tables
+
+if TYPE_CHECKING:
+    from lcm_cli.doctor.records import CheckReport
 
 FAIL_ON = ("info", "warn", "error", "none")
 DEFAULT_FAIL_ON = "warn"
@@ -123,16 +126,29 @@ def _fix_for(check: Check, req: Request, scope: Scope) -> str | None:
 
 def report_check(
     check: Check, outcome: Outcome, req: Request, scope: Scope, after: Any
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[CheckReport, bool]:
     """One check's entry in the report, and whether more of its affected ids follow."""
-    entry: dict[str, Any] = {"check": check.id, "title": check.title, "severity": check.severity}
+    entry: CheckReport
     if outcome.skipped is not None:
-        entry.update(status="SKIP", count=0, affected=[], skipped=outcome.skipped)
+        entry = {
+            "check": check.id,
+            "title": check.title,
+            "severity": check.severity,
+            "status": "SKIP",
+            "count": 0,
+            "affected": [],
+            "skipped": outcome.skipped,
+        }
         return entry, False
     page, more = page_of(outcome.affected, after, req.limit)
-    entry["status"] = _STATUS[check.severity] if outcome.count else "PASS"
-    entry["count"] = outcome.count
-    entry["affected"] = page
+    entry = {
+        "check": check.id,
+        "title": check.title,
+        "severity": check.severity,
+        "status": _STATUS[check.severity] if outcome.count else "PASS",
+        "count": outcome.count,
+        "affected": page,
+    }
     if outcome.notes:
         entry["notes"] = {str(i): outcome.notes[i] for i in page if i in outcome.notes}
     entry["fix"] = _fix_for(check, req, scope) if outcome.count else None
@@ -217,25 +233,31 @@ def damaged_report(
 
     error = exc if isinstance(exc, LcmError) else translate_database_failure(exc, ctx.database_path, 0)
     message = error.details.get("sqliteError", error.message) if error is not None else str(exc)
-    entries: list[dict[str, Any]] = []
+    entries: list[CheckReport] = []
     for check in checks:
-        entry: dict[str, Any] = {"check": check.id, "title": check.title, "severity": check.severity}
+        entry: CheckReport
         if check.id == "storage.quick-check":
-            entry.update(
-                status="FAIL",
-                count=1,
-                affected=["database"],
-                notes={"database": message},
-                fix=None,
-                advice=check.advice,
-            )
+            entry = {
+                "check": check.id,
+                "title": check.title,
+                "severity": check.severity,
+                "status": "FAIL",
+                "count": 1,
+                "affected": ["database"],
+                "notes": {"database": message},
+                "fix": None,
+                "advice": check.advice,
+            }
         else:
-            entry.update(
-                status="SKIP",
-                count=0,
-                affected=[],
-                skipped=f"the database schema cannot be read ({message})",
-            )
+            entry = {
+                "check": check.id,
+                "title": check.title,
+                "severity": check.severity,
+                "status": "SKIP",
+                "count": 0,
+                "affected": [],
+                "skipped": f"the database schema cannot be read ({message})",
+            }
         entry["elapsedMs"] = 0
         entries.append(entry)
     failing = any(e["status"] == "FAIL" for e in entries)
@@ -294,7 +316,7 @@ def doctor(ctx: Context, req: Request) -> Result:
         # A damaged schema stops every query: report it as the finding it is.
         report = damaged_report(ctx, checks, fail_on, exc, started)
         return Result(report, _pagination(req.limit, 0, {}), exit_status=report["exitStatus"])
-    entries = []
+    entries: list[CheckReport] = []
     more: dict[str, Any] = {}
     counts = {s: 0 for s in ("PASS", "INFO", "WARN", "FAIL", "SKIP")}
     for check, outcome, elapsed in results:

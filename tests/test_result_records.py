@@ -1,8 +1,8 @@
 """The render hints of a list operation name fields its result record has.
 
 An operation's ``OpSpec.render`` names the columns `--format table` shows of each item
-(``Rows``); the concept packages declare what an item holds as a ``TypedDict`` in their
-``records.py``, and each such module says which operations' items its records type
+(``Rows``); the packages declare what an item holds as a ``TypedDict`` in their
+``records.py`` (``engine/read/records.py``, ``doctor/records.py``, ...), and each such module says which operations' items its records type
 (``ITEM_RECORDS``). A hint naming a field the record lacks is a column that never shows.
 """
 
@@ -13,29 +13,26 @@ from pathlib import Path
 
 import pytest
 
-import lcm_cli.engine
+import lcm_cli
 from lcm_cli.engine.core.registry import OPERATIONS, OpSpec
 from lcm_cli.engine.core.render_hints import Rows
 
-ENGINE = Path(lcm_cli.engine.__file__).parent
+PACKAGE = Path(lcm_cli.__file__).parent
 
 # A fleet's list merge (engine/fleet.py) puts this field first in every item it merges.
 FLEET_FIELDS = frozenset({"database"})
 
 # List operations drawn by Rows whose items have no record yet, and why.
 NOT_YET = {
-    "doctor.scan": "doctor's findings and units are typed later",
     "migrate.sessions": "the backfill's file reports are typed later",
 }
 
 
 def item_records() -> dict[str, type]:
-    """Operation name → the record of its list items, from every ``records.py`` under engine/."""
+    """Operation name → the record of its list items, from every ``records.py`` in the package."""
     found: dict[str, type] = {}
-    for path in sorted(ENGINE.rglob("records.py")):
-        module = importlib.import_module(
-            ".".join(("lcm_cli", *path.relative_to(ENGINE.parent).with_suffix("").parts))
-        )
+    for path in sorted(PACKAGE.rglob("records.py")):
+        module = importlib.import_module(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
         for name, record in getattr(module, "ITEM_RECORDS", {}).items():
             assert name not in found, f"{name} has two records: {found[name].__name__} and {record.__name__}"
             found[name] = record
