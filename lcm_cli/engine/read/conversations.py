@@ -21,7 +21,7 @@ from lcm_cli.engine.read.conversation_rows import (
 if TYPE_CHECKING:
     from typing import Any
 
-    from lcm_cli.engine.read.records import ContextByType, ConversationDetail
+    from lcm_cli.engine.read.records import ContextByType, ConversationDetail, FocusBriefs, LargeFileTotals
 
 
 @operation("conversations.list")
@@ -179,7 +179,7 @@ def _bootstrap(ctx: Context, cid: int) -> dict[str, Any] | None:
     return row
 
 
-def _focus_briefs(ctx: Context, cid: int) -> dict[str, Any] | None:
+def _focus_briefs(ctx: Context, cid: int) -> FocusBriefs | None:
     if not ctx.probe.has_table("focus_briefs"):
         return None
     count = ctx.query_one("SELECT COUNT(*) AS n FROM focus_briefs WHERE conversation_id = ?", (cid,))
@@ -192,7 +192,7 @@ def _focus_briefs(ctx: Context, cid: int) -> dict[str, Any] | None:
     return {"count": count["n"] if count else 0, "activeBrief": dict(active) if active else None}
 
 
-def _large_files(ctx: Context, cid: int) -> dict[str, Any] | None:
+def _large_files(ctx: Context, cid: int) -> LargeFileTotals | None:
     if not ctx.probe.has_table("large_files"):
         return None
     row = ctx.query_one(
@@ -200,4 +200,4 @@ def _large_files(ctx: Context, cid: int) -> dict[str, Any] | None:
            FROM large_files WHERE conversation_id = ?""",
         (cid,),
     )
-    return dict(row) if row else None
+    return {"count": row["count"], "bytes": row["bytes"], "latestAt": row["latestAt"]} if row else None

@@ -70,6 +70,21 @@ class ContextByType(TypedDict):
     tokens: int
 
 
+class FocusBriefs(TypedDict):
+    """A conversation's focus briefs: how many, and the newest active one (its row, or None)."""
+
+    count: int
+    activeBrief: dict[str, Any] | None
+
+
+class LargeFileTotals(TypedDict):
+    """A conversation's large files: how many, their bytes, and when the newest was stored."""
+
+    count: int
+    bytes: int
+    latestAt: str | None
+
+
 class ConversationDetail(TypedDict):
     """`conversations show`: the conversation, its summary groups and context, and the state
     rows of the optional tables (None when the file lacks the table or has no row)."""
@@ -80,8 +95,8 @@ class ConversationDetail(TypedDict):
     telemetry: dict[str, Any] | None
     maintenance: dict[str, Any] | None
     bootstrap: dict[str, Any] | None
-    focusBriefs: dict[str, Any] | None
-    largeFiles: dict[str, Any] | None
+    focusBriefs: FocusBriefs | None
+    largeFiles: LargeFileTotals | None
 
 
 class ContentCut(TypedDict):
