@@ -25,6 +25,9 @@ from tests.support.recall_corpus import build_recall_corpus
 
 LCM = [sys.executable, "-m", "lcm_cli"]
 RUNAWAY = "(a+)+$"
+# A health answer that waited for the runaway read (600 s) or a stuck line would take
+# minutes; this bound proves it did not wait, with room for a loaded two-core machine.
+ANSWERS_AT_ONCE_MS = 1000
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +131,7 @@ def test_sigterm_abandons_a_runaway_read_and_exits_cleanly(
     server.health_ms("warm")
     server.send(runaway_grep("g", ids["main"], 600_000))
     time.sleep(0.5)
-    assert server.health_ms("h") < 100
+    assert server.health_ms("h") < ANSWERS_AT_ONCE_MS
     started = time.monotonic()
     server.proc.send_signal(signal.SIGTERM)
     status = server.proc.wait(timeout=10)
@@ -161,7 +164,7 @@ def test_deep_and_broken_lines_get_errors_and_the_server_goes_on(server: Server)
     assert server.wait(2)[1]["error"]["code"] == "CONVERSATION_NOT_FOUND"  # as the reference
     server.send({"id": 3, "method": "messages.tail", "params": {"sessionKey": "\ud800"}})
     assert server.wait(3)[1]["error"]["code"] == "INVALID_ARGUMENT"
-    assert server.health_ms("h") < 100
+    assert server.health_ms("h") < ANSWERS_AT_ONCE_MS
 
 
 def test_a_handler_that_raises_is_answered_and_serving_goes_on(
@@ -223,7 +226,7 @@ def test_the_regex_helper_cuts_a_scan_from_any_thread() -> None:
     thread.start()
     thread.join(10)
     assert outcome["cut"] == ([[]], 1)
-    assert outcome["seconds"] < 1.5
+    assert outcome["seconds"] < 5  # a 0.3 s deadline: an uncut scan of the runaway never ends
     assert outcome["after"] == [[(1, 3)]]  # the helper answers again after a cut
     regex_worker.stop_all()
 
@@ -285,7 +288,7 @@ def test_serve_line_cap_comes_from_the_environment(corpus: tuple[Path, dict[str,
     try:
         s.send(b'{"id": 1, "method": "status", "params": {"x": "' + b"y" * 3000 + b'"}}\n')
         assert s.wait(None)[1]["error"]["details"]["limitBytes"] == 2048
-        assert s.health_ms("h") < 100
+        assert s.health_ms("h") < ANSWERS_AT_ONCE_MS
     finally:
         s.kill()
 
