@@ -28,13 +28,15 @@ import errno
 import io
 import os
 import stat
-import threading
+
+# threading.Lock is _thread's lock; importing threading itself costs every command ~1 ms.
+from _thread import allocate_lock
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 #: The files SQLite keeps beside a database, named after it.
 COMPANIONS = ("-wal", "-shm", "-journal")
 
-_lock = threading.Lock()
+_lock = allocate_lock()
 #: Held database files: absolute path -> number of open connections on it.
 _held: dict[str, int] = {}
 #: Descriptors kept open on held inodes, by (st_dev, st_ino).
