@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pydantic stays off the cold path
     from typing import Any, TextIO
 
     from lcm_cli.engine.config.model import SettingsBase
+    from lcm_cli.engine.config.view import EngineSettings
     from lcm_cli.engine.db.store import Store
 
 
@@ -217,6 +218,16 @@ class Context:
         return self._effective
 
     @property
+    def engine_settings(self) -> EngineSettings:
+        """The keys the engine reads, typed (:mod:`lcm_cli.engine.config.view`): a view of
+        :attr:`effective` (resolved once, on the first read of one of its keys) and of lcm's
+        own keys in the current plugin config and environment. Cheap: a new view each time,
+        so one taken before the config is read never goes stale."""
+        from lcm_cli.engine.config.view import EngineSettings
+
+        return EngineSettings(load=lambda: self.effective, plugin_config=self.plugin_config, env=self.env)
+
+    @property
     def settings(self) -> SettingsBase:
         """The effective config as typed pydantic-settings (``LcmSettings``), built once.
 
@@ -288,10 +299,8 @@ class Context:
         A value that is not a policy is refused, not read as ``unrestricted``: a typo must
         not open every agent's history.
         """
-        from lcm_cli.engine.config.resolve import lcm_setting
-
         try:
-            return str(lcm_setting("agentScope", self.plugin_config, self.env, strict=True))
+            return self.engine_settings.agent_scope
         except LcmError as exc:
             raise LcmError(
                 exc.code, exc.message, {**(exc.details or {}), "configPath": self.config_path}
