@@ -180,9 +180,7 @@ def _backfill(ctx: Context, req: Request) -> _Run:
         agent=ctx.file_agent,
     )
     keys = session_keys(ctx.state_dir, dirs_given)
-    from lcm_cli.engine.db.sessions import SessionPolicy
-
-    policy = SessionPolicy.from_config(ctx.effective)
+    policy = ctx.engine_settings.session_policy()
     from lcm_cli.engine.maintenance.backup.changes import choose_mode
 
     backup_mode = choose_mode(req[BACKUP])

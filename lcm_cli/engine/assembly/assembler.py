@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.assembly import tool_pairing as tp
 from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.context_items import tail_boundary
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.jscompat import js_values, stringify
 from lcm_cli.engine.core.tokens import estimate_tokens, serialized_tokens
 
@@ -716,7 +717,7 @@ def clamp(
 def resolve_budget(effective: Mapping[str, Any], token_budget: int | None) -> int:
     """A positive ``token_budget``, else 128000, capped by ``maxAssemblyTokenBudget`` (§1.5)."""
     budget = token_budget if token_budget and token_budget > 0 else DEFAULT_TOKEN_BUDGET
-    cap = effective.get("maxAssemblyTokenBudget")
+    cap = EngineSettings(effective).max_assembly_token_budget
     if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
         budget = min(budget, math.floor(cap))
     return budget
@@ -741,22 +742,23 @@ def assemble(
     ``final_clamp`` off the messages are left unclamped for a caller that adds to them
     and clamps once at the end, as the reference's engine does (the cue goes first there).
     """
+    settings = EngineSettings(effective)
     budget = resolve_budget(effective, token_budget)
-    zone = src.zone_of(effective["timezone"])  # an empty TZ reads as UTC there
+    zone = src.zone_of(settings.timezone)  # an empty TZ reads as UTC there
     items = resolve_items(conn, conversation_id, zone)
-    count = fresh_tail_count if fresh_tail_count is not None else int(effective["freshTailCount"])
-    max_tail = effective.get("freshTailMaxTokens")
+    count = fresh_tail_count if fresh_tail_count is not None else int(settings.fresh_tail_count)
+    max_tail = settings.fresh_tail_max_tokens
     max_tail_tokens = math.floor(max_tail) if isinstance(max_tail, (int, float)) and max_tail >= 0 else None
     edge = tail_boundary(items, count, max_tail_tokens)
     evictable = [i for i in items if i.ordinal < edge]
     tail = [i for i in items if i.ordinal >= edge]
     if stub_large_tool_payloads is None:
-        stub_large_tool_payloads = effective.get("stubLargeToolPayloads") is True
+        stub_large_tool_payloads = settings.stub_large_tool_payloads is True
     if stub_large_tool_payloads and evictable:
         evictable = stub_stored_results(conn, conversation_id, evictable)
     tail_tokens = sum(i.tokens for i in tail)
     room = max(0, budget - tail_tokens)
-    terms = prompt_terms(prompt) if effective.get("promptAwareEviction") is True else []
+    terms = prompt_terms(prompt) if settings.prompt_aware_eviction is True else []
     chosen = select_evictable(evictable, room, terms)
     selected = chosen + tail
     estimated_pre = sum(i.tokens for i in selected)

@@ -211,9 +211,12 @@ def bootstrap_budget(effective: dict[str, Any]) -> int:
     resolver does not range-check, so a value that is not a positive integer is replaced
     at use, and ``leafChunkTokens`` then falls back to 40000 (its declared default is 20000).
     """
-    value = effective["bootstrapMaxTokens"]
+    from lcm_cli.engine.config.view import EngineSettings
+
+    settings = EngineSettings(effective)
+    value = settings.bootstrap_max_tokens
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
-    chunk = effective["leafChunkTokens"]
-    chunk = chunk if isinstance(chunk, int) and chunk > 0 else 40000
+    configured = settings.leaf_chunk_tokens
+    chunk = configured if isinstance(configured, int) and configured > 0 else 40000
     return max(6000, math.floor(chunk * 0.3))

@@ -188,13 +188,13 @@ def _stub_live(
 ) -> tuple[list[dict[str, Any]], int]:
     """Step 5: large live tool outputs become deterministic file stubs (one short transaction)."""
     from lcm_cli.engine.assembly.live_stubs import LiveStubber, needs_stub
-    from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
     from lcm_cli.engine.db.sessions import queue_key, session_lock
 
-    threshold = large_file_threshold(ctx.effective)
+    settings = ctx.engine_settings
+    threshold = settings.large_file_threshold()
     if not needs_stub(live, threshold):
         return live, 0
-    files_dir = large_files_dir(ctx.effective)
+    files_dir = settings.files_dir()
     store = ctx.store()
     with session_lock(queue_key(session.session_id, session.session_key)), store.transaction() as conn:
         stubber = LiveStubber(conn, files_dir, session.conversation_id, threshold)
@@ -271,7 +271,7 @@ def run(
     effective = ctx.effective
     try:
         stubs = 0
-        if session.writable and effective.get("stubLargeToolPayloads") is True and live:
+        if session.writable and ctx.engine_settings.stub_large_tool_payloads is True and live:
             live, stubs = _stub_live(ctx, session, live)
         projection = _epoch(ctx, cid)
         fork = _fork(ctx, cid)

@@ -24,6 +24,7 @@ from typing import Any, Literal, NamedTuple
 from lcm_cli.engine.compaction import context_items as ci
 from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.context_items import Item
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.db.store.stamps import iso_timestamp
@@ -35,10 +36,9 @@ UNTIL_UNDER_MAX_ROUNDS = 10
 LeafContext = Literal["sweep", "nearest"]
 
 
-def _int(effective: Mapping[str, Any], key: str) -> int:
+def _int(value: float) -> int:
     """A count or size key, floored (the resolver gives each a finite number: integers from
     the environment, any finite number from the plugin config, config.md §5)."""
-    value: float = effective[key]
     return math.floor(value)
 
 
@@ -67,32 +67,33 @@ class Settings(NamedTuple):
     @classmethod
     def from_effective(cls, effective: Mapping[str, Any]) -> Settings:
         """Read the effective config (reference key names, defaults already applied)."""
-        cap = effective.get("freshTailMaxTokens")
-        prefix = effective.get("summaryPrefixTargetTokens")
-        budget_cap = effective.get("maxAssemblyTokenBudget")
+        s = EngineSettings(effective)
+        cap = s.fresh_tail_max_tokens
+        prefix = s.summary_prefix_target_tokens
+        budget_cap = s.max_assembly_token_budget
         return cls(
-            fresh_tail_count=_int(effective, "freshTailCount"),
+            fresh_tail_count=_int(s.fresh_tail_count),
             fresh_tail_max_tokens=math.floor(cap) if isinstance(cap, (int, float)) and cap >= 0 else None,
-            leaf_chunk_tokens=max(1, _int(effective, "leafChunkTokens")),
-            leaf_min_fanout=max(1, _int(effective, "leafMinFanout")),
-            condensed_min_fanout=max(1, _int(effective, "condensedMinFanout")),
-            condensed_min_fanout_hard=max(1, _int(effective, "condensedMinFanoutHard")),
-            leaf_target_tokens=max(1, _int(effective, "leafTargetTokens")),
-            condensed_target_tokens=max(1, _int(effective, "condensedTargetTokens")),
-            sweep_max_depth=_int(effective, "sweepMaxDepth"),
-            max_sweep_iterations=max(1, _int(effective, "maxSweepIterations")),
-            sweep_deadline_ms=max(1, _int(effective, "sweepDeadlineMs")),
-            until_under_deadline_ms=max(1, _int(effective, "compactUntilUnderDeadlineMs")),
-            context_threshold=float(effective["contextThreshold"]),
+            leaf_chunk_tokens=max(1, _int(s.leaf_chunk_tokens)),
+            leaf_min_fanout=max(1, _int(s.leaf_min_fanout)),
+            condensed_min_fanout=max(1, _int(s.condensed_min_fanout)),
+            condensed_min_fanout_hard=max(1, _int(s.condensed_min_fanout_hard)),
+            leaf_target_tokens=max(1, _int(s.leaf_target_tokens)),
+            condensed_target_tokens=max(1, _int(s.condensed_target_tokens)),
+            sweep_max_depth=_int(s.sweep_max_depth),
+            max_sweep_iterations=max(1, _int(s.max_sweep_iterations)),
+            sweep_deadline_ms=max(1, _int(s.sweep_deadline_ms)),
+            until_under_deadline_ms=max(1, _int(s.compact_until_under_deadline_ms)),
+            context_threshold=float(s.context_threshold),
             summary_prefix_target_tokens=math.floor(prefix)
             if isinstance(prefix, (int, float)) and prefix > 0
             else None,
             max_assembly_token_budget=math.floor(budget_cap)
             if isinstance(budget_cap, (int, float)) and budget_cap > 0
             else None,
-            custom_instructions=str(effective["customInstructions"]),
-            strip_tags=tuple(str(t) for t in effective["stripInjectedContextTags"]),
-            zone=src.zone_of(effective["timezone"]),  # an empty TZ reads as UTC there
+            custom_instructions=str(s.custom_instructions),
+            strip_tags=tuple(str(t) for t in s.strip_injected_context_tags),
+            zone=src.zone_of(s.timezone),  # an empty TZ reads as UTC there
         )
 
     def budget(self, requested: int | None) -> int:

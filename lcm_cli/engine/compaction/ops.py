@@ -293,10 +293,9 @@ def _prepare_pending(ctx: Context, found: Any, resolution: Resolution) -> dict[s
     or a file without 1.0's pending tables."""
     from lcm_cli.engine.compaction.interim import is_local
     from lcm_cli.engine.compaction.pending.background import prepare
-    from lcm_cli.engine.config.resolve import lcm_setting
     from lcm_cli.engine.summarize.guards import breaker_key, circuit_breaker, guarded
 
-    budget = lcm_setting("pendingPreparationBudgetMs", ctx.plugin_config, ctx.env)
+    budget = ctx.engine_settings.pending_preparation_budget_ms
     configured = configured_summarizer(ctx)
     if not budget or is_local(configured) or not ctx.probe.has_table("pending_summary_nodes"):
         return None
@@ -349,7 +348,9 @@ def debt_resolution(
     live = resolve_threshold(effective, session_key=session_key)
     if source != "override" or not isinstance(persisted, (int, float)) or live.source == "override":
         return live
-    for index, rule in enumerate(effective.get("contextThresholdOverrides") or ()):
+    from lcm_cli.engine.config.view import EngineSettings
+
+    for index, rule in enumerate(EngineSettings(effective).context_threshold_overrides or ()):
         if isinstance(rule, dict) and rule.get("contextThreshold") == persisted:
             return Resolution(float(persisted), "override", index, rule)
     return live

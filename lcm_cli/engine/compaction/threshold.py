@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.db.sessions import compile_session_pattern
 
 _SPECIFICITY = (
@@ -62,18 +63,17 @@ class Resolution(NamedTuple):
 
     def apply(self, effective: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of the effective config with this resolution's threshold and sizing in place."""
-        out = dict(effective)
-        out["contextThreshold"] = self.context_threshold
+        sizing: dict[str, Any] = {"context_threshold": self.context_threshold}
         if self.fresh_tail_count is not None:
-            out["freshTailCount"] = self.fresh_tail_count
+            sizing["fresh_tail_count"] = self.fresh_tail_count
         if self.leaf_chunk_tokens is not None:
-            out["leafChunkTokens"] = self.leaf_chunk_tokens
-        return out
+            sizing["leaf_chunk_tokens"] = self.leaf_chunk_tokens
+        return EngineSettings(effective).overridden(**sizing)
 
 
 def global_threshold(effective: Mapping[str, Any]) -> float:
     """The global ``contextThreshold`` (0.75 when unset)."""
-    value = effective.get("contextThreshold")
+    value = EngineSettings(effective).context_threshold
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return 0.75
@@ -128,7 +128,7 @@ def resolve_threshold(
 
     An override outside 0..1 (possible only in a hand-built config) falls back to global.
     """
-    rules: Sequence[Any] = effective.get("contextThresholdOverrides") or ()
+    rules: Sequence[Any] = EngineSettings(effective).context_threshold_overrides or ()
     best: tuple[int, int, Mapping[str, Any]] | None = None
     for index, rule in enumerate(rules):
         if not isinstance(rule, Mapping):

@@ -32,7 +32,6 @@ from lcm_cli.engine.config.keys import (
     ConfigKey,
     Derived,
     EffectiveField,
-    declared_default,
     effective_fields,
     effective_path_aliases,
 )
@@ -462,23 +461,6 @@ def _read_system_timezone() -> str:
         # Node canonicalizes the UTC spellings to "UTC".
         return "UTC"
     return name
-
-
-# largeFilesDir's default, ``<state dir>/lcm-files``, names its directory in ``arg``.
-_FILES_DIR_NAME: str = declared_default("largeFilesDir").arg
-_LARGE_FILE_THRESHOLD: int = declared_default("largeFileTokenThreshold")
-
-
-def large_files_dir(effective: Mapping[str, Any]) -> str:
-    """``largeFilesDir`` as the engine writes under it. An empty value (the resolver keeps
-    ``LCM_LARGE_FILES_DIR=""``, config.md §5) means a relative ``lcm-files``."""
-    return str(effective["largeFilesDir"] or _FILES_DIR_NAME)
-
-
-def large_file_threshold(effective: Mapping[str, Any]) -> int:
-    """``largeFileTokenThreshold`` as the engine applies it. The resolver does not range-check
-    (env ``0``, plugin ``""`` resolve to 0, config.md §5): zero means the declared default."""
-    return int(effective["largeFileTokenThreshold"] or _LARGE_FILE_THRESHOLD)
 
 
 def bootstrap_default(leaf_chunk_tokens: int | float) -> int | float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -57,15 +57,6 @@ class SessionPolicy(NamedTuple):
     ignore_patterns: tuple[str, ...] = ()
     stateless_patterns: tuple[str, ...] = ()
     skip_stateless: bool = True
-
-    @classmethod
-    def from_config(cls, effective: Mapping[str, Any]) -> SessionPolicy:
-        """Read ``ignoreSessionPatterns`` / ``statelessSessionPatterns`` / ``skipStatelessSessions``."""
-        return cls(
-            tuple(str(p) for p in effective["ignoreSessionPatterns"]),
-            tuple(str(p) for p in effective["statelessSessionPatterns"]),
-            bool(effective["skipStatelessSessions"]),
-        )
 
     def exclusion(self, session_id: str | None, session_key: str | None) -> str | None:
         """``"excluded"`` (ignored: no reads, no writes), ``"stateless"`` (no writes) or None.

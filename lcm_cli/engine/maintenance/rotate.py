@@ -417,7 +417,7 @@ def _resolve(
     state_dir: str | None = None,
 ) -> Target:
     """Preconditions §3.1/§3.2 steps 1-3 against a connection (read-only or the write store)."""
-    from lcm_cli.engine.db.sessions import SessionPolicy
+    from lcm_cli.engine.config.view import EngineSettings
 
     assert req.selector is not None
     if req.selector.kind == "conversationId":
@@ -454,7 +454,7 @@ def _resolve(
             f"Conversation {cid} is archived; only an active conversation's transcript can be rotated.",
             conversationId=cid,
         )
-    exclusion = SessionPolicy.from_config(effective).exclusion(session_id, key)
+    exclusion = EngineSettings(effective).session_policy().exclusion(session_id, key)
     if exclusion is not None:
         kind = "ignored" if exclusion == "excluded" else "stateless"
         raise unavailable(
@@ -618,6 +618,7 @@ def _entry_ids_owned(conn: Any, cid: int, path: str) -> bool:
 
 def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePlan]:
     """Scan the transcript and plan its rewrite; a header-less file is refused."""
+    from lcm_cli.engine.config.view import EngineSettings
     from lcm_cli.engine.transcript.reader import scan_transcript
 
     transcript = scan_transcript(target.path)
@@ -627,7 +628,10 @@ def _plan(target: Target, effective: Mapping[str, Any]) -> tuple[Any, RewritePla
         raise _changed(target.path)
     with transcript.path_reader() as read:
         plan = plan_from_kinds(
-            header, transcript.path_kinds(), lambda k: read(k).entry, effective.get("freshTailCount")
+            header,
+            transcript.path_kinds(),
+            lambda k: read(k).entry,
+            EngineSettings(effective).fresh_tail_count,
         )
     return transcript, plan
 

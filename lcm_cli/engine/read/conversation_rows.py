@@ -254,7 +254,7 @@ def conversation_stats(ctx: Context, rows: Sequence[Any], *, fresh: bool = False
             ids,
         )
     }
-    count, max_tokens = tail_limits(ctx.effective)
+    count, max_tokens = tail_limits(ctx.engine_settings)
     items: list[ConversationItem] = []
     for row in rows:
         cid = row["conversation_id"]

@@ -9,26 +9,28 @@ most ``count``, keep accumulating ``token_count`` while the total stays within
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from lcm_cli import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from lcm_cli.engine.config.view import EngineSettings
+
 
 #: The largest integer SQLite binds; any larger count means "all of them".
 SQL_MAX_INT = 2**63 - 1
 
 
-def tail_limits(effective: Mapping[str, Any], count_override: int | None = None) -> tuple[int, int | None]:
-    """``(count, max_tokens)`` from the effective config, ``--count`` replacing the count."""
+def tail_limits(settings: EngineSettings, count_override: int | None = None) -> tuple[int, int | None]:
+    """``(count, max_tokens)`` from the config, ``--count`` replacing the count."""
     if count_override is not None:
         count = count_override
     else:
-        raw = _finite(effective.get("freshTailCount"))
+        raw = _finite(settings.fresh_tail_count)
         count = max(0, math.floor(raw)) if raw is not None else 0
-    cap = _finite(effective.get("freshTailMaxTokens"))
+    cap = _finite(settings.fresh_tail_max_tokens)
     max_tokens = math.floor(cap) if cap is not None and cap >= 0 else None
     # A stored 1e300 is a valid number meaning "every message": SQLite's LIMIT takes 64 bits.
     count = min(count, SQL_MAX_INT)

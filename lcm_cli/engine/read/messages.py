@@ -85,7 +85,7 @@ def tail_messages(ctx: Context, req: Request) -> Result:
     assert req.selector is not None
     conversation = find_conversation(ctx, req.selector)
     cid = conversation["conversation_id"]
-    count, max_tokens = tail_limits(ctx.effective, req.tail_count)
+    count, max_tokens = tail_limits(ctx.engine_settings, req.tail_count)
     sql = tail_candidates_sql(ctx.probe.col("messages", "large_content", prefix="m."), with_content=True)
     picked = select_tail(ctx.query(sql, (cid, count)), count, max_tokens) if count else []
     stale = totals_meta(ctx)

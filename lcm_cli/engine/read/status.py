@@ -28,12 +28,13 @@ def status(ctx: Context, req: Request) -> Result:
     """Summarize the whole database in one read."""
     require_lcm_tables(ctx)
     size = os.stat(ctx.database_path).st_size
-    _, max_tokens = tail_limits(ctx.effective)
+    settings = ctx.engine_settings
+    _, max_tokens = tail_limits(settings)
     stale = totals_meta(ctx)
     data: StatusData = {
         "version": __version__,
         "databaseSizeBytes": size,
-        "freshTail": {"count": ctx.effective.get("freshTailCount"), "maxTokens": max_tokens},
+        "freshTail": {"count": settings.fresh_tail_count, "maxTokens": max_tokens},
         "status": global_status(ctx, stale is None),
     }
     return Result(data, meta=stale)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from lcm_cli.engine.context import Context
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.params import SESSION_ID, Request, Selector
-from lcm_cli.engine.db.sessions import SessionPolicy, find_active
+from lcm_cli.engine.db.sessions import find_active
 from lcm_cli.engine.read.conversation_rows import find_conversation, identity_of, require_lcm_tables
 
 
@@ -32,7 +32,7 @@ def resolve_target(ctx: Context, req: Request) -> Target:
     have no conversation yet: the operation then reports that instead of failing. An
     ignored session is recognised before the database is read.
     """
-    policy = SessionPolicy.from_config(ctx.effective)
+    policy = ctx.engine_settings.session_policy()
     session_id = (req[SESSION_ID] or "").strip() or None
     if req.selector is not None and req.selector.kind == "conversationId":
         row = find_conversation(ctx, req.selector)

@@ -209,7 +209,7 @@ def _file_content(ctx: Context, row: Any, max_bytes: int) -> tuple[str | None, s
     """(content, where it came from, a note when not shown, whether --max-bytes cut it)."""
     if not is_text_mime(row["mime_type"]):
         return None, None, f"Binary payload ({row['mime_type']}); content is not printed.", False
-    root = str(ctx.effective.get("largeFilesDir") or "")
+    root = str(ctx.engine_settings.large_files_dir or "")
     path = resolve_inside(row["storage_uri"], root) if root else None
     data: bytes | None = None
     if path is not None:

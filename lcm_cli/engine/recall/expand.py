@@ -27,7 +27,7 @@ DEFAULT_MAX_EXPAND_TOKENS = 4000
 
 def default_cap(ctx: Context) -> int:
     """The effective ``maxExpandTokens`` (4000 when unset or not a positive number)."""
-    value = ctx.effective.get("maxExpandTokens")
+    value = ctx.engine_settings.max_expand_tokens
     if isinstance(value, (int, float)) and value >= 1:
         return int(value)
     return DEFAULT_MAX_EXPAND_TOKENS

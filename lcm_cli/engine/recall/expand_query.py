@@ -66,7 +66,9 @@ def expand_query(ctx: Context, req: Request) -> Result:
             {"option": "query"},
         )
     scope = resolve_scope(ctx, req, required=not explicit)
-    timeout_ms = req[TIMEOUT_MS] or _effective_int(ctx, "delegationTimeoutMs", DEFAULT_TIMEOUT_MS)
+    timeout_ms = req[TIMEOUT_MS] or _positive_int(
+        ctx.engine_settings.delegation_timeout_ms, DEFAULT_TIMEOUT_MS
+    )
     deadline = Deadline(timeout_ms)
     token_cap = req[TOKEN_CAP] or default_cap(ctx)
     answer_tokens = req[MAX_TOKENS] or DEFAULT_ANSWER_TOKENS
@@ -145,8 +147,7 @@ def expand_query(ctx: Context, req: Request) -> Result:
     return Result(data, meta={"candidateSource": via})
 
 
-def _effective_int(ctx: Context, key: str, default: int) -> int:
-    value = ctx.effective.get(key)
+def _positive_int(value: float, default: int) -> int:
     return int(value) if isinstance(value, (int, float)) and value >= 1 else default
 
 

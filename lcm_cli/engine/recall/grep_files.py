@@ -63,7 +63,7 @@ def search_files(q: Query, pos: dict[str, Any]) -> Page:
     ctx = q.ctx
     if not ctx.probe.has_table("large_files"):
         return Page([], "regex" if q.regex else "like", None, None, {"filesScanned": 0, "skipped": []})
-    root = str(ctx.effective.get("largeFilesDir") or "")
+    root = str(ctx.engine_settings.large_files_dir or "")
     where, params = sql.scope_clause("f.conversation_id", q.scope)
     if q.file_ids:
         where.append(f"f.file_id IN ({','.join('?' for _ in q.file_ids)})")

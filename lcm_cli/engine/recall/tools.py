@@ -599,7 +599,7 @@ class _Clock:
     def __init__(self, ctx: Context) -> None:
         from lcm_cli.engine.compaction.leaf_source import zone_of
 
-        self.zone = zone_of(ctx.effective.get("timezone"))
+        self.zone = zone_of(ctx.engine_settings.timezone)
 
     def __call__(self, stamp: str | None) -> str:
         from lcm_cli.engine.compaction.leaf_source import header_time
@@ -1246,7 +1246,7 @@ def _work_ms(ctx: Context, timeout_ms: int, delegation_default: int) -> int:
     30 s of it for the host's own work (a quarter of a short limit), and never waits longer
     than ``delegationTimeoutMs``."""
     timeout_ms = min(max(1, timeout_ms), MAX_TIMEOUT_MS)
-    configured = ctx.effective.get("delegationTimeoutMs")
+    configured = ctx.engine_settings.delegation_timeout_ms
     delegation = (
         int(configured) if isinstance(configured, (int, float)) and configured >= 1 else delegation_default
     )

@@ -361,7 +361,9 @@ def _preparation_follow_up(ctx: Context, store: Store, cid: int) -> tuple[Follow
 def compaction_mode(effective: dict[str, Any]) -> str:
     """``proactiveThresholdCompactionMode``: one of :data:`MODES` (the resolver lets only a
     member of the declared enum through, lowercased, else the declared default)."""
-    return str(effective["proactiveThresholdCompactionMode"])
+    from lcm_cli.engine.config.view import EngineSettings
+
+    return str(EngineSettings(effective).proactive_threshold_compaction_mode)
 
 
 def _compact_now(

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.assembly.large_files import Interceptor
 from lcm_cli.engine.config.keys import declared_default
-from lcm_cli.engine.config.resolve import large_file_threshold, large_files_dir
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.jscompat import js_values
 from lcm_cli.engine.core.tokens import estimate_tokens
@@ -86,14 +86,15 @@ class IngestSettings(NamedTuple):
     @classmethod
     def from_config(cls, effective: Mapping[str, Any]) -> IngestSettings:
         """Read ``largeFilesDir``, ``largeFileTokenThreshold``, the replay limits, session patterns, ``pruneHeartbeatOk``."""
+        settings = EngineSettings(effective)
         return cls(
-            large_files_dir(effective),
-            large_file_threshold(effective),
+            settings.files_dir(),
+            settings.large_file_threshold(),
             # Always integers >= 1: the resolver lets no other value through (config.md §5).
-            int(effective["replayFloodThresholdExternal"]),
-            int(effective["replayFloodThresholdInternal"]),
-            SessionPolicy.from_config(effective),
-            effective.get("pruneHeartbeatOk") is True,
+            int(settings.replay_flood_threshold_external),
+            int(settings.replay_flood_threshold_internal),
+            settings.session_policy(),
+            settings.prune_heartbeat_ok is True,
         )
 
 

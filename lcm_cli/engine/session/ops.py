@@ -28,7 +28,7 @@ from lcm_cli.engine.core.params import (
 )
 from lcm_cli.engine.core.registry import Result, operation
 from lcm_cli.engine.db.pending_state import invalidate_open_batches
-from lcm_cli.engine.db.sessions import SessionPolicy, find_active, queue_key, session_lock
+from lcm_cli.engine.db.sessions import find_active, queue_key, session_lock
 from lcm_cli.engine.session.ingest import IngestSettings, ingest_messages
 from lcm_cli.engine.session.inputs import read_input, request_session, session_id_for_key
 
@@ -137,7 +137,7 @@ def bootstrap(ctx: Context, req: Request) -> Result:
         session_key=key,
         max_tokens=bootstrap_budget(effective),
     )
-    if effective.get("pruneHeartbeatOk") is True and data.get("conversationId") is not None:
+    if ctx.engine_settings.prune_heartbeat_ok is True and data.get("conversationId") is not None:
         # §3.1 steps 9 and 13: heartbeat turns go after the import, in their own transaction.
         from lcm_cli.engine.session.heartbeat import prune_heartbeat_turns
 
@@ -150,7 +150,7 @@ def bootstrap(ctx: Context, req: Request) -> Result:
 
 
 def _excluded(ctx: Context, session_id: str | None, key: str | None) -> str | None:
-    return SessionPolicy.from_config(ctx.effective).exclusion(session_id, key)
+    return ctx.engine_settings.session_policy().exclusion(session_id, key)
 
 
 def _archive(conn: sqlite3.Connection, conversation_id: int, cause: str) -> None:
@@ -172,7 +172,7 @@ def _create(conn: sqlite3.Connection, session_id: str, key: str | None) -> int:
 def new_session(ctx: Context, req: Request) -> Result:
     """Delete message items and shallow summary items from the context; rows stay."""
     session_id, key = request_session(req)
-    depth = int(ctx.effective["newSessionRetainDepth"])
+    depth = int(ctx.engine_settings.new_session_retain_depth)
     data: dict[str, Any] = {"conversationId": None, "retainDepth": depth, "removedItems": 0, "keptItems": 0}
     exclusion = _excluded(ctx, session_id, key)
     if exclusion is not None:

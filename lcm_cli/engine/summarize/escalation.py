@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
 from lcm_cli.engine.summarize.base import (
     SpendLimitError,
@@ -56,8 +57,7 @@ class EscalationResult(NamedTuple):
     auth_failure: bool
 
 
-def _number(effective: Mapping[str, Any], key: str, default: float) -> float:
-    value = effective.get(key)
+def _number(value: float, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return default
     return float(value)
@@ -66,8 +66,8 @@ def _number(effective: Mapping[str, Any], key: str, default: float) -> float:
 def configured_target(effective: Mapping[str, Any], depth: int) -> int:
     """``leafTargetTokens`` for a leaf (depth 0), ``condensedTargetTokens`` otherwise."""
     if depth <= 0:
-        return int(_number(effective, "leafTargetTokens", DEFAULT_LEAF_TARGET))
-    return int(_number(effective, "condensedTargetTokens", DEFAULT_CONDENSED_TARGET))
+        return int(_number(EngineSettings(effective).leaf_target_tokens, DEFAULT_LEAF_TARGET))
+    return int(_number(EngineSettings(effective).condensed_target_tokens, DEFAULT_CONDENSED_TARGET))
 
 
 def target_tokens_for(
@@ -89,7 +89,7 @@ def target_tokens_for(
 
 def max_summary_tokens(effective: Mapping[str, Any], depth: int) -> int:
     """``ceil(target × summaryMaxOverageFactor)``: above it a summary is capped."""
-    factor = max(1.0, _number(effective, "summaryMaxOverageFactor", DEFAULT_OVERAGE_FACTOR))
+    factor = max(1.0, _number(EngineSettings(effective).summary_max_overage_factor, DEFAULT_OVERAGE_FACTOR))
     return math.ceil(configured_target(effective, depth) * factor)
 
 
@@ -114,7 +114,7 @@ def _custom(effective: Mapping[str, Any], custom_instructions: str | None) -> st
     # A per-call value wins even when empty; otherwise the configured text.
     if custom_instructions is not None:
         return custom_instructions
-    configured = effective.get("customInstructions")
+    configured = EngineSettings(effective).custom_instructions
     return configured if isinstance(configured, str) else ""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lcm_cli.engine.config.keys import MIN_FALLBACK_MAX_TOKENS, key_by_path
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
 from lcm_cli.engine.summarize.base import SummaryRequest
 from lcm_cli.engine.summarize.sanitize import (
@@ -34,7 +35,7 @@ DEFAULT_FALLBACK_MAX_TOKENS: int = key_by_path("fallbackMaxTokens").default  # t
 
 def fallback_budget(effective: Mapping[str, Any]) -> int:
     """``fallbackMaxTokens`` when it is an integer ≥ 64, else the default 512."""
-    value = effective.get("fallbackMaxTokens")
+    value = EngineSettings(effective).fallback_max_tokens
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return DEFAULT_FALLBACK_MAX_TOKENS
     if value != int(value) or value < MIN_FALLBACK_MAX_TOKENS:

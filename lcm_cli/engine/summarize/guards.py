@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.summarize.base import (
     SpendLimitError,
     Summarizer,
@@ -34,8 +35,7 @@ from lcm_cli.engine.summarize.base import (
 Clock = Callable[[], float]  # seconds, monotonic
 
 
-def _positive(effective: Mapping[str, Any], key: str, default: int) -> int:
-    value = effective.get(key)
+def _positive(value: float, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
         return default
     return int(value)
@@ -54,8 +54,9 @@ class CircuitBreaker:
 
     def configure(self, effective: Mapping[str, Any]) -> CircuitBreaker:
         """Take threshold and cooldown from the effective config; returns self."""
-        self.threshold = _positive(effective, "circuitBreakerThreshold", 5)
-        self.cooldown_ms = _positive(effective, "circuitBreakerCooldownMs", 1_800_000)
+        settings = EngineSettings(effective)
+        self.threshold = _positive(settings.circuit_breaker_threshold, 5)
+        self.cooldown_ms = _positive(settings.circuit_breaker_cooldown_ms, 1_800_000)
         return self
 
     def is_open(self, key: str | None) -> bool:
@@ -118,9 +119,10 @@ class SpendGuard:
 
     def configure(self, effective: Mapping[str, Any]) -> SpendGuard:
         """Take window, call limit and backoff from the effective config; returns self."""
-        self.window_ms = _positive(effective, "summaryCallWindowMs", 600_000)
-        self.max_calls = _positive(effective, "summaryMaxCallsPerWindow", 24)
-        self.backoff_ms = _positive(effective, "summarySpendBackoffMs", 1_800_000)
+        settings = EngineSettings(effective)
+        self.window_ms = _positive(settings.summary_call_window_ms, 600_000)
+        self.max_calls = _positive(settings.summary_max_calls_per_window, 24)
+        self.backoff_ms = _positive(settings.summary_spend_backoff_ms, 1_800_000)
         return self
 
     def _recent(self, scope: str, now: float) -> deque[float]:

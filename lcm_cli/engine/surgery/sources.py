@@ -25,7 +25,9 @@ def strip_markers(text: str) -> str:
 
 def zone_of(effective: Mapping[str, Any]) -> Any:
     """The configured ``timezone`` source times are shown in (UTC when unset or unknown)."""
-    name = effective.get("timezone")
+    from lcm_cli.engine.config.view import EngineSettings
+
+    name = EngineSettings(effective).timezone
     if isinstance(name, str) and name and name != "UTC":
         try:
             from zoneinfo import ZoneInfo

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lcm_cli.engine.api import call
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.recall import tools as tools_mod
 from lcm_cli.engine.recall.tools import MAX_RESULT_CHARS, TOOL_SPECS, TRUNCATED_NOTE
@@ -871,14 +872,14 @@ def test_absent_arguments_are_none_and_nulls_are_absent(corpus: tuple[Path, dict
 
 def test_work_ms_keeps_headroom_for_the_host() -> None:
     class Ctx:
-        effective: dict[str, Any] = {}
+        engine_settings = EngineSettings({})
 
     work = tools_mod._work_ms
     assert work(Ctx(), 150_000, 120_000) == 120_000  # type: ignore[arg-type]
     assert work(Ctx(), 60_000, 120_000) == 45_000  # type: ignore[arg-type]
     assert work(Ctx(), 8_000, 120_000) == 6_000  # type: ignore[arg-type]
     assert work(Ctx(), 1, 120_000) == 1  # type: ignore[arg-type]
-    Ctx.effective = {"delegationTimeoutMs": 20_000}
+    Ctx.engine_settings = EngineSettings({"delegationTimeoutMs": 20_000})
     assert work(Ctx(), 150_000, 120_000) == 20_000  # type: ignore[arg-type]
 
 

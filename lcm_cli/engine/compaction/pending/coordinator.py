@@ -32,6 +32,7 @@ from lcm_cli.engine.compaction import leaf_source as src
 from lcm_cli.engine.compaction.pending import planner, projection, publisher, rows
 from lcm_cli.engine.compaction.pending.planner import PlanNode
 from lcm_cli.engine.compaction.pending.projection import Snapshot
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.tokens import estimate_tokens
 from lcm_cli.engine.db.pending_state import NODES, has_table
 from lcm_cli.engine.db.store import Store
@@ -55,21 +56,22 @@ class PendingSettings(NamedTuple):
     @classmethod
     def from_effective(cls, effective: Mapping[str, Any]) -> PendingSettings:
         """As 1.0's engine builds the coordinator's config."""
-        leaf = effective.get("leafChunkTokens")
+        s = EngineSettings(effective)
+        leaf = s.leaf_chunk_tokens
         leaf_tokens = math.floor(leaf) if isinstance(leaf, (int, float)) and leaf > 0 else 20_000
-        target = effective.get("condensedTargetTokens")
+        target = s.condensed_target_tokens
         target_tokens = math.floor(target) if isinstance(target, (int, float)) and target > 0 else 2_000
-        cap = effective.get("freshTailMaxTokens")
-        lease = effective.get("summaryTimeoutMs")
+        cap = s.fresh_tail_max_tokens
+        lease = s.summary_timeout_ms
         return cls(
-            fresh_tail_count=math.floor(effective.get("freshTailCount") or 0),
+            fresh_tail_count=math.floor(s.fresh_tail_count or 0),
             fresh_tail_max_tokens=math.floor(cap) if isinstance(cap, (int, float)) and cap >= 0 else None,
             leaf_chunk_tokens=leaf_tokens,
-            condensed_min_fanout=math.floor(effective.get("condensedMinFanout") or 0),
+            condensed_min_fanout=math.floor(s.condensed_min_fanout or 0),
             condensed_min_source_tokens=max(target_tokens, math.floor(leaf_tokens * 0.1)),
             condensed_chunk_tokens=leaf_tokens,
             lease_ms=math.floor(lease) if isinstance(lease, (int, float)) and lease > 0 else 60_000,
-            strip_tags=tuple(str(t) for t in effective.get("stripInjectedContextTags") or ()),
+            strip_tags=tuple(str(t) for t in s.strip_injected_context_tags or ()),
         )
 
 
@@ -370,7 +372,7 @@ class Coordinator:
             depth=node.depth if node.kind == "condensed" else 0,
             effective=self.effective,
             previous_context=None,
-            custom_instructions=str(self.effective.get("customInstructions") or "") or None,
+            custom_instructions=str(EngineSettings(self.effective).custom_instructions or "") or None,
         )
         if answer.auth_failure:
             raise _AuthFailure("provider auth failure")
