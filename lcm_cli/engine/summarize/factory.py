@@ -3,9 +3,11 @@
 :func:`build_summarizer` returns the OpenAI-compatible summarizer when a model resolves
 *and* an endpoint is known for it, otherwise the offline extractive summarizer:
 
-* model candidates, in order: ``LCM_SUMMARY_MODEL`` / ``summaryModel`` (a bare name takes
-  ``LCM_SUMMARY_PROVIDER`` / ``summaryProvider`` as its provider), then each
-  ``fallbackProviders`` entry; duplicates dropped;
+* model candidates, in order: ``summaryModel`` (a bare name takes ``summaryProvider`` as
+  its provider), then each ``fallbackProviders`` entry; duplicates dropped. These are
+  config keys: the effective config already holds each one's environment variable
+  (``LCM_SUMMARY_MODEL``, ...) over its plugin-config value, and this module reads them
+  through :class:`~lcm_cli.engine.config.view.EngineSettings` only;
 * endpoint: ``LCM_SUMMARY_BASE_URL``, else ``OPENAI_BASE_URL`` — one endpoint for every
   candidate; without either, provider ``ollama`` means ``http://127.0.0.1:11434/v1`` and
   provider ``openai`` ``https://api.openai.com/v1``; a candidate with no endpoint is
@@ -15,6 +17,12 @@
 ``LCM_SUMMARIZER`` forces the choice: ``extractive``, ``openai`` (a model is required;
 when none resolves the emergency summarizer stands in, labelled ``emergency-fallback``),
 ``emergency``; ``auto`` or unset applies the rule above.
+
+The endpoint, the API key and ``LCM_SUMMARIZER`` are environment variables only, not
+config keys: lossless-claw takes its endpoint and credentials from the host's provider
+setup and has no key for them, so a config key would widen the plugin config beyond
+the reference's (and invite an API key into openclaw.json); ``LCM_SUMMARIZER`` is an
+operator's and a test's override, not a setting of a deployment.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.summarize.base import ChatModel, Summarizer
 from lcm_cli.engine.summarize.extractive import ExtractiveSummarizer
 from lcm_cli.engine.summarize.fallback import EmergencySummarizer, fallback_budget
@@ -33,26 +42,22 @@ PROVIDER_BASE_URLS = {
     "ollama": "http://127.0.0.1:11434/v1",
     "openai": "https://api.openai.com/v1",
 }
-#: Which config keys name the first-choice model of each purpose (before the summary model).
-_PURPOSE_KEYS = {
-    "summary": None,
-    "expansion": ("expansionModel", "expansionProvider", "LCM_EXPANSION_MODEL", "LCM_EXPANSION_PROVIDER"),
-    "large-file": (
-        "largeFileSummaryModel",
-        "largeFileSummaryProvider",
-        "LCM_LARGE_FILE_SUMMARY_MODEL",
-        "LCM_LARGE_FILE_SUMMARY_PROVIDER",
-    ),
-}
-_SUMMARY_KEYS = ("summaryModel", "summaryProvider", "LCM_SUMMARY_MODEL", "LCM_SUMMARY_PROVIDER")
+#: The purposes a chat model serves; each but ``summary`` tries its own model first.
+PURPOSES = ("summary", "expansion", "large-file")
 
 
-def _setting(effective: Mapping[str, Any], env: Mapping[str, str], key: str, env_name: str) -> str:
-    # Config rule (docs/reference/config.md): a set environment variable wins even when empty.
-    if env_name in env:
-        return env[env_name].strip()
-    value = effective.get(key)
+def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
+
+
+def _model_choices(settings: EngineSettings, purpose: str) -> list[tuple[str, str]]:
+    """``(model, provider)`` of each configured model for ``purpose``, first choice first."""
+    choices = [(settings.summary_model, settings.summary_provider)]
+    if purpose == "expansion":
+        choices.insert(0, (settings.expansion_model, settings.expansion_provider))
+    elif purpose == "large-file":
+        choices.insert(0, (settings.large_file_summary_model, settings.large_file_summary_provider))
+    return [(_text(model), _text(provider)) for model, provider in choices]
 
 
 def split_model(model: str, provider: str) -> tuple[str, str]:
@@ -87,14 +92,9 @@ def model_candidates(
     effective: Mapping[str, Any], env: Mapping[str, str], *, purpose: str = "summary"
 ) -> list[Candidate]:
     """The ordered, de-duplicated candidates that have an endpoint."""
-    pairs: list[tuple[str, str]] = []
-    keys = _PURPOSE_KEYS.get(purpose)
-    for group in ([keys] if keys else []) + [_SUMMARY_KEYS]:
-        model_key, provider_key, model_env, provider_env = group
-        model = _setting(effective, env, model_key, model_env)
-        if model:
-            pairs.append(split_model(model, _setting(effective, env, provider_key, provider_env)))
-    providers = effective.get("fallbackProviders")
+    settings = EngineSettings(effective)
+    pairs = [split_model(model, provider) for model, provider in _model_choices(settings, purpose) if model]
+    providers: Any = settings.fallback_providers
     if isinstance(providers, list):
         for entry in providers:
             if isinstance(entry, Mapping):
@@ -126,8 +126,8 @@ def _api_key(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def _timeout_ms(effective: Mapping[str, Any]) -> int:
-    value = effective.get("summaryTimeoutMs")
+def _timeout_ms(settings: EngineSettings) -> int:
+    value = settings.summary_timeout_ms
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
         return DEFAULT_TIMEOUT_MS
     return int(value)
@@ -139,11 +139,12 @@ def _openai(
     candidates = model_candidates(effective, env, purpose=purpose)
     if not candidates:
         return None
+    settings = EngineSettings(effective)
     return OpenAICompatSummarizer(
         candidates,
         api_key=_api_key(env),
-        timeout_ms=_timeout_ms(effective),
-        enable_thinking=effective.get("enableSummaryThinking") is not False,
+        timeout_ms=_timeout_ms(settings),
+        enable_thinking=settings.enable_summary_thinking is not False,
         env=env,
     )
 
@@ -171,7 +172,7 @@ def build_chat_model(
     ``purpose`` ``expansion`` tries ``expansionModel`` first, ``large-file``
     ``largeFileSummaryModel``; both then fall back to the summary model candidates.
     """
-    return _openai(effective, env, purpose if purpose in _PURPOSE_KEYS else "summary")
+    return _openai(effective, env, purpose if purpose in PURPOSES else "summary")
 
 
 def describe_choice(effective: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from lcm_cli.engine.config.resolve import resolve_effective
 from lcm_cli.engine.db.store import Store
 from lcm_cli.engine.summarize.base import stored_model
 from lcm_cli.engine.summarize.factory import build_summarizer
@@ -87,7 +88,8 @@ def test_a_compaction_stores_the_model_id_alone(
 def test_the_stored_value_of_each_summarizer() -> None:
     base = {"LCM_SUMMARY_BASE_URL": "http://127.0.0.1:9/v1"}
     with_model = {**base, "LCM_SUMMARIZER": "openai", "LCM_SUMMARY_MODEL": "ollama/llama3.1"}
-    summarizer = build_summarizer({}, with_model)
+    # The model is a config key: the environment reaches the factory through the resolver.
+    summarizer = build_summarizer(resolve_effective({}, with_model, None), with_model)
     assert summarizer.model == "ollama/llama3.1" and stored_model(summarizer) == "llama3.1"
     # The spend guard's wrapper stores what it wraps.
     assert stored_model(guarded(summarizer, {}, "agent:main:main")) == "llama3.1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from lcm_cli.engine.config.view import EngineSettings, LcmSetting, Setting, Unkn
 from lcm_cli.engine.context import Context
 
 STATE = "/tmp/lcm-view-state"
+PACKAGE = Path(__file__).resolve().parents[3] / "lcm_cli"
 
 
 def _declared() -> dict[str, Setting[Any] | LcmSetting[Any]]:
@@ -131,3 +133,19 @@ def test_an_override_names_attributes_not_paths() -> None:
     assert view.overridden(context_threshold=0.5) == {"contextThreshold": 0.5, "freshTailCount": 64}
     with pytest.raises(UnknownSettingError):
         view.overridden(contextThreshold=0.5)
+
+
+#: A read of the effective config by a string key: ``effective.get("k")``, ``effective["k"]``.
+_STRING_KEYED = re.compile(r"""effective(\.get\(|\[)["']""")
+
+
+def test_no_string_keyed_config_read_outside_engine_config() -> None:
+    config_dir = PACKAGE / "engine" / "config"
+    found = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in PACKAGE.rglob("*.py")
+        if config_dir not in path.parents
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _STRING_KEYED.search(line) or "lcm_setting(" in line
+    ]
+    assert found == [], "read these through EngineSettings (engine/config/view.py)"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lcm_cli.engine.config.resolve import resolve_effective
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.redact import MASK, is_secret_key, redact, redact_value
 from lcm_cli.engine.summarize.base import SummarizerError
@@ -84,7 +85,7 @@ def test_describe_choice_redacts_the_base_url() -> None:
         "LCM_SUMMARY_MODEL": "m",
         "OPENAI_API_KEY": "sk-live-1",
     }
-    text = json.dumps(describe_choice({}, env))
+    text = json.dumps(describe_choice(resolve_effective({}, env, None), env))
     assert "h/v1" in text and not any(s in text for s in SECRETS)
 
 
