@@ -19,7 +19,7 @@ commands import this module (``status`` reads the fresh tail through it).
 from __future__ import annotations
 
 from lcm_cli import TYPE_CHECKING
-from lcm_cli.engine.config.keys import EFFECTIVE_KEY_ORDER, LCM_KEYS
+from lcm_cli.engine.config.keys import EFFECTIVE_KEY_ORDER, LCM_KEYS, declared_default
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -60,6 +60,11 @@ class Setting(Generic[T]):
                 f"{owner.__name__}.{name} reads {self.path!r}, which is no field of the effective "
                 "config (keys.EFFECTIVE_KEY_ORDER); check its spelling in keys.py."
             )
+
+    @property
+    def default(self) -> Any:
+        """The default the key table declares for this path (a value, ``UNSET`` or a ``Derived``)."""
+        return declared_default(self.path)
 
     if TYPE_CHECKING:
 
@@ -215,16 +220,12 @@ class EngineSettings:
     def files_dir(self) -> str:
         """``largeFilesDir`` as the engine writes under it. An empty value (the resolver keeps
         ``LCM_LARGE_FILES_DIR=""``, config.md §5) means a relative ``lcm-files``."""
-        from lcm_cli.engine.config.keys import declared_default
-
-        return str(self.large_files_dir or declared_default("largeFilesDir").arg)
+        return str(self.large_files_dir or EngineSettings.large_files_dir.default.arg)
 
     def large_file_threshold(self) -> int:
         """``largeFileTokenThreshold`` as the engine applies it. The resolver does not range-check
         (env ``0``, plugin ``""`` resolve to 0, config.md §5): zero means the declared default."""
-        from lcm_cli.engine.config.keys import declared_default
-
-        return int(self.large_file_token_threshold or declared_default("largeFileTokenThreshold"))
+        return int(self.large_file_token_threshold or EngineSettings.large_file_token_threshold.default)
 
     def session_policy(self) -> SessionPolicy:
         """The session exclusion rules (ignore and stateless patterns)."""

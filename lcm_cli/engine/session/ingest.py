@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.assembly.large_files import Interceptor
-from lcm_cli.engine.config.keys import declared_default
 from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.errors import LcmError
 from lcm_cli.engine.core.jscompat import js_values
@@ -76,9 +75,9 @@ class IngestSettings(NamedTuple):
     """The effective-config values ingest needs."""
 
     large_files_dir: str
-    large_file_threshold: int = declared_default("largeFileTokenThreshold")
-    replay_external: int = declared_default("replayFloodThresholdExternal")
-    replay_internal: int = declared_default("replayFloodThresholdInternal")
+    large_file_threshold: int = EngineSettings.large_file_token_threshold.default
+    replay_external: int = EngineSettings.replay_flood_threshold_external.default
+    replay_internal: int = EngineSettings.replay_flood_threshold_internal.default
     policy: SessionPolicy = SessionPolicy()
     # ``pruneHeartbeatOk``: bootstrap prunes heartbeat turns and leaves them out of reconcile imports.
     prune_heartbeat: bool = False

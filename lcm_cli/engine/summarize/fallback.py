@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lcm_cli.engine.config.keys import MIN_FALLBACK_MAX_TOKENS, key_by_path
+from lcm_cli.engine.config.keys import MIN_FALLBACK_MAX_TOKENS
 from lcm_cli.engine.config.view import EngineSettings
 from lcm_cli.engine.core.tokens import estimate_tokens, token_quarters
 from lcm_cli.engine.summarize.base import SummaryRequest
@@ -30,7 +30,7 @@ from lcm_cli.engine.summarize.sanitize import (
 SUMMARIZER_FALLBACK_NOTE = "[LCM fallback summary; truncated for context management]"
 EMERGENCY_MODEL = "emergency-fallback"
 #: ``fallbackMaxTokens``'s default, as the key table declares it.
-DEFAULT_FALLBACK_MAX_TOKENS: int = key_by_path("fallbackMaxTokens").default  # type: ignore[union-attr]
+DEFAULT_FALLBACK_MAX_TOKENS: int = EngineSettings.fallback_max_tokens.default
 
 
 def fallback_budget(effective: Mapping[str, Any]) -> int:

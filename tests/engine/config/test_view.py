@@ -55,6 +55,11 @@ def test_every_declared_path_is_in_the_key_table_once() -> None:
         assert descriptor.path in (fields if isinstance(descriptor, Setting) else own)
 
 
+def test_a_setting_knows_its_declared_default() -> None:
+    assert EngineSettings.fresh_tail_count.default == 64
+    assert EngineSettings.large_file_token_threshold.default == 25000  # the legacy row's, same value
+
+
 def _primary(path: str) -> ConfigKey:
     return next(f.primary for f in effective_fields() if f.name == path)
 
@@ -137,6 +142,8 @@ def test_an_override_names_attributes_not_paths() -> None:
 
 #: A read of the effective config by a string key: ``effective.get("k")``, ``effective["k"]``.
 _STRING_KEYED = re.compile(r"""effective(\.get\(|\[)["']""")
+#: Lookups in the key table by path: the view's descriptors make them (``Setting.default``).
+_TABLE_LOOKUPS = ("lcm_setting(", "declared_default(", "key_by_path(")
 
 
 def test_no_string_keyed_config_read_outside_engine_config() -> None:
@@ -146,6 +153,6 @@ def test_no_string_keyed_config_read_outside_engine_config() -> None:
         for path in PACKAGE.rglob("*.py")
         if config_dir not in path.parents
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if _STRING_KEYED.search(line) or "lcm_setting(" in line
+        if _STRING_KEYED.search(line) or any(call in line for call in _TABLE_LOOKUPS)
     ]
     assert found == [], "read these through EngineSettings (engine/config/view.py)"
