@@ -1,6 +1,8 @@
-"""A real lcm.db in the shape lossless-claw 1.0 (v1.0.0-beta.4) leaves it.
+"""A real lcm.db in the shape lossless-claw 1.0 (v1.0.0-beta.4) leaves it, built by our code.
 
-Differences from a 0.15 database (read from its ``src/db/migration.ts``): 1.0 no longer
+It is not a file lossless-claw wrote: our own 0.15 DDL (``m001_adopt_lossless_claw_schema``)
+and ``DURABLE_TURN_DDL`` with 1.0's differences applied by hand. Those differences (read
+from its ``src/db/migration.ts``): 1.0 no longer
 creates ``conversation_bootstrap_state`` (its bootstrap reads the host's SQLite transcript)
 nor ``messages.openclaw_sender_metadata``; it adds the durable-turn tables
 (``turn_advancements``, the pending-summary staging tables, transcript epochs and anchor
@@ -53,7 +55,7 @@ def _hex(*parts: str) -> str:
 
 
 def make_v1_db(path: str | Path) -> Path:
-    """Create ``path`` as a populated lossless-claw 1.0 database (WAL, foreign keys on)."""
+    """Create ``path`` in lossless-claw 1.0's shape from our DDL (WAL, foreign keys on)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():

@@ -58,7 +58,8 @@ def build_file(
 
 
 def forget_lcm(path: Path) -> None:
-    """Make the file look as lossless-claw left it: no lcm totals, triggers, indexes or steps."""
+    """Strip what only lcm adds (totals, triggers, read-path indexes, ``lcm_cli.*`` steps), as a
+    file lossless-claw alone wrote lacks them; the rest is still our writer's."""
     conn = sqlite3.connect(str(path), isolation_level=None)
     try:
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():

@@ -1,7 +1,8 @@
-"""Databases written by lossless-claw 1.0: every read works, our migrations keep its rows.
+"""Databases in lossless-claw 1.0's shape: every read works, our migrations keep its rows.
 
-The file comes from tests/support/lossless_v1.py (1.0's tables, indexes and rows: a
-published and a ready pending batch, the turn ledger, an epoch, anchor trust).
+The file comes from tests/support/lossless_v1.py, which builds 1.0's tables, indexes and
+rows (a published and a ready pending batch, the turn ledger, an epoch, anchor trust) with
+our own DDL and 1.0's differences applied by hand: it is not a file lossless-claw wrote.
 """
 
 from __future__ import annotations

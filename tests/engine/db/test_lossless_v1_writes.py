@@ -1,4 +1,6 @@
-"""Our writers on a lossless-claw 1.0 database keep its durable-turn rows consistent.
+"""Our writers on a database in lossless-claw 1.0's shape keep its durable-turn rows consistent.
+
+The database is tests/support/lossless_v1.py's, built by our DDL (not written by 1.0).
 
 Compaction and every other context rewrite mark 1.0's open pending batches ``stale``
 (as 1.0's own ``markBatchStale`` does) in the same transaction; message deletes release

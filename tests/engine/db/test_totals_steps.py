@@ -25,7 +25,8 @@ from tests.engine.db.writer_probe import WriterProbe
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A modest file as lossless-claw left it: 14,400 messages, 720 summaries, no lcm totals."""
+    """A modest file without lcm's additions (built by our writer, then ``forget_lcm``):
+    14,400 messages, 720 summaries, no lcm totals."""
     path = tmp_path_factory.mktemp("scale") / "lcm.db"
     build_file(path)
     forget_lcm(path)

@@ -234,7 +234,8 @@ def test_session_key_precedence(tmp_path: Path) -> None:
 
 
 def test_same_answers_without_lcms_read_path_indexes(tmp_path: Path) -> None:
-    """A file written only by lossless-claw lacks lcm's indexes: queries adapt, results match."""
+    """A file without lcm's read-path indexes (as lossless-claw leaves one): queries adapt,
+    results match the same file with them (our sample with the ``lcm_%`` indexes dropped)."""
     import shutil
 
     from tests.support.sample import build_sample
