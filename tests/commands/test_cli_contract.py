@@ -224,7 +224,8 @@ def test_errors_stay_json_in_table_format(state_dir: Path) -> None:
     assert out.code == 3 and out.error["code"] == "SUMMARY_NOT_FOUND"
 
 
-def test_tsv_format_matches_reference_layout(state_dir: Path) -> None:
+def test_tsv_format_is_the_table_layout_of_the_cli_contract(state_dir: Path) -> None:
+    """`--format tsv` lays out the reference's `--format table` as cli-contract.md §15 states it."""
     out = lcm("--openclaw-dir", str(state_dir), "--format", "tsv", "conversations", "list", "--limit", "1")
     lines = out.stdout.splitlines()
     assert lines[0] == "command\tconversations.list"

@@ -1,4 +1,8 @@
-"""Issue 14's fixed cases: each behaves as lossless-claw 0.15.3 does (or as docs/compat.md says)."""
+"""Issue 14's fixed cases, as docs/reference/cli-contract.md and docs/compat.md state them.
+
+The expected values are written by hand from those documented facts (docs/compat.md's rows
+for issue 14); none is an answer recorded from lossless-claw.
+"""
 
 from __future__ import annotations
 
@@ -61,11 +65,13 @@ def test_config_shape_error_names_the_bare_key(tmp_path: Path) -> None:
     assert error["details"] == {"configPath": str(tmp_path / "openclaw.json"), "key": "entries"}
 
 
-def test_error_details_as_the_reference(db_path: Path, tmp_path: Path) -> None:
+def test_error_details_as_the_cli_contract_states_them(db_path: Path, tmp_path: Path) -> None:
+    """cli-contract.md §4.2 and §13 (details), §5 (compact before parsing ends), the
+    compat.md row for `summaries show ""`, and §13's DATABASE_OPEN_FAILED row (lazy open)."""
     unsupported = lcm("--db", str(db_path), "--pretty", "status", "--kind", "leaf")
     assert unsupported.stderr.count("\n") == 1  # compact despite --pretty
     assert json.loads(unsupported.stderr)["error"]["details"] == {"option": "kind", "command": "status"}
-    empty = lcm("--db", str(db_path), "summaries", "show", "")  # the reference: no id given
+    empty = lcm("--db", str(db_path), "summaries", "show", "")  # an empty id is a missing one
     assert empty.code == 2 and json.loads(empty.stderr)["error"]["code"] == "INVALID_COMMAND"
     text = tmp_path / "not.db"
     text.write_text("plain text, not SQLite\n" * 10)
@@ -87,9 +93,9 @@ def test_error_details_as_the_reference(db_path: Path, tmp_path: Path) -> None:
     ],
     ids=" ".join,
 )
-def test_a_huge_conversation_id_is_not_found_as_in_the_reference(
-    tmp_path: Path, command: tuple[str, ...]
-) -> None:
+def test_a_huge_conversation_id_is_not_found(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """cli-contract.md §4.2 (no upper bound) and §10 (no match: CONVERSATION_NOT_FOUND), the
+    compat.md row "a huge `--conversation-id`"; lcm's own commands answer the same."""
     from lcm_cli.engine.db.store import Store
 
     Store.open(tmp_path / "lcm.db").close()

@@ -188,7 +188,8 @@ def test_blank_database_gets_every_index(connect) -> None:
     ).fetchone()
 
 
-def test_defaults_and_not_null_match_the_reference(connect) -> None:
+def test_defaults_and_not_null_are_those_of_database_md(connect) -> None:
+    """The defaults and NOT NULLs of docs/reference/database.md §3 (§3.1, §3.4, §3.10–§3.12)."""
     conn = connect()
     schema.migrate(conn)
     conv = columns(conn, "conversations")

@@ -16,14 +16,15 @@ def op(home: Path, name: str, **params: Any) -> dict[str, Any]:
     return call(name, params, openclaw_dir=str(home))["data"]
 
 
-def test_globs_follow_the_reference() -> None:
+def test_globs_follow_config_md_section_7() -> None:
+    """The session-pattern rules and examples of docs/reference/config.md §7."""
     assert compile_session_pattern("agent:*:cron:*").fullmatch("agent:main:cron:nightly")
     assert not compile_session_pattern("agent:*:cron:*").fullmatch("agent:main:cron:nightly:run:1")
     assert compile_session_pattern("agent:*:cron:**").fullmatch("agent:main:cron:nightly:run:1")
     assert compile_session_pattern("a.b").fullmatch("a.b") and not compile_session_pattern("a.b").fullmatch(
         "axb"
     )
-    assert compile_session_pattern("ab?").fullmatch("a")  # `?` stays a quantifier, as in the reference
+    assert compile_session_pattern("ab?").fullmatch("a")  # `?` stays a quantifier (§7)
     assert queue_key(" s ", " k ") == "k" and queue_key("s", None) == "s" and queue_key(None, "") == "__lcm__"
 
 

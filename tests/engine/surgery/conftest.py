@@ -82,10 +82,11 @@ def snapshot(db: Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
-def reference_view(db: Path, conversation_id: int) -> dict[str, tuple[int, int, int, int]]:
+def same_conversation_view(db: Path, conversation_id: int) -> dict[str, tuple[int, int, int, int]]:
     """What lossless-claw's `lcm summaries show` would see of each summary, against all its links.
 
-    Its read queries keep only same-conversation children and source messages; a write
+    Its read queries keep only same-conversation children and source messages
+    (docs/reference/cli-contract.md §11.8; this query restates that rule); a write
     that left a cross-conversation link would show here as seen < stored.
     Per summary: (children seen, children stored, source messages seen, stored).
     """
@@ -133,7 +134,7 @@ def assert_healthy(root: Path, conversation_id: int) -> None:
     assert not failing, failing
     whole = run(root, "doctor")  # the database-wide checks too
     assert whole.code == 0, whole.stdout
-    view = reference_view(root / "lcm.db", conversation_id)
+    view = same_conversation_view(root / "lcm.db", conversation_id)
     assert view, "the conversation has no summaries"
     for sid, (seen_children, all_children, seen_sources, all_sources) in view.items():
         assert (seen_children, seen_sources) == (all_children, all_sources), sid
