@@ -46,7 +46,7 @@ def rows(home: Path, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
 # --- 1. large tool outputs ------------------------------------------------------------
 
 
-def test_externalized_text_tool_result_keeps_the_reference_record_and_is_assembled_as_its_placeholder(
+def test_externalized_text_tool_result_keeps_its_compact_record_and_is_assembled_as_its_placeholder(
     home: Path,
 ) -> None:
     ingest(
@@ -73,8 +73,8 @@ def test_externalized_text_tool_result_keeps_the_reference_record_and_is_assembl
         "SELECT part_type, text_content, tool_call_id, tool_name, tool_output, metadata FROM message_parts"
         " WHERE message_id = 3",
     )
-    reference = text
-    assert reference.startswith(f"[LCM Tool Output: {file_id} | tool=read | 8,000 bytes]\n\n")
+    placeholder = text
+    assert placeholder.startswith(f"[LCM Tool Output: {file_id} | tool=read | 8,000 bytes]\n\n")
     assert (part_type, call_id, name, output, size) == ("tool", "call_1", "read", None, 8000)
     meta = json.loads(metadata)
     # The reference's compact block: a text block remembering rawType, the file id and size.
@@ -90,11 +90,11 @@ def test_externalized_text_tool_result_keeps_the_reference_record_and_is_assembl
         "isError",
         "name",
     ]
-    assert meta["raw"]["text"] == reference and meta["raw"]["type"] == "tool_result"
+    assert meta["raw"]["text"] == placeholder and meta["raw"]["type"] == "tool_result"
     assert meta["externalizedFileId"] == file_id and meta["originalByteSize"] == 8000
     assert meta["toolOutputExternalized"] is True and meta["rawType"] == "tool_result"
     assembled = assemble(home)["messages"]
-    assert assembled[2]["content"] == [{"type": "text", "text": reference}]
+    assert assembled[2]["content"] == [{"type": "text", "text": placeholder}]
     assert assembled[2]["toolCallId"] == "call_1" and assembled[3]["content"][0]["text"] == "done"
 
 

@@ -12,7 +12,7 @@ from lcm_cli.engine.core.jscompat import stringify, stringify_indented
 from lcm_cli.render.output import js_numbers, to_json
 
 
-def reference(value: Any, pretty: bool) -> str:
+def full_rewrite(value: Any, pretty: bool) -> str:
     """The always-correct slow path: rewrite every number, then serialize."""
     if pretty:
         return stringify_indented(js_numbers(value), 2) + "\n"
@@ -36,7 +36,7 @@ def reference(value: Any, pretty: bool) -> str:
 )
 def test_known_values(value: Any, compact: str) -> None:
     assert to_json(value) == compact + "\n"
-    assert to_json(value, pretty=True) == reference(value, True)
+    assert to_json(value, pretty=True) == full_rewrite(value, True)
 
 
 json_values = st.recursive(
@@ -50,4 +50,4 @@ json_values = st.recursive(
 
 @given(json_values, st.booleans())
 def test_fast_path_equals_the_full_rewrite(value: Any, pretty: bool) -> None:
-    assert to_json(value, pretty=pretty) == reference(value, pretty)
+    assert to_json(value, pretty=pretty) == full_rewrite(value, pretty)

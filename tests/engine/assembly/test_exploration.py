@@ -1,8 +1,11 @@
 """Exploration summaries: the text lossless-claw 0.15.3 writes for each content class.
 
-The expected strings were produced by the reference's own summarizer on the same inputs
-(recorded by hand, like the engine goldens): the summary is stored in the message and read
-by the model, so it must be the same text, counted in UTF-16 units and grouped en-US.
+The expected strings were copied by hand from the reference's own summarizer run on the same
+inputs when this was written; that run is not kept, so they cannot be re-checked here. The
+recorded check is tests/compat/test_engine_goldens.py: the ``large-payloads`` golden's stored
+and assembled messages hold the reference's exploration summaries of its own inputs. The
+summary is stored in the message and read by the model, so it must be the same text,
+counted in UTF-16 units and grouped en-US.
 """
 
 from __future__ import annotations

@@ -421,7 +421,7 @@ def test_typescript_cursors_resume_the_walk(db_path: Path) -> None:
 
 def test_hand_built_variants_resume_identically(db_path: Path) -> None:
     payload = {"v": 1, "resource": "messages", "timestamp": "2026-07-01 09:19:00", "id": 20}
-    reference = lcm(
+    canonical = lcm(
         "--db", str(db_path), "messages", "list", "--conversation-id", "1", "--cursor", TS_MESSAGES
     ).json["data"]
     for text in (
@@ -433,7 +433,7 @@ def test_hand_built_variants_resume_identically(db_path: Path) -> None:
     ):
         out = lcm("--db", str(db_path), "messages", "list", "--conversation-id", "1", "--cursor", text)
         assert out.code == 0, out.stderr
-        assert out.json["data"] == reference
+        assert out.json["data"] == canonical
 
 
 def test_cursor_timestamp_in_another_shape_positions_by_instant(db_path: Path) -> None:

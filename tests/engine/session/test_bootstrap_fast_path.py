@@ -148,12 +148,12 @@ def test_fast_path_then_unchanged_then_second_append(tmp_path: Path) -> None:
     path.write_bytes(data)
     again = _boot(db, path, fast=True)
     assert again["fastPath"] == "taken" and again["importedMessages"] == len(ends) - 36
-    reference = tmp_path / "ref"
-    reference.mkdir()
-    (reference / "s1.jsonl").write_bytes(data)
-    _boot(reference / "lcm.db", reference / "s1.jsonl", fast=False)
-    ours, theirs = _rows(db), _rows(reference / "lcm.db")
-    assert ours["messages"] == theirs["messages"] and ours["parts"] == theirs["parts"]
+    slow_path = tmp_path / "slow"
+    slow_path.mkdir()
+    (slow_path / "s1.jsonl").write_bytes(data)
+    _boot(slow_path / "lcm.db", slow_path / "s1.jsonl", fast=False)
+    fast, slow = _rows(db), _rows(slow_path / "lcm.db")
+    assert fast["messages"] == slow["messages"] and fast["parts"] == slow["parts"]
 
 
 def test_only_structural_entries_appended(tmp_path: Path) -> None:
