@@ -15,6 +15,7 @@ import pytest
 
 from lcm_cli.engine.config.schema import allowed_text, config_problems
 from tests.commands.test_doors import hook
+from tests.compat.test_config_goldens import VERSIONS, golden
 from tests.conftest import lcm
 
 # (key, stored value, allowed text): one per key class.
@@ -71,27 +72,42 @@ def test_a_value_config_set_refuses_is_reported_never_fatal(
     assert shown.json["meta"]["configProblems"][0]["key"] == key
 
 
-# Values as users write them, which the runtime reads: (stored, what is in effect).
+# Values as users write them, which the runtime reads: (stored, key, recorded).
+# recorded: the value in effect is lossless-claw's recorded answer for exactly this config
+# (tests/compat/goldens/config, both versions); False where no recorded case holds it.
 AS_USERS_WRITE = [
-    ({"freshTailCount": "16"}, "freshTailCount", 16),
-    ({"leafChunkTokens": " 7000 "}, "leafChunkTokens", 7000),
-    ({"proactiveThresholdCompactionMode": "INLINE"}, "proactiveThresholdCompactionMode", "inline"),
-    ({"pruneHeartbeatOk": "false"}, "pruneHeartbeatOk", False),
-    ({"ignoreSessionPatterns": "agent:*:cron:*, agent:*:subagent:*"}, "ignoreSessionPatterns", None),
-    ({"fallbackMaxTokens": 23}, "fallbackMaxTokens", None),
+    ({"freshTailCount": "16"}, "freshTailCount", True),
+    ({"leafChunkTokens": " 7000 "}, "leafChunkTokens", True),
+    ({"proactiveThresholdCompactionMode": "INLINE"}, "proactiveThresholdCompactionMode", True),
+    ({"pruneHeartbeatOk": "false"}, "pruneHeartbeatOk", True),
+    ({"ignoreSessionPatterns": "agent:*:cron:*, agent:*:subagent:*"}, "ignoreSessionPatterns", False),
+    ({"fallbackMaxTokens": 23}, "fallbackMaxTokens", True),
 ]
 
 
-@pytest.mark.parametrize(("stored", "key", "used"), AS_USERS_WRITE, ids=lambda v: json.dumps(v))
+def recorded_in_effect(stored: dict[str, Any], key: str) -> list[Any]:
+    """The value of ``key`` each recorded lossless-claw version put in effect for ``stored``
+    alone (no environment), from the config goldens."""
+    return [
+        case["effective"][key]
+        for version in VERSIONS
+        for case in golden(version)["byKey"].get(key, [])
+        if case["plugin"] == stored and not case.get("env") and "effective" in case
+    ]
+
+
+@pytest.mark.parametrize(("stored", "key", "recorded"), AS_USERS_WRITE, ids=lambda v: json.dumps(v))
 def test_configs_the_runtime_reads_never_stop_lcm(
-    state_dir: Path, stored: dict[str, Any], key: str, used: Any
+    state_dir: Path, stored: dict[str, Any], key: str, recorded: bool
 ) -> None:
     """The engine's own hook, the reads and the importer all run; the value in effect is
-    the runtime's, and the problem is said."""
+    the runtime's recorded answer (where one is recorded), and the problem is said."""
     write_plugin_config(state_dir, stored)
     effective = lcm("--openclaw-dir", str(state_dir), "config", "get", key).json["data"]["effectiveValue"]
-    if used is not None:
-        assert effective == used
+    answers = recorded_in_effect(stored, key)
+    assert bool(answers) == recorded, answers
+    for answer in answers:
+        assert effective == answer
     for argv in (
         ("status",),
         ("conversations", "list"),
