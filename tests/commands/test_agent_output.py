@@ -166,7 +166,7 @@ def test_did_you_mean_for_commands_options_and_id_kinds(state_dir: Path) -> None
     assert digits["code"] == "CONVERSATION_NOT_FOUND" and digits["details"]["suggestions"] == [
         "--conversation-id 2"
     ]
-    assert "suggestions" not in lcm(*base, "summaries", "show", "2").error["details"]  # the reference's
+    assert "suggestions" not in lcm(*base, "summaries", "show", "2").error["details"]  # cli-contract §13
     # nothing close: no guess
     assert "details" not in lcm(*base, "nope").error
 
@@ -191,6 +191,7 @@ def test_the_most_used_commands_suggest_too(state_dir: Path) -> None:
 
 
 def test_the_reference_commands_keep_their_details(state_dir: Path) -> None:
+    """The details of docs/reference/cli-contract.md §13 (no suggestions added to them)."""
     base = ("--openclaw-dir", str(state_dir))
     assert "details" not in lcm(*base, "status", "--zzzzzz", "3").error  # cli-contract: parser errors
     assert lcm(*base, "status", "--limit", "3").error["details"] == {"option": "limit", "command": "status"}
@@ -285,7 +286,7 @@ def test_hook_schemas_show_the_time_grammar_of_each_operation() -> None:
     from lcm_cli.commands.dispatch import operation_list
 
     by_name = {o["name"]: o["params"]["properties"] for o in operation_list()}
-    assert by_name["messages.list"]["after"]["format"] == "date-time"  # the reference's
+    assert by_name["messages.list"]["after"]["format"] == "date-time"  # cli-contract §9
     assert "format" not in by_name["grep"]["after"] and "duration" in by_name["grep"]["after"]["description"]
     assert "fields" in by_name["status"]
 

@@ -43,7 +43,7 @@ def test_help_cmd_is_the_commands_own_help() -> None:
         flagged = lcm(*words, "--help")
         assert asked.code == flagged.code == 0
         assert asked.stdout == flagged.stdout and f"lcm {' '.join(words)}" in asked.stdout
-    bare = lcm("help")  # the reference's contract: the word `help` alone is no command
+    bare = lcm("help")  # cli-contract.md §2: the word `help` alone is no command
     assert bare.code == 2 and bare.error["code"] == "INVALID_COMMAND"
     unknown = lcm("help", "stauts")
     assert unknown.code == 2 and unknown.error["code"] == "INVALID_COMMAND"

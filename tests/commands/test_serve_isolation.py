@@ -161,7 +161,7 @@ def test_deep_and_broken_lines_get_errors_and_the_server_goes_on(server: Server)
     server.send(b"\xff\xfe{\n")
     assert server.wait(None)[1]["error"]["code"] == "INVALID_REQUEST"
     server.send({"id": 2, "method": "messages.list", "params": {"conversationId": 2**64}})
-    assert server.wait(2)[1]["error"]["code"] == "CONVERSATION_NOT_FOUND"  # as the reference
+    assert server.wait(2)[1]["error"]["code"] == "CONVERSATION_NOT_FOUND"  # compat.md: a huge id
     server.send({"id": 3, "method": "messages.tail", "params": {"sessionKey": "\ud800"}})
     assert server.wait(3)[1]["error"]["code"] == "INVALID_ARGUMENT"
     assert server.health_ms("h") < ANSWERS_AT_ONCE_MS

@@ -72,7 +72,7 @@ def test_random_read_options(databases: dict[int, Path], seed: int) -> None:
     rng = random.Random(seed)
     every = ok("--db", str(db), "conversations", "list", "--limit", "500")["data"]["items"]
     if not every:
-        pytest.skip("only files with nothing to import for this seed: no conversation, as the reference")
+        pytest.skip("only files with nothing to import for this seed: no conversation (compat.md)")
     assert all(set(CONVERSATION_KEYS) <= set(item) for item in every)
     ids = [c["conversationId"] for c in every]
     assert len(set(ids)) == len(ids)
@@ -95,7 +95,7 @@ def test_random_read_options(databases: dict[int, Path], seed: int) -> None:
             "--db", str(db), "--pretty", "messages", "list", "--session-key", "", "--conversation-id", ""
         )
         assert missing.code == 2 and json.loads(missing.stderr)["error"]["code"] == "MISSING_SELECTOR"
-        assert "\n" not in missing.stderr.strip()  # compact, as the reference, despite --pretty
+        assert "\n" not in missing.stderr.strip()  # compact despite --pretty (cli-contract §5)
 
     for bad in rng.sample(BAD_LIMITS, 4):
         out = lcm("--db", str(db), "--pretty", "conversations", "list", f"--limit={bad}")

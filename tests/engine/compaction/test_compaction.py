@@ -112,7 +112,8 @@ def test_leaf_source_text_headers_speaker_and_timezone(store: Store) -> None:
     )
     compactor = Compactor(store, cid, effective(timezone="Europe/Berlin"), HeadSummarizer())
     text, texts = compactor.leaf_source(compactor.items())
-    # The zone as the reference's Intl en-US short name spells it: "GMT+2", not "CEST".
+    # The zone as Intl en-US short names spell it (docs/compat.md, the row on the zone in
+    # summarizer source headers): "GMT+2", not "CEST".
     assert text == (
         '[2026-07-01 11:05 GMT+2 | user | speaker (untrusted metadata): {"senderId":"42","senderName":"Ada"}]\n'
         "deploy to prod\n\n"
@@ -123,7 +124,9 @@ def test_leaf_source_text_headers_speaker_and_timezone(store: Store) -> None:
     assert len(texts) == 2
 
 
-def test_leaf_and_condensed_records_have_the_reference_fields(store: Store) -> None:
+def test_leaf_and_condensed_records_fill_the_columns_as_database_md_describes(store: Store) -> None:
+    """The summaries columns of docs/reference/database.md §3.4 and the links of §3.5;
+    the speaker's cost is the docs/compat.md row on sender metadata in the leaf source."""
     cid = new_conversation(store)
     rows = turn_rows(0, 40)
     rows[0]["sender_metadata"] = {"senderName": "Ada"}
@@ -154,7 +157,7 @@ def test_leaf_and_condensed_records_have_the_reference_fields(store: Store) -> N
     # The speaker label costs its own estimate, without the " | " that joins it to the header.
     assert leaf["source_message_token_count"] == sum(msg_tokens) + estimate_tokens(speaker[3:])
     assert file_ids(leaf["file_ids"]) == ["file_00112233445566aa"]
-    assert leaf["model"] == "test/head"
+    assert leaf["model"] == "test/head"  # the test summarizer's own label (it has no model_id)
     links = store.conn.execute(
         "SELECT message_id, ordinal FROM summary_messages WHERE summary_id = ? ORDER BY ordinal", (sid,)
     ).fetchall()
@@ -283,8 +286,8 @@ def test_below_threshold_does_nothing_unless_forced_or_manual(store: Store) -> N
     done = compactor.compact(token_budget=100000, manual=True)
     assert done["compacted"] and done["reason"] == "compacted"
     again = compactor.compact(token_budget=100000, manual=True)
-    # Nothing left to do and under the target: the reference says "already under target"
-    # ("nothing to compact" is its manual verdict when still over the target).
+    # Nothing left to do and under the target: "already under target", one of the reasons of
+    # docs/reference/engine.md §4.9 ("nothing to compact" is the manual verdict still over it).
     assert not again["compacted"] and again["ok"] and again["reason"] == "already under target"
 
 
@@ -514,7 +517,9 @@ def test_spend_limit_skips_the_pass_and_an_endpoint_down_falls_back(store: Store
     check_invariants(store.conn, cid)
 
 
-def test_leaf_source_text_drops_blank_lines_and_media_payloads_as_the_reference() -> None:
+def test_leaf_source_text_drops_blank_lines_and_media_payloads() -> None:
+    """As docs/compat.md's row "a message's text in the summarizer's leaf and condensed source"
+    states the reference's rule."""
     from lcm_cli.engine.compaction.leaf_source import message_text
 
     payload = "QUJD" * 80  # 320 base64 characters, no prose: a payload line
@@ -533,7 +538,9 @@ def test_leaf_source_text_drops_blank_lines_and_media_payloads_as_the_reference(
     )
 
 
-def test_textless_tool_call_step_reads_with_single_newlines_as_the_reference(store: Store) -> None:
+def test_textless_tool_call_step_reads_with_single_newlines(store: Store) -> None:
+    """docs/compat.md's row "a tool-call-only assistant step in the leaf source" (checked there
+    on the engine goldens)."""
     # Issue 30 item 4: the reference re-reads a leaf message's resolved text once more after
     # stripping injected tags (compaction.ts leafPass, extractMeaningfulMessageText), which
     # drops the blank lines between the parts' sections of a textless tool-call step.

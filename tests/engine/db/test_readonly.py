@@ -65,7 +65,8 @@ def test_file_that_is_not_sqlite(tmp_path: Path) -> None:
     path = tmp_path / "lcm.db"
     path.write_text("this is a text file, not a database\n" * 20)
     out = lcm("--db", str(path), "status")
-    # As the reference: its lazy open meets a non-database at the first query.
+    # cli-contract.md §13 (DATABASE_OPEN_FAILED row): the lazy open meets a non-database at
+    # the first query.
     assert out.code == 5 and out.error["code"] == "DATABASE_QUERY_FAILED"
     assert out.error["details"] == {"databasePath": str(path), "reason": "not-sqlite"}
 
@@ -109,7 +110,7 @@ def test_a_write_to_a_read_only_database_says_so(db_path: Path, target: str) -> 
         assert lcm("--db", str(db_path), "status").code == 0  # reads still work
     assert out.code == 5 and out.stdout == ""
     error = out.error
-    assert error["code"] == "DATABASE_QUERY_FAILED"  # the reference's code; the case is in details
+    assert error["code"] == "DATABASE_QUERY_FAILED"  # cli-contract §13's code; the case in details
     assert error["details"]["reason"] == "read-only"
     assert "writable" in error["message"] and "bug" not in error["message"]
 

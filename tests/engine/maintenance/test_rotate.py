@@ -450,7 +450,7 @@ def test_backup_modes(tmp_path: Path) -> None:
     assert backup["mode"] == "changes" and backup["rows"] > 0
     assert os.path.basename(backup["path"]).startswith("lcm.db.rotate-")
     assert backup["path"].endswith(".changes.jsonl.gz") and _baks(session.root) == []
-    out = _rotate(session, "--apply", "--backup", "latest")  # the reference's rolling copy
+    out = _rotate(session, "--apply", "--backup", "latest")  # operations.md §2.1's rolling copy
     assert out.code == 0, out.stderr
     latest = session.root / "lcm.db.rotate-latest.bak"
     assert out.json["data"]["backup"] == {"mode": "latest", "path": str(latest)}

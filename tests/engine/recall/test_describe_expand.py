@@ -225,7 +225,7 @@ def test_summaries_show_max_tokens(corpus: tuple[Path, dict[str, Any]]) -> None:
     assert rest["messages"][0]["messageId"]
     whole, more = page_of(root, "summaries", "show", c["leaf_a"], "--max-tokens", "4000")
     assert len(whole["sourceMessages"]) == 2 and whole["budget"]["truncated"] is False and more is None
-    assert "pagination" not in run(root, "summaries", "show", c["leaf_a"]).json  # the reference's shape
+    assert "pagination" not in run(root, "summaries", "show", c["leaf_a"]).json  # cli-contract.md §7.1
 
 
 def test_describe_max_tokens_cuts_a_long_source_id_list(
