@@ -425,6 +425,53 @@ def test_verify_reports_count_mismatch_and_missing_manifest(db_path: Path, tmp_p
     raises("BACKUP_NOT_FOUND", verify_backup, str(tmp_path / "absent.bak"))
 
 
+def swap_two_indexes(path: Path) -> None:
+    """Make two indexes of ``messages`` hold each other's entries (their root pages swapped).
+
+    Every page and row is still there and readable; only ``integrity_check`` sees that an
+    index disagrees with its table.
+    """
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA writable_schema = ON")
+        (a, root_a), (b, root_b) = conn.execute(
+            "SELECT name, rootpage FROM sqlite_master"
+            " WHERE name IN ('messages_conv_seq_idx', 'messages_conv_identity_hash_idx') ORDER BY name"
+        ).fetchall()
+        conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = ?", (root_b, a))
+        conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = ?", (root_a, b))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_only_the_integrity_check_catches_an_index_that_disagrees_with_its_table(db_path: Path) -> None:
+    """The manifest's size and sha256 are rewritten to the damaged file's and its pages and
+    rows are unchanged, so verify and restore have only the integrity check to refuse it."""
+    path = Path(create_backup(str(db_path))["backupPath"])
+    swap_two_indexes(path)
+    manifest_path = Path(str(path) + ".manifest.json")
+    manifest = json.loads(manifest_path.read_text())
+    manifest["sizeBytes"] = path.stat().st_size
+    manifest["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest))
+    result = verify_backup(str(path))
+    assert result["ok"] is False
+    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["integrity"]
+    before = snapshot(db_path.parent)
+    error = raises("BACKUP_VERIFY_FAILED", restore_backup, str(path), str(db_path), apply=True)
+    assert error.details["failedChecks"] == ["integrity"]
+    assert snapshot(db_path.parent) == before
+    # With no manifest (a plugin-style backup) the integrity check is all there is.
+    manifest_path.unlink()
+    result = verify_backup(str(path))
+    assert [c["name"] for c in result["checks"] if not c["ok"]] == ["manifest", "integrity"]
+    before = snapshot(db_path.parent)
+    error = raises("BACKUP_VERIFY_FAILED", restore_backup, str(path), str(db_path), apply=True)
+    assert error.details["failedChecks"] == ["integrity"]
+    assert snapshot(db_path.parent) == before
+
+
 # --- restore ------------------------------------------------------------------------------
 
 
