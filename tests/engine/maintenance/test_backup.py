@@ -207,6 +207,17 @@ def test_missing_and_non_sqlite_sources_are_refused(tmp_path: Path) -> None:
     assert all_files(tmp_path) == {"notes.db", "fake.db"}
 
 
+def test_a_copy_failing_the_integrity_check_is_never_published(db_path: Path) -> None:
+    """A source whose only damage is an index disagreeing with its table copies without an
+    error; create's integrity check is what refuses to publish the copy."""
+    swap_two_indexes(db_path)
+    before = all_files(db_path.parent)
+    error = raises("BACKUP_FAILED", create_backup, str(db_path))
+    assert error.details["check"] == "integrity_check" and error.details["problems"]
+    # No backup, manifest or temporary file: only the source's own WAL files may appear.
+    assert all_files(db_path.parent) - before <= {"lcm.db-wal", "lcm.db-shm"}
+
+
 def test_rollback_journal_source_is_backed_up_too(tmp_path: Path) -> None:
     db = tmp_path / "plain.db"
     conn = sqlite3.connect(db)
