@@ -579,6 +579,65 @@ time.sleep(60)
 """
 
 
+def test_restore_refuses_a_backup_that_changes_after_it_was_verified(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy's sha256 is held to the verified file's: a backup changed between the
+    verification and the copy is not swapped in."""
+    from lcm_cli.engine.maintenance.backup import restore as restore_module
+
+    path = create_backup(str(db_path))["backupPath"]
+    real_copy = restore_module.copy_to_temp
+
+    def copy_after_a_change(source: str, final: str) -> tuple[str, str]:
+        data = bytearray(Path(source).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        Path(source).write_bytes(bytes(data))
+        return real_copy(source, final)
+
+    monkeypatch.setattr(restore_module, "copy_to_temp", copy_after_a_change)
+    before = db_path.read_bytes()
+    error = raises("BACKUP_FAILED", restore_backup, path, str(db_path), apply=True)
+    assert "did not match the verified file" in error.message
+    assert db_path.read_bytes() == before
+    assert not [n for n in all_files(db_path.parent) if n.startswith(".")]
+
+
+def test_restore_without_room_for_the_copy_is_refused_before_copying(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """To a new path, so no pre-restore backup (whose own space check would answer first)."""
+    path = create_backup(str(db_path))["backupPath"]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: DiskUsage(10**9, 10**9 - 4096, 4096))
+    error = raises("BACKUP_NO_SPACE", restore_backup, path, str(fresh / "lcm.db"), apply=True)
+    assert error.details["neededBytes"] > Path(path).stat().st_size
+    assert all_files(fresh) == set()
+
+
+def test_restore_is_refused_when_only_leaving_wal_mode_finds_the_other_process(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock probe can miss a holder (it reads fcntl locks only); leaving WAL mode, which
+    SQLite refuses while another connection is open, is the last in-use check."""
+    from lcm_cli.engine.maintenance.backup import restore as restore_module
+
+    path = create_backup(str(db_path))["backupPath"]
+    missed = {"inUse": False, "holderPid": None, "detection": "fcntl: no foreign lock"}
+    monkeypatch.setattr(restore_module, "in_use", lambda _path: missed)
+    proc = run_python(HOLDER, str(db_path), "idle")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
+        before = db_path.read_bytes()
+        error = raises("DATABASE_IN_USE", restore_backup, path, str(db_path), apply=True)
+        assert "leaving WAL mode was refused" in error.details["detection"]
+        assert db_path.read_bytes() == before
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.parametrize("how", ["transaction", "idle"])
 def test_restore_is_refused_while_another_process_has_the_database_open(db_path: Path, how: str) -> None:
     path = create_backup(str(db_path))["backupPath"]
