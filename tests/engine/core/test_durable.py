@@ -278,6 +278,51 @@ def test_create_temp_is_exclusive_private_and_recognizable(tmp_path: Path) -> No
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
 
 
+def _record_syncs_and_renames(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """Spy on os.fsync (by the path its descriptor names), os.replace and os.link, in order."""
+    events: list[tuple[str, ...]] = []
+    real_fsync, real_replace, real_link = os.fsync, os.replace, os.link
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any, **kwargs: Any) -> None:
+        events.append(("rename", os.fspath(src), os.fspath(dst)))
+        real_replace(src, dst, **kwargs)
+
+    def link(src: Any, dst: Any, **kwargs: Any) -> None:
+        events.append(("rename", os.fspath(src), os.fspath(dst)))
+        real_link(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "link", link)
+    return events
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="names a descriptor's file through /proc")
+@pytest.mark.parametrize("how", ["atomic_write", "atomic_write no replace", "create_temp + publish"])
+def test_the_temp_file_is_fsynced_before_the_rename_and_the_directory_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A crash at any instant leaves the old file or the whole new one: the data reaches the
+    disk before the name points at it, and the rename itself is made durable."""
+    final = str(tmp_path / "x.bin")
+    events = _record_syncs_and_renames(monkeypatch)
+    if how == "create_temp + publish":
+        fd, made = durable.create_temp(final)
+        os.write(fd, b"data")
+        os.close(fd)
+        durable.publish(made, final, mode=0o600)
+    else:
+        durable.atomic_write(final, b"data", replace=how == "atomic_write")
+    assert Path(final).read_bytes() == b"data"
+    temp = events[1][1]
+    assert re.match(durable.TEMP_NAME, os.path.basename(temp))
+    assert events == [("fsync", temp), ("rename", temp, final), ("fsync", str(tmp_path))]
+
+
 def test_private_mode_is_the_stricter_of_0600_and_the_source() -> None:
     assert durable.private_mode() == 0o600
     assert durable.private_mode(0o100644) == 0o600
