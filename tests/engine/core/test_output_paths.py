@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lcm_cli.commands.specs import DOOR_COMMANDS
-from lcm_cli.engine.core.outputs import output_target, protected_files, refusal
+from lcm_cli.engine.core.errors import LcmError
+from lcm_cli.engine.core.outputs import check_output_folder, output_target, protected_files, refusal
 from lcm_cli.engine.core.params import PARAMS
 from lcm_cli.engine.core.registry import OPERATIONS, OpSpec
 from lcm_cli.engine.summarize.prompts import SUFFIX, TEMPLATE_NAMES
@@ -215,3 +217,48 @@ def test_the_check_runs_again_before_the_rename(tmp_path: Path) -> None:
     assert getattr(raised.value, "code", None) == "OUTPUT_REFUSED"
     assert db.read_bytes() == b"db"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_symlinks_and_other_non_regular_files_are_refused_each_for_its_reason(tmp_path: Path) -> None:
+    """Two checks (either alone refuses a symlink): a link names "symlink", a FIFO or a
+    folder "not-a-regular-file", and --force replaces neither."""
+    db = tmp_path / "lcm.db"
+    db.write_bytes(b"db")
+    protected = protected_files(str(db), str(tmp_path / "openclaw.json"))
+    (tmp_path / "elsewhere.txt").write_text("x")
+    link = tmp_path / "link.txt"
+    link.symlink_to(tmp_path / "elsewhere.txt")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert refusal(str(link), protected) == "symlink"
+    assert refusal(str(fifo), protected) == refusal(str(folder), protected) == "not-a-regular-file"
+    with pytest.raises(LcmError) as raised:
+        output_target(str(fifo), protected=protected, force=True)
+    assert raised.value.details["reason"] == "not-a-regular-file"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_an_existing_file_is_refused_before_any_work_unless_force(tmp_path: Path) -> None:
+    """output_target refuses at once (the no-replace rename would only refuse after the work)."""
+    taken = tmp_path / "taken.txt"
+    taken.write_text("keep")
+    with pytest.raises(LcmError) as raised:
+        output_target(str(taken), protected=[])
+    assert raised.value.code == "OUTPUT_EXISTS"
+    assert output_target(str(taken), protected=[], force=True).path == str(taken)
+
+
+def test_no_folder_is_made_at_a_database_companion_name(tmp_path: Path) -> None:
+    """A folder at the -wal or -journal name (or a parent made there) keeps SQLite from
+    opening the database at all."""
+    db = tmp_path / "lcm.db"
+    db.write_bytes(b"")
+    protected = protected_files(str(db), str(tmp_path / "openclaw.json"))
+    for path in (tmp_path / "lcm.db-wal", tmp_path / "lcm.db-journal" / "prompts"):
+        with pytest.raises(LcmError) as raised:
+            check_output_folder(str(path), protected)
+        assert raised.value.code == "OUTPUT_REFUSED"
+        assert raised.value.details["reason"] == "database-companion"
+    check_output_folder(str(tmp_path / "prompts" / "deeper"), protected)
