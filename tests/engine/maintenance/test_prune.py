@@ -167,6 +167,26 @@ def test_archive_content_edit_is_caught_by_the_trailer(db: Path, tmp_path: Path)
     assert out.error["code"] == "ARCHIVE_CORRUPT" and "checksum" in out.error["message"]
 
 
+def test_an_archive_whose_rows_disagree_with_its_trailer_counts_is_refused(db: Path, tmp_path: Path) -> None:
+    """A row dropped and the trailer's checksum recomputed to match (no manifest): only the
+    trailer's row counts can tell."""
+    import hashlib
+
+    archive = tmp_path / "c2.jsonl.gz"
+    lcm("--db", str(db), "prune", "--conversation-id", "2", "--out", str(archive), "--apply")
+    lines = gzip.decompress(archive.read_bytes()).splitlines(keepends=True)
+    *body, trailer_line = lines
+    body.pop(next(i for i, line in enumerate(body) if line.startswith(b"[")))
+    trailer = json.loads(trailer_line)
+    trailer["sha256"] = hashlib.sha256(b"".join(body)).hexdigest()
+    archive.write_bytes(gzip.compress(b"".join(body) + json.dumps(trailer).encode() + b"\n"))
+    os.unlink(str(archive) + ".manifest.json")
+    before = snapshot(db)
+    out = lcm("--db", str(db), "prune", "restore", str(archive), "--apply")
+    assert out.error["code"] == "ARCHIVE_CORRUPT" and "row counts" in out.error["message"]
+    assert snapshot(db) == before
+
+
 def test_max_db_size_takes_oldest_first(db: Path) -> None:
     out = lcm("--db", str(db), "prune", "--max-db-size", "1KB", "--include-active")
     ids = [c["conversationId"] for c in out.json["data"]["conversations"]]
@@ -202,6 +222,32 @@ def test_changes_during_archiving_abort_the_delete(
         assert conn.execute("SELECT COUNT(*) FROM messages WHERE conversation_id = 2").fetchone()[0] == 4
     finally:
         conn.close()
+
+
+def test_an_archive_damaged_on_disk_is_caught_before_anything_is_deleted(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prune re-reads the archive from disk before deleting: one byte changed after it was
+    written (a bad disk, a bug in the writer) stops the delete."""
+    import lcm_cli.engine.maintenance.prune as prune
+
+    original = prune.write_archive
+
+    def damaged(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        result = original(*args, **kwargs)
+        path = Path(result["archivePath"])
+        raw = bytearray(path.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        path.write_bytes(bytes(raw))
+        return result
+
+    monkeypatch.setattr(prune, "write_archive", damaged)
+    before = snapshot(db)
+    out = lcm(
+        "--db", str(db), "prune", "--conversation-id", "2", "--out", str(tmp_path / "a.jsonl.gz"), "--apply"
+    )
+    assert out.code == 4 and out.error["code"] == "ARCHIVE_CORRUPT"
+    assert snapshot(db) == before
 
 
 KILL_MID_DELETE = """
