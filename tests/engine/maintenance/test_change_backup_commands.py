@@ -125,6 +125,16 @@ def test_doctor_full_and_none_are_kept(seeded: tuple[list[str], Path]) -> None:
     assert latest.code == 2 and latest.error["code"] == "INVALID_ARGUMENT"
 
 
+def test_doctor_full_backup_holds_the_database_as_it_was_before_the_repair(
+    seeded: tuple[list[str], Path],
+) -> None:
+    args, db = seeded
+    before = dump(db)
+    full = _ok(lcm(*args, "doctor", "apply", "--check", "context", "--apply", "--backup", "full"))
+    assert dump(db) != before
+    assert dump(Path(full["backup"]["backupPath"])) == before
+
+
 def test_a_planned_schema_migration_takes_a_full_copy(tmp_path: Path) -> None:
     from tests.support.legacy_schema import make_legacy_db
 
