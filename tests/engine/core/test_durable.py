@@ -260,6 +260,27 @@ def test_serve_lock_file_refuses_a_planted_symlink(tmp_path: Path) -> None:
         lock.close()
 
 
+@pytest.mark.parametrize("planted", ["hard link", "fifo"])
+def test_serve_lock_file_refuses_a_hard_link_or_a_non_regular_file(tmp_path: Path, planted: str) -> None:
+    """A hard link at the lock name would make lcm lock (and chmod) someone's file; a FIFO is
+    no lock file either."""
+    from lcm_cli.commands.serve import _claim_socket
+
+    socket_path = tmp_path / "lcm.sock"
+    lock_path = Path(str(socket_path) + ".lock")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    os.chmod(victim, 0o644)
+    if planted == "hard link":
+        os.link(victim, lock_path)
+    else:
+        os.mkfifo(lock_path)
+    with pytest.raises(LcmError) as caught:
+        _claim_socket(str(socket_path))
+    assert caught.value.code == "SERVE_SOCKET_FAILED"
+    assert victim.read_text() == "precious" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
 # --- the routine itself ------------------------------------------------------------------------
 
 
