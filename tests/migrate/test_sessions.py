@@ -199,7 +199,7 @@ def test_legacy_transcript_without_ids_into_a_nonempty_conversation_is_skipped(t
     assert second["files"][0]["status"] == "skipped"
     assert second["files"][0]["reason"] == "existing-conversation-without-transcript-entry-ids"
     assert rows(db, "SELECT COUNT(*) FROM messages")[0][0] == first["importedMessages"]
-    # The dry run says the same, with the reference's warning.
+    # The dry run says the same, with the warning (migrate-sessions.md §6.2 c; the compat.md row).
     dry = lcm("--db", str(db), "migrate-sessions", "--file", str(generated.path)).json["data"]["files"][0]
     assert dry["reason"] == second["files"][0]["reason"]
     assert dry["warnings"] == second["files"][0]["warnings"] and "no entry ids" in dry["warnings"][0]

@@ -870,7 +870,8 @@ BAD_OVERRIDES: list[tuple[Any, str]] = [
     ([{"match": {"model": "m"}, "contextThreshold": None}], "[0].contextThreshold needs"),
     ([{"match": {"model": "m"}, "contextThreshold": True}], "[0].contextThreshold needs"),
     ([GOOD_RULE, {"match": {}, "contextThreshold": 0.5}], "[1].match has no matcher"),
-    # The runtime checks the tail overrides before the threshold.
+    # The runtime checks the tail overrides before the threshold (recorded in the config
+    # goldens: an override with no contextThreshold and freshTailCount 0 fails on the tail).
     ([{"match": {"model": "m"}, "freshTailCount": -1}], "[0].freshTailCount needs"),
 ]
 

@@ -308,7 +308,7 @@ def assert_time_error(out: Any, value: Any = None, *, details: bool = True) -> N
     error = out.error
     assert error["code"] == "INVALID_TIME_FILTER"
     if details:
-        # The reference's details, plus the accepted spelling when there is one.
+        # cli-contract.md §13's details ({value}), plus the accepted spelling when there is one.
         assert error["details"]["value"] == value
         assert set(error["details"]) <= {"value", "accepted", "suggestions"}
     else:

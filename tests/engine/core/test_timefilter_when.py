@@ -54,7 +54,7 @@ def test_reference_commands_keep_the_strict_grammar_and_ours_take_the_whole() ->
 @pytest.mark.parametrize(
     ("option_args", "accepted"),
     [
-        # The reference's strict grammar: the same instant, with its zone.
+        # The reference's strict grammar (cli-contract.md §9): the same instant, with its zone.
         ({"after": "2026-06-02"}, "2026-06-02T00:00:00Z"),
         ({"after": "2026-06-02t08:00z"}, "2026-06-02T08:00:00Z"),
         ({"before": "2026/06/02 08:00 UTC"}, "2026-06-02T08:00:00Z"),

@@ -385,7 +385,7 @@ def test_grep_time_filter_and_files(corpus: tuple[Path, dict[str, Any]]) -> None
     assert "### Files" in text
     assert f"- [conv={c['main']} file_text000000000001 (report.txt)] line 2, offset 13: `billing` " in text
     assert files["details"]["fileScanByteLimit"] == 512_000 and files["details"]["fileCount"] == 3
-    # fileIds are read only with scope "files", as lossless-claw reads them
+    # fileIds restrict only the "files" scope (docs/reference/engine.md §7.2)
     ignored = ok(root, "lcm_grep", {"pattern": "billing", "fileIds": ["file_nope"]})
     assert "### Messages" in ignored
 
