@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from lcm_cli.engine.core.render_hints import Render, Rows
 
+# The columns a person scans first in a list of records, and those dropped first (least
+# important first) when the terminal is narrow; JSON output carries every field.
 SUMMARY_ROWS = Rows(
     "summaryId",
     ("summaryId", "kind", "depth", "tokenCount", "coverageAt", "descendantCount", "preview"),
