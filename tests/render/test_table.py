@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from lcm_cli.engine.core import registry
 from lcm_cli.engine.core.registry import OPERATIONS, OpSpec
 from lcm_cli.engine.core.render_hints import Fold, Render, Rows, Tally, Text, Transcript
 from lcm_cli.engine.core.tokens import serialized_tokens
@@ -216,7 +215,7 @@ def test_only_the_declared_meta_fields_show() -> None:
 
 def test_output_looks_the_hint_up_by_the_envelope_command(monkeypatch: pytest.MonkeyPatch) -> None:
     hint = Render(rows=(Rows("sprocket", ("colour",)),))
-    monkeypatch.setattr(registry, "OPERATIONS", {**OPERATIONS, COMMAND: OpSpec("nowhere", render=hint)})
+    monkeypatch.setitem(OPERATIONS, COMMAND, OpSpec("nowhere", render=hint))
     stream = io.StringIO()
     Output("table", stdout=stream).emit({"ok": True, "command": COMMAND, "data": {"widgets": WIDGETS}})
     assert header_cells(stream.getvalue()) == ["Colour"]

@@ -13,7 +13,7 @@ module that owns the requested name.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 from lcm_cli import TYPE_CHECKING
 from lcm_cli.engine.core.record import Record
@@ -144,11 +144,12 @@ SPEC_MODULES = (
 )
 
 
-class Manifest(Mapping[str, OpSpec]):
+class Manifest(MutableMapping[str, OpSpec]):
     """Every operation's spec by name, gathered from :data:`SPEC_MODULES` on first use.
 
     Gathering is lazy so that a spec module may import this one; a name two concepts both
-    declare is refused at load, since a door could not tell which one is meant.
+    declare is refused at load, since a door could not tell which one is meant. Only tests
+    write to it (to declare a stand-in operation): :data:`OPERATIONS` is typed read-only.
     """
 
     def __init__(self, modules: tuple[str, ...]) -> None:
@@ -170,6 +171,12 @@ class Manifest(Mapping[str, OpSpec]):
 
     def __getitem__(self, name: str) -> OpSpec:
         return self._loaded()[name]
+
+    def __setitem__(self, name: str, spec: OpSpec) -> None:
+        self._loaded()[name] = spec
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded()[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._loaded())
