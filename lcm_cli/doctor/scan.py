@@ -124,24 +124,27 @@ def _fix_for(check: Check, req: Request, scope: Scope) -> str | None:
     return check.fix
 
 
+def _skipped(check: Check, reason: str) -> CheckReport:
+    """The entry of a check that did not run, and why."""
+    return {
+        "check": check.id,
+        "title": check.title,
+        "severity": check.severity,
+        "status": "SKIP",
+        "count": 0,
+        "affected": [],
+        "skipped": reason,
+    }
+
+
 def report_check(
     check: Check, outcome: Outcome, req: Request, scope: Scope, after: Any
 ) -> tuple[CheckReport, bool]:
     """One check's entry in the report, and whether more of its affected ids follow."""
-    entry: CheckReport
     if outcome.skipped is not None:
-        entry = {
-            "check": check.id,
-            "title": check.title,
-            "severity": check.severity,
-            "status": "SKIP",
-            "count": 0,
-            "affected": [],
-            "skipped": outcome.skipped,
-        }
-        return entry, False
+        return _skipped(check, outcome.skipped), False
     page, more = page_of(outcome.affected, after, req.limit)
-    entry = {
+    entry: CheckReport = {
         "check": check.id,
         "title": check.title,
         "severity": check.severity,
@@ -249,15 +252,7 @@ def damaged_report(
                 "advice": check.advice,
             }
         else:
-            entry = {
-                "check": check.id,
-                "title": check.title,
-                "severity": check.severity,
-                "status": "SKIP",
-                "count": 0,
-                "affected": [],
-                "skipped": f"the database schema cannot be read ({message})",
-            }
+            entry = _skipped(check, f"the database schema cannot be read ({message})")
         entry["elapsedMs"] = 0
         entries.append(entry)
     failing = any(e["status"] == "FAIL" for e in entries)
