@@ -165,9 +165,8 @@ class MessageTail(TypedDict):
     messages: list[MessageItem]
 
 
-class SummaryItem(TypedDict):
-    """An item of `summaries list` (and a node of `summaries show`, `describe`): a stored summary,
-    its link counts and preview, and its ``content`` when asked for."""
+class SummaryPlace(TypedDict):
+    """Where a summary stands: its id, conversation, place in the DAG, size and time range."""
 
     summaryId: str
     conversationId: int
@@ -176,6 +175,12 @@ class SummaryItem(TypedDict):
     tokenCount: int
     earliestAt: str | None
     latestAt: str | None
+
+
+class SummaryItem(SummaryPlace):
+    """An item of `summaries list` (and a node of `summaries show`, `describe`): a stored summary,
+    its link counts and preview, and its ``content`` when asked for."""
+
     coverageAt: str
     descendantCount: int
     descendantTokenCount: int

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from lcm_cli import TYPE_CHECKING
+from lcm_cli.engine.read.records import SummaryPlace
 
 if TYPE_CHECKING:
     from typing import Any, Literal, NotRequired
@@ -68,16 +69,9 @@ class ExpandedMessage(DagMessage):
     contentCut: NotRequired[bool]
 
 
-class ExpandSummary(TypedDict):
+class ExpandSummary(SummaryPlace):
     """The summary `lcm expand` expands: its place in the DAG, time range and source tokens."""
 
-    summaryId: str
-    conversationId: int
-    kind: str
-    depth: int
-    tokenCount: int
-    earliestAt: str | None
-    latestAt: str | None
     sourceMessageTokenCount: int
 
 
