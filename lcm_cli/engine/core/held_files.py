@@ -41,6 +41,26 @@ _lock = allocate_lock()
 _held: dict[str, int] = {}
 #: Descriptors kept open on held inodes, by (st_dev, st_ino).
 _parked: dict[tuple[int, int], list[int]] = {}
+#: Claims a finalizer dropped while the lock was taken, released by whoever holds it.
+_deferred: list[Hold] = []
+
+
+class _Locked:
+    """``with _locked:`` takes the lock, and before giving it back releases the claims that
+    finalizers dropped meanwhile (see :meth:`Hold.release_from_finalizer`)."""
+
+    def __enter__(self) -> None:
+        _lock.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        try:
+            while _deferred:
+                _deferred.pop()._release_locked()
+        finally:
+            _lock.release()
+
+
+_locked = _Locked()
 
 
 class Hold:
@@ -53,23 +73,36 @@ class Hold:
 
     def release(self) -> None:
         """Drop this claim; the last one on a file closes the descriptors parked on it."""
-        with _lock:
-            if self.path not in _held:
-                return
-            _held[self.path] -= 1
-            if _held[self.path] <= 0:
-                del _held[self.path]
-                keep = _held_inodes()
-                for key in [k for k in _parked if k not in keep]:
-                    for fd in _parked.pop(key):
-                        os.close(fd)
-            self.path = ""
+        with _locked:
+            self._release_locked()
+
+    def release_from_finalizer(self) -> None:
+        """:meth:`release` for a ``__del__``: the garbage collector may run one while this very
+        thread holds the lock (inside any function here), so never wait for it; when it is
+        taken, the holder releases the claim before it lets go."""
+        if _lock.acquire(blocking=False):
+            _lock.release()
+            self.release()
+        else:
+            _deferred.append(self)
+
+    def _release_locked(self) -> None:
+        if self.path not in _held:
+            return
+        _held[self.path] -= 1
+        if _held[self.path] <= 0:
+            del _held[self.path]
+            keep = _held_inodes()
+            for key in [k for k in _parked if k not in keep]:
+                for fd in _parked.pop(key, ()):
+                    os.close(fd)
+        self.path = ""
 
 
 def hold(path: str) -> Hold:
     """Register a connection on the database file ``path`` (release it when it closes)."""
     absolute = os.path.abspath(path)
-    with _lock:
+    with _locked:
         _held[absolute] = _held.get(absolute, 0) + 1
     return Hold(absolute)
 
@@ -99,7 +132,7 @@ def is_held(path: str) -> bool:
         key = _identity(os.stat(path))
     except OSError:
         return False
-    with _lock:
+    with _locked:
         return key in _held_inodes()
 
 
@@ -107,7 +140,7 @@ def _release_descriptor(fd: int) -> None:
     """Close ``fd``, or park it when the file it is on is held (closing would drop locks)."""
     if _held:
         key = _identity(os.fstat(fd))
-        with _lock:
+        with _locked:
             if key in _held_inodes():
                 _parked.setdefault(key, []).append(fd)
                 return
@@ -186,7 +219,7 @@ def open_input(path: str, *, buffer_size: int = io.DEFAULT_BUFFER_SIZE) -> io.Bu
             key = _identity(os.stat(path))
         except OSError:
             key = None
-        with _lock:
+        with _locked:
             parked = _parked.get(key) if key is not None else None
             if parked and key in _held_inodes():
                 return io.BufferedReader(_InputFile(parked[0], path, shared=True), buffer_size)

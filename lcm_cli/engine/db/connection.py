@@ -77,7 +77,7 @@ class HeldConnection(sqlite3.Connection):
         # A connection dropped without close() is closed by SQLite when it is freed; its
         # claim goes with it (after the file's descriptors: SQLite closes them first).
         if self._hold is not None:
-            self._hold.release()
+            self._hold.release_from_finalizer()
 
 
 def connect(

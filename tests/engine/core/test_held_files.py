@@ -12,6 +12,8 @@ import contextlib
 import gc
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from lcm_cli.engine.core import held_files
@@ -67,6 +69,30 @@ def test_a_connection_dropped_without_close_releases_its_claim(tmp_path: Path) -
     del conn
     gc.collect()  # the connection and its statement cache form a cycle
     assert not is_held(str(db))
+
+
+def test_a_connection_the_collector_frees_while_this_thread_holds_the_lock_does_not_deadlock(
+    tmp_path: Path,
+) -> None:
+    """The garbage collector runs finalizers wherever it is triggered, also inside this module
+    with the lock taken (it hung a backup test that way): the dropped claim waits for the
+    holder, which releases it before letting go. In a child process, so a hang is a failure."""
+    db = tmp_path / "lcm.db"
+    _wal_db(db)
+    script = (
+        "import gc, sys\n"
+        "from lcm_cli.engine.core import held_files\n"
+        "from lcm_cli.engine.db.connection import connect\n"
+        "conn = connect(sys.argv[1])\n"
+        "with held_files._locked:\n"
+        "    del conn\n"
+        "    gc.collect()  # the connection's finalizer runs here, the lock taken\n"
+        "    assert held_files._deferred, 'the claim should wait for the holder'\n"
+        "assert not held_files._deferred and not held_files.is_held(sys.argv[1])\n"
+        "print('released')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "released", out.stderr
 
 
 def test_open_input_reads_like_open(tmp_path: Path) -> None:
